@@ -1,0 +1,86 @@
+# stalelab - asynchronous data-parallel training test-bed.
+# Targets: deps all run test bench asan valgrind clean (see README.md).
+
+CC      ?= cc
+BUILD   ?= build
+OPT     ?= -O2
+PKGS    := openblas check jansson zlib
+CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
+	$(shell pkg-config --cflags openblas jansson zlib 2>/dev/null)
+CFLAGS  ?= $(OPT) -g
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Idaemon -Itests
+LDLIBS  := $(shell pkg-config --libs openblas jansson zlib 2>/dev/null) -lm -pthread
+CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+
+ENGINE_SRC := $(wildcard engine/*.c)
+DAEMON_SRC := $(wildcard daemon/*.c)
+TEST_SRC   := $(wildcard tests/test_*.c)
+
+ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+# daemon objects without main.o, for tests that drive the daemon's modules
+DAEMON_LIB_OBJ := $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
+TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+
+DEPS_STAMP := $(BUILD)/.deps-ok
+APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
+	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
+	dataset-fashion-mnist
+
+.PHONY: all deps run test unit integration bench asan valgrind clean help
+
+all: $(BUILD)/stalelab
+
+help:
+	@echo "make deps | all | run | test | bench | asan | valgrind | clean"
+
+# Install the Debian packages we need; quick when everything is present.
+deps:
+	@missing=""; for p in $(APT_PKGS); do \
+		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "deps: installing$$missing"; \
+		export DEBIAN_FRONTEND=noninteractive; \
+		apt-get update -qq && apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	fi
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
+
+run: deps all
+	$(BUILD)/stalelab run --model mlp:784-256-128-10 --epochs 3
+
+unit: $(TEST_BIN)
+	@sh tests/run_unit.sh $(TEST_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory all $(TEST_BIN)
+	@sh tests/run_all.sh $(BUILD)
+
+bench: deps all
+	@sh bench/run.sh $(BUILD)
+
+asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
+		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
+		all $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BIN))
+	@SL_ASAN=1 sh tests/run_all.sh build-asan
+
+valgrind:
+	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O0 all \
+		$(patsubst $(BUILD)/%,build-vg/%,$(TEST_BIN))
+	@SL_VALGRIND=1 sh tests/run_all.sh build-vg
+
+clean:
+	rm -rf build build-asan build-vg
+
+-include $(ENGINE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -1,0 +1,16 @@
+/* cli.h - subcommands of the one stalelab binary. Each returns the process
+ * exit code: 0 success, 1 runtime failure, 2 bad usage or bad config. */
+#ifndef SL_CLI_H
+#define SL_CLI_H
+
+int cmd_run(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Parse a whole string as a double / non-negative integer; 0 or -1. */
+int cli_double(const char *s, double *out);
+int cli_u64(const char *s, unsigned long long *out);
+
+/* Number of online CPUs (at least 1). */
+int cli_ncpu(void);
+
+#endif

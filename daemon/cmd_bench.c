@@ -1,0 +1,161 @@
+/* cmd_bench.c - `stalelab bench`: training throughput of one worker (MLP
+ * and LeNet-5 on Fashion-MNIST) and the GFLOP/s achieved, next to OpenBLAS's
+ * own sgemm on the models' main GEMM shapes. Figures are medians over
+ * repeated windows; the machine may be shared, so compare ratios. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "dataset.h"
+#include "model.h"
+
+static const char bench_usage[] =
+	"Usage: stalelab bench [OPTIONS]\n"
+	"\n"
+	"Throughput of the engine: samples/s of one worker training the MLP and\n"
+	"LeNet-5 (plain SGD, lr 0.05, batch 64), GFLOP/s achieved, and OpenBLAS's\n"
+	"own sgemm on the same shapes. Prints a table and one JSON line per figure.\n"
+	"\n"
+	"  -m, --model SPEC   only this model (default: mlp:784-256-128-10, lenet5)\n"
+	"  -t, --threads N    compute threads (default: all cores)\n"
+	"  -S, --seconds X    measuring time per figure (default 4)\n"
+	"  -d, --dataset SPEC data (default fashion-mnist)\n"
+	"  -h, --help         this text\n";
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Train for about `seconds`, in windows of ~0.25 s; median samples/s. */
+static double
+measure(model *m, const dataset *tr, double seconds)
+{
+	enum { WIN = 64 };
+	double sps[WIN];
+	int nw = 0, B = m->batch_cap;
+	uint32_t *perm = malloc(sizeof(uint32_t) * tr->n);
+	rng r;
+	rng_seed(&r, 1, 1);
+	for (uint32_t i = 0; i < tr->n; i++)
+		perm[i] = i;
+	rng_shuffle(&r, perm, tr->n);
+	backend *be = m->be;
+	uint32_t pos = 0;
+	/* warm-up: buffers, caches, the team's first wake-up */
+	for (int i = 0; i < 20; i++) {
+		model_load_batch(m, tr->x, tr->y, perm, B);
+		model_step(m, NULL, B, 0);
+	}
+	double t_end = sl_now() + seconds;
+	while (nw < WIN && (nw < 3 || sl_now() < t_end)) {
+		double t0 = sl_now(), t;
+		long samples = 0;
+		do {
+			if (pos + (uint32_t)B > tr->n)
+				pos = 0;
+			model_load_batch(m, tr->x, tr->y, perm + pos, B);
+			model_step(m, NULL, B, 0);
+			be->ops->sgd(be, m->params, m->grads, NULL, m->n_params, 0.05f,
+				     0, 0);
+			pos += (uint32_t)B;
+			samples += B;
+		} while ((t = sl_now()) - t0 < 0.25);
+		sps[nw++] = samples / (t - t0);
+	}
+	free(perm);
+	qsort(sps, (size_t)nw, sizeof(double), cmp_double);
+	return sps[nw / 2];
+}
+
+int
+cmd_bench(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"model", required_argument, NULL, 'm'},
+		{"threads", required_argument, NULL, 't'},
+		{"seconds", required_argument, NULL, 'S'},
+		{"dataset", required_argument, NULL, 'd'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *only = NULL, *dspec = "fashion-mnist";
+	int threads = cli_ncpu(), opt;
+	double seconds = 4;
+	unsigned long long u;
+	optind = 1;
+	while ((opt = getopt_long(argc, argv, "m:t:S:d:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'm': only = optarg; break;
+		case 'd': dspec = optarg; break;
+		case 't':
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 64) {
+				fprintf(stderr, "stalelab bench: --threads: expected 1..64\n");
+				return 2;
+			}
+			threads = (int)u;
+			break;
+		case 'S':
+			if (cli_double(optarg, &seconds) < 0 || !(seconds > 0) || seconds > 600) {
+				fprintf(stderr, "stalelab bench: --seconds: expected a number in (0, 600]\n");
+				return 2;
+			}
+			break;
+		case 'h': fputs(bench_usage, stdout); return 0;
+		default: fprintf(stderr, "Try 'stalelab bench --help'.\n"); return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "stalelab bench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	char err[SL_ERR_LEN];
+	dataset_pair d;
+	if (ds_load(dspec, 1, &d, err) < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		return 2;
+	}
+	const char *models[] = {"mlp:784-256-128-10", "lenet5"};
+	/* main GEMM shape of each model, for the OpenBLAS reference */
+	const int shapes[][3] = {{64, 256, 784}, {16, 64 * 100, 150}};
+	int code = 0;
+	for (int i = 0; i < 2; i++) {
+		if (only && strcmp(only, models[i]))
+			continue;
+		backend *be;
+		model *m;
+		if (backend_cpu_new(threads, &be) < 0) {
+			code = 1;
+			break;
+		}
+		if (model_new(models[i], d.train.c, d.train.h, d.train.w,
+			      d.train.classes, 64, 1, be, &m, err) < 0) {
+			fprintf(stderr, "stalelab bench: %s\n", err);
+			backend_free(be);
+			code = 2;
+			break;
+		}
+		double sps = measure(m, &d.train, seconds);
+		double gf = sps * model_step_flops(m, 0) * 1e-9;
+		double ref = backend_cpu_sgemm_gflops(shapes[i][0], shapes[i][1],
+						      shapes[i][2], threads,
+						      seconds / 2);
+		printf("%-20s %2d thr  %9.0f samples/s  %6.1f GFLOP/s  "
+		       "(OpenBLAS sgemm %dx%dx%d: %.1f GFLOP/s, ratio %.2f)\n",
+		       models[i], threads, sps, gf, shapes[i][0], shapes[i][1],
+		       shapes[i][2], ref, ref > 0 ? gf / ref : 0);
+		printf("{\"bench\":\"train\",\"model\":\"%s\",\"threads\":%d,"
+		       "\"samples_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_gflops\":%.2f,"
+		       "\"step_mflop_per_sample\":%.4f}\n",
+		       models[i], threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
+		fflush(stdout);
+		model_free(m);
+		backend_free(be);
+	}
+	ds_pair_free(&d);
+	return code;
+}

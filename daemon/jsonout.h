@@ -1,0 +1,16 @@
+/* jsonout.h - compact JSON output with the shortest decimal form of each
+ * number that reads back to the same double (0.05, not jansson's
+ * 0.050000000000000003), for logs and API bodies people read. */
+#ifndef SL_JSONOUT_H
+#define SL_JSONOUT_H
+
+#include <jansson.h>
+
+/* Newly malloc'd NUL-terminated text (caller frees), or NULL. */
+char *jsonout_dumps(const json_t *v);
+
+/* Shortest round-trip form of d into buf (>= 32 bytes); non-finite
+ * numbers become null (JSON has no NaN). */
+void jsonout_number(char *buf, double d);
+
+#endif

@@ -1,0 +1,49 @@
+/* main.c - stalelab: dispatch to subcommands. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sl.h"
+
+static const char usage[] =
+	"Usage: stalelab COMMAND [OPTIONS]\n"
+	"\n"
+	"A test-bed for asynchronous data-parallel training: a parameter server\n"
+	"and workers train a real model while you study gradient staleness.\n"
+	"\n"
+	"Commands:\n"
+	"  run      train headless: JSON-Lines log to --log or stdout, progress on\n"
+	"           stderr, exit 0 when the stop condition is met\n"
+	"  bench    throughput of the engine (samples/s, GFLOP/s vs OpenBLAS)\n"
+	"\n"
+	"Options:\n"
+	"  -h, --help     this text (COMMAND --help for a command's options)\n"
+	"  -V, --version  print the version\n"
+	"\n"
+	"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";
+
+int
+main(int argc, char **argv)
+{
+	if (argc < 2) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	const char *cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		fputs(usage, stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
+		printf("stalelab %s\n", SL_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "bench"))
+		return cmd_bench(argc - 1, argv + 1);
+	fprintf(stderr, "stalelab: unknown command '%s' (try 'stalelab --help')\n",
+		cmd);
+	return 2;
+}

@@ -1,0 +1,123 @@
+/* backend.h - the numeric backend: a const table of operations plus a
+ * context, chosen once per worker. Layers, models and update rules call
+ * be->ops->X(be, ...) and never a BLAS or CUDA function directly, so a CUDA
+ * backend (a dlopen'ed plugin) drops in behind the same table.
+ *
+ * All tensors are float32, row-major, in backend memory (alloc/upload). Two
+ * activation layouts exist: dense layers use [B][features]; convolution and
+ * pooling use channel-major [C][B][H][W] so the convolution GEMMs are
+ * W[Cout x K] . col[K x B*P] over the whole batch. */
+#ifndef SL_BACKEND_H
+#define SL_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct backend backend;
+
+/* Geometry of one convolution or pooling (per sample). */
+typedef struct conv_geom {
+	int cin, h, w;    /* input channels and size */
+	int cout;         /* output channels (conv) */
+	int k, stride, pad;
+	int ho, wo;       /* output size */
+} conv_geom;
+
+typedef struct backend_ops {
+	const char *name;
+	void (*destroy)(backend *);
+
+	/* Memory: zeroed allocation, host<->backend copies, backend copies. */
+	void *(*alloc)(backend *, size_t bytes);
+	void (*free)(backend *, void *p);
+	void (*upload)(backend *, void *dst, const void *src, size_t bytes);
+	void (*download)(backend *, void *dst, const void *src, size_t bytes);
+	void (*copy)(backend *, void *dst, const void *src, size_t bytes);
+	void (*zero)(backend *, void *dst, size_t bytes);
+	void (*sync)(backend *);
+
+	/* C[MxN] = alpha op(A) op(B) + beta C. */
+	void (*gemm)(backend *, int trans_a, int trans_b, int m, int n, int k,
+		     float alpha, const float *a, int lda, const float *b,
+		     int ldb, float beta, float *c, int ldc);
+
+	/* Dense: y[B x out] = act(x[B x in] . w[out x in]^T + b). */
+	void (*linear_fwd)(backend *, const float *x, const float *w,
+			   const float *b, float *y, int batch, int in, int out,
+			   int relu);
+	/* Dense backward. dy is masked in place by relu'(y) when relu is set.
+	 * dw = dy^T x, db = column sums of dy (both overwritten); dx = dy w
+	 * unless dx is NULL. */
+	void (*linear_bwd)(backend *, const float *x, const float *w,
+			   const float *y, float *dy, float *dx, float *dw,
+			   float *db, int batch, int in, int out, int relu);
+
+	/* Convolution on [C][B][H][W]: y = act(conv(x, w) + b). */
+	void (*conv_fwd)(backend *, const conv_geom *, const float *x,
+			 const float *w, const float *b, float *y, int batch,
+			 int relu);
+	/* dy masked in place by relu'(y) if relu; dw, db overwritten; dx
+	 * unless NULL. */
+	void (*conv_bwd)(backend *, const conv_geom *, const float *x,
+			 const float *w, const float *y, float *dy, float *dx,
+			 float *dw, float *db, int batch, int relu);
+
+	/* Max pooling on [C][B][H][W] (geom.cin channels, cout unused).
+	 * arg receives the argmax offset of each output within its plane. */
+	void (*maxpool_fwd)(backend *, const conv_geom *, const float *x,
+			    float *y, int32_t *arg, int batch);
+	void (*maxpool_bwd)(backend *, const conv_geom *, const float *dy,
+			    const int32_t *arg, float *dx, int batch);
+
+	/* Standalone relu: y = max(x, 0); dx = dy * (y > 0). */
+	void (*relu_fwd)(backend *, const float *x, float *y, size_t n);
+	void (*relu_bwd)(backend *, const float *y, const float *dy, float *dx,
+			 size_t n);
+
+	/* [C][B][P] <-> [B][C*P] (flatten between conv and dense parts). */
+	void (*cbp_to_bcp)(backend *, const float *x, float *y, int c, int b,
+			   int p);
+	void (*bcp_to_cbp)(backend *, const float *x, float *y, int c, int b,
+			   int p);
+
+	/* Softmax cross-entropy over logits[B x K] with labels. Returns the
+	 * mean loss; dlogits (may be NULL) = (softmax - onehot) / B; *correct
+	 * (may be NULL) = number of argmax hits. */
+	double (*softmax_xent)(backend *, const float *logits,
+			       const uint8_t *labels, float *dlogits,
+			       int batch, int classes, int *correct);
+
+	/* SGD with momentum and weight decay over n parameters:
+	 * g' = g + wd w; m = mu m + g' (if m); w -= lr (m or g'). */
+	void (*sgd)(backend *, float *w, const float *g, float *m, size_t n,
+		    float lr, float mu, float wd);
+	/* y += a x */
+	void (*axpy)(backend *, size_t n, float a, const float *x, float *y);
+	/* y = a y */
+	void (*scal)(backend *, size_t n, float a, float *y);
+} backend_ops;
+
+struct backend {
+	const backend_ops *ops;
+	void *ctx; /* the implementation's private state */
+};
+
+/* CPU backend on OpenBLAS with a team of nthreads (>= 1) for each op.
+ * Returns 0 or a negative SL_E* code. */
+int backend_cpu_new(int nthreads, backend **out);
+void backend_free(backend *be);
+
+/* Reference figure for benchmarks: OpenBLAS's own sgemm (row-major,
+ * C = A[m x k] B[k x n]) with blas_threads threads, GFLOP/s as the median
+ * of repeated timings over about `seconds`. */
+double backend_cpu_sgemm_gflops(int m, int n, int k, int blas_threads,
+				double seconds);
+
+/* Output size of a convolution/pooling dimension. */
+static inline int
+conv_out_dim(int in, int k, int stride, int pad)
+{
+	return (in + 2 * pad - k) / stride + 1;
+}
+
+#endif

@@ -1,0 +1,81 @@
+/* config.h - the run object of DESIGN.md as a C struct: defaults and
+ * range validation. JSON parsing lives in daemon/config.c; this header is
+ * plain data so the engine never sees JSON. */
+#ifndef SL_CONFIG_H
+#define SL_CONFIG_H
+
+#include <stdint.h>
+
+#include "sl.h"
+
+#define CFG_MAX_OVERRIDES 256
+#define CFG_MAX_WORKERS 256
+
+typedef enum delay_dist {
+	DELAY_NONE,
+	DELAY_CONST,
+	DELAY_UNIFORM,
+	DELAY_EXP,
+	DELAY_LOGNORMAL,
+	DELAY_PARETO,
+	DELAY_VERSION, /* staleness drawn from U{0..s} */
+} delay_dist;
+
+typedef struct delay_cfg {
+	delay_dist dist;
+	double mean_ms;
+	double sigma;     /* lognormal shape */
+	double alpha;     /* pareto shape */
+	double spread;    /* uniform: half-width as a fraction of the mean */
+	int s;            /* version: max staleness */
+	int at_server;    /* "where": "server" */
+	double bandwidth_mbps; /* 0: infinite */
+} delay_cfg;
+
+typedef struct worker_override {
+	int id;
+	int has_delay, has_spb, has_speed, has_paused;
+	delay_cfg delay;
+	int spb_depth;
+	double speed;
+	int paused;
+} worker_override;
+
+typedef struct rule_params {
+	double s, lambda, H, n, local_lr, m, beta, period, warmup;
+	char local_opt[16];
+} rule_params;
+
+typedef struct run_config {
+	char model[128];
+	char dataset[256];
+	char device[8];   /* auto | cpu | cuda */
+	char rule[16];
+	rule_params rp;
+	double lr, momentum, weight_decay;
+	int batch;
+	int workers;
+	int threads;      /* compute threads per worker (0 = auto) */
+	delay_cfg delay;
+	int n_overrides;
+	worker_override overrides[CFG_MAX_OVERRIDES];
+	char clock[8];    /* wall | virtual */
+	uint64_t seed;
+	double stop_epochs;
+	uint64_t stop_steps;
+	double stop_seconds;
+	double stop_target_acc;
+	int eval_every;
+	int n_schedule;   /* schedule entries (kept as JSON by the daemon) */
+} run_config;
+
+/* Defaults of a headless run: fashion-mnist MLP, one worker, asgd (with
+ * one worker and no delay this is sequential SGD), lr 0.05, batch 64. */
+void config_defaults(run_config *c);
+
+/* Range and consistency checks; err names the field. */
+int config_validate(const run_config *c, char *err);
+
+const char *delay_dist_name(delay_dist d);
+
+#endif

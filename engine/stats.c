@@ -1,0 +1,38 @@
+/* stats.c - staleness histogram arithmetic. */
+#include "stats.h"
+
+void
+stale_add(stale_hist *h, uint64_t tau)
+{
+	h->b[tau < STALE_BUCKETS - 1 ? tau : STALE_BUCKETS - 1]++;
+	h->n++;
+	h->sum += (double)tau;
+	if (tau > h->max)
+		h->max = tau;
+}
+
+double
+stale_quantile(const stale_hist *h, double q)
+{
+	if (!h->n)
+		return 0.0;
+	/* smallest bucket whose cumulative count reaches ceil(q n) */
+	uint64_t want = (uint64_t)(q * (double)h->n);
+	if ((double)want < q * (double)h->n)
+		want++;
+	if (want < 1)
+		want = 1;
+	uint64_t c = 0;
+	for (int i = 0; i < STALE_BUCKETS; i++) {
+		c += h->b[i];
+		if (c >= want)
+			return (double)i;
+	}
+	return (double)(STALE_BUCKETS - 1);
+}
+
+double
+stale_mean(const stale_hist *h)
+{
+	return h->n ? h->sum / (double)h->n : 0.0;
+}

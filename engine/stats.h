@@ -1,0 +1,22 @@
+/* stats.h - staleness histograms: buckets 0..63 plus overflow, with the
+ * exact count, sum and max kept beside them so the mean is exact. */
+#ifndef SL_STATS_H
+#define SL_STATS_H
+
+#include <stdint.h>
+
+#define STALE_BUCKETS 65 /* 0..63 and one overflow bucket */
+
+typedef struct stale_hist {
+	uint64_t b[STALE_BUCKETS];
+	uint64_t n;
+	double sum;
+	uint64_t max;
+} stale_hist;
+
+void stale_add(stale_hist *h, uint64_t tau);
+/* Quantile q in [0,1] by bucket (the overflow bucket reads as 64). */
+double stale_quantile(const stale_hist *h, double q);
+double stale_mean(const stale_hist *h);
+
+#endif

@@ -1,0 +1,102 @@
+#!/bin/sh
+# Integration tests of `stalelab run` as a user drives it: help, version,
+# bad flags and configs (exit 2 naming the field), a short real run whose
+# JSON-Lines log is checked record by record.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+echo "integration: stalelab run"
+
+expect_exit 0 "--version" "$SL" --version
+expect_grep '^stalelab [0-9]+\.[0-9]+' "--version prints the version" "$LAST_OUT"
+expect_exit 0 "--help" "$SL" --help
+expect_grep 'run' "--help lists run" "$LAST_OUT"
+expect_exit 0 "run --help" "$SL" run --help
+expect_grep 'epochs X' "run --help lists --epochs" "$LAST_OUT"
+expect_exit 0 "bench --help" "$SL" bench --help
+expect_exit 2 "unknown command" "$SL" frobnicate
+expect_grep "unknown command 'frobnicate'" "unknown command is named" "$LAST_OUT"
+expect_exit 2 "unknown flag" "$SL" run --no-such-flag
+expect_exit 2 "bad number" "$SL" run --lr abc
+expect_grep '[-][-]lr: expected a number' "bad number names the flag" "$LAST_OUT"
+expect_exit 2 "lr out of range" "$SL" run --lr -1
+expect_grep 'lr: ' "lr range names the field" "$LAST_OUT"
+expect_exit 2 "bad model" "$SL" run --model mlp:784-x-10 --dataset synthetic:100
+expect_grep 'model: ' "bad model names the field" "$LAST_OUT"
+expect_exit 2 "model/data mismatch" "$SL" run --model mlp:100-10 --dataset synthetic:100
+expect_grep '784 features' "mismatch says why" "$LAST_OUT"
+expect_exit 2 "bad dataset" "$SL" run --dataset synthetic:abc
+expect_grep 'dataset: ' "bad dataset names the field" "$LAST_OUT"
+expect_exit 2 "missing idx dir" "$SL" run --dataset idx:/nonexistent/dir
+expect_grep '/nonexistent/dir' "missing dir is named" "$LAST_OUT"
+
+printf '{"model": "mlp:784-32-10", "lr": 0.1,\n "stop": {"epochs": 1}, "bacth": 32}\n' >"$TMP/typo.json"
+expect_exit 2 "config typo" "$SL" run --config "$TMP/typo.json"
+expect_grep 'bacth: unknown field' "config typo names the field" "$LAST_OUT"
+printf '{"model": "mlp:784-32-10",\n "lr": 0.1,,}\n' >"$TMP/syntax.json"
+expect_exit 2 "config syntax error" "$SL" run --config "$TMP/syntax.json"
+expect_grep 'line 2' "syntax error gives the line" "$LAST_OUT"
+printf '{"batch": "64"}' >"$TMP/type.json"
+expect_exit 2 "config wrong type" "$SL" run --config "$TMP/type.json"
+expect_grep 'batch: expected an integer' "wrong type names the field" "$LAST_OUT"
+printf '{"stop": {"epochs": -1}}' >"$TMP/range.json"
+expect_exit 2 "config out of range" "$SL" run --config "$TMP/range.json"
+expect_grep 'stop.epochs' "range error names stop.epochs" "$LAST_OUT"
+expect_exit 2 "missing config file" "$SL" run --config "$TMP/nope.json"
+expect_exit 2 "workers not supported yet" "$SL" run --workers 4 --dataset synthetic:100
+expect_grep 'workers: ' "workers error names the field" "$LAST_OUT"
+
+# A real run: config file plus overriding flags, log to a file.
+printf '{"model": "mlp:784-32-10", "dataset": "synthetic:3000", "lr": 0.1,\n "batch": 32, "seed": 7, "eval_every": 40, "stop": {"epochs": 5}}\n' >"$TMP/run.json"
+expect_exit 0 "short run" "$SL" run --config "$TMP/run.json" --epochs 2 --log "$TMP/run.jsonl"
+expect_grep 'done \(epochs\)' "summary on stderr" "$LAST_OUT"
+check=$(python3 - "$TMP/run.jsonl" <<'PY'
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+first, evals, end = recs[0], [r for r in recs[1:] if "event" not in r], recs[-1]
+assert first["model"] == "mlp:784-32-10" and first["lr"] == 0.1 and first["batch"] == 32, first
+assert first["stop"]["epochs"] == 2 and first["t"] == 0 and first["v"] == 0, first
+assert end["event"] == "end" and end["stop"] == "epochs", end
+for r in evals:
+    for k in ("t", "v", "epoch", "samples", "train_loss", "test_loss", "test_acc",
+              "samples_per_s", "staleness"):
+        assert k in r, (k, r)
+    s = r["staleness"]
+    assert len(s["hist"]) == 65 and s["hist"][0] == r["v"] and s["max"] == 0, s
+assert [r["v"] for r in evals][:2] == [40, 80], [r["v"] for r in evals]
+assert end["samples"] == 6000 and abs(end["epoch"] - 2.0) < 1e-9, end
+assert end["best_acc"] >= end["test_acc"] > 0.9, end
+assert abs(end["samples_per_s"] - end["samples"] / end["train_s"]) < 1e-6 * end["samples_per_s"]
+assert all(a["t"] <= b["t"] for a, b in zip(recs[1:], recs[2:]))
+print("log-ok", len(evals))
+PY
+)
+expect_grep '^log-ok' "log records are complete and consistent" "$check"
+
+# Determinism: the same config, seed and thread count give the same log
+# (apart from the fields that time the machine); another thread count sums
+# in another order, so it agrees to rounding only.
+curve() {
+	python3 -c 'import json,sys; print([(r.get("v"), r.get("train_loss"), r.get("test_loss"), r.get("test_acc")) for r in map(json.loads, open(sys.argv[1]))][1:])' "$1"
+}
+expect_exit 0 "repeat run" "$SL" run --config "$TMP/run.json" --epochs 2 --log "$TMP/run2.jsonl"
+[ "$(curve "$TMP/run.jsonl")" = "$(curve "$TMP/run2.jsonl")" ] && ok "same seed, same curve, bit for bit" ||
+	bad "same seed, same curve" "$(curve "$TMP/run.jsonl")"
+expect_exit 0 "one-thread run" "$SL" run --config "$TMP/run.json" --epochs 2 --log "$TMP/run3.jsonl" --threads 1
+close=$(python3 - "$TMP/run.jsonl" "$TMP/run3.jsonl" <<'PY'
+import json, sys
+a, b = ([json.loads(l) for l in open(f)][1:-1] for f in sys.argv[1:3])
+assert len(a) == len(b)
+for x, y in zip(a, b):
+    assert x["v"] == y["v"]
+    assert abs(x["train_loss"] - y["train_loss"]) <= 1e-5 * abs(x["train_loss"]), (x, y)
+print("close")
+PY
+)
+expect_grep '^close' "1 and 2 threads agree to rounding" "$close"
+
+# Log to stdout when --log is absent; progress stays on stderr.
+out=$("$SL" run --config "$TMP/run.json" --steps 30 --quiet 2>/dev/null)
+expect_grep '"event":"end"' "log on stdout by default" "$out"
+expect_exit 1 "unwritable log" "$SL" run --config "$TMP/run.json" --steps 5 --log /nonexistent/x.jsonl
+
+finish run

@@ -22,6 +22,7 @@ static const char bench_usage[] =
 	"  -t, --threads N    compute threads (default: all cores)\n"
 	"  -S, --seconds X    measuring time per figure (default 4)\n"
 	"  -d, --dataset SPEC data (default fashion-mnist)\n"
+	"  -L, --layers       also time each layer's forward and backward pass\n"
 	"  -h, --help         this text\n";
 
 static int
@@ -72,6 +73,37 @@ measure(model *m, const dataset *tr, double seconds)
 	return sps[nw / 2];
 }
 
+/* Per-layer time of one step, from a profiled run of ~seconds/2. */
+static void
+print_layers(model *m, double seconds)
+{
+	memset(m->prof_fwd, 0, sizeof(m->prof_fwd));
+	memset(m->prof_bwd, 0, sizeof(m->prof_bwd));
+	m->prof_loss = 0;
+	m->profile = 1;
+	int B = m->batch_cap;
+	long steps = 0;
+	double t_end = sl_now() + seconds / 2;
+	while (sl_now() < t_end) {
+		model_step(m, NULL, B, 0);
+		steps++;
+	}
+	m->profile = 0;
+	double total = m->prof_loss;
+	for (int i = 0; i < m->n_layers; i++)
+		total += m->prof_fwd[i] + m->prof_bwd[i];
+	printf("  %-3s %-8s %11s %11s %7s  (us per batch of %d)\n", "#", "layer",
+	       "forward", "backward", "share", B);
+	for (int i = 0; i < m->n_layers; i++) {
+		const layer *l = &m->layers[i];
+		printf("  %-3d %-8s %11.1f %11.1f %6.1f%%\n", i, l->ops->name,
+		       m->prof_fwd[i] / steps * 1e6, m->prof_bwd[i] / steps * 1e6,
+		       100 * (m->prof_fwd[i] + m->prof_bwd[i]) / total);
+	}
+	printf("  %-3s %-8s %11.1f %11s %6.1f%%\n", "", "loss",
+	       m->prof_loss / steps * 1e6, "", 100 * m->prof_loss / total);
+}
+
 int
 cmd_bench(int argc, char **argv)
 {
@@ -80,15 +112,16 @@ cmd_bench(int argc, char **argv)
 		{"threads", required_argument, NULL, 't'},
 		{"seconds", required_argument, NULL, 'S'},
 		{"dataset", required_argument, NULL, 'd'},
+		{"layers", no_argument, NULL, 'L'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *only = NULL, *dspec = "fashion-mnist";
-	int threads = cli_ncpu(), opt;
+	int threads = cli_ncpu(), opt, layers = 0;
 	double seconds = 4;
 	unsigned long long u;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:t:S:d:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:t:S:d:Lh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': only = optarg; break;
 		case 'd': dspec = optarg; break;
@@ -105,6 +138,7 @@ cmd_bench(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'L': layers = 1; break;
 		case 'h': fputs(bench_usage, stdout); return 0;
 		default: fprintf(stderr, "Try 'stalelab bench --help'.\n"); return 2;
 		}
@@ -152,6 +186,8 @@ cmd_bench(int argc, char **argv)
 		       "\"samples_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_gflops\":%.2f,"
 		       "\"step_mflop_per_sample\":%.4f}\n",
 		       models[i], threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
+		if (layers)
+			print_layers(m, seconds);
 		fflush(stdout);
 		model_free(m);
 		backend_free(be);

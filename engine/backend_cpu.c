@@ -14,6 +14,17 @@
 #include "team.h"
 
 #define CPU_MAX_THREADS 64
+
+/* Hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2+FMA
+ * (x86-64-v3) and plain x86-64, and the loader picks the best the CPU has;
+ * the plain clone is the portable path. (Sanitizer builds use one copy.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define SIMD_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SIMD_CLONES
+#endif
 #define COL_CHUNK_FLOATS 65536 /* im2col chunk: ~256 KiB, stays in L2 */
 
 typedef struct cpu_ctx {
@@ -116,7 +127,7 @@ struct lin_args {
 	int batch, in, out, relu, par;
 };
 
-static void
+SIMD_CLONES static void
 linear_fwd_part(void *p, int tid, int nt)
 {
 	struct lin_args *a = p;
@@ -158,7 +169,7 @@ cpu_linear_fwd(backend *be, const float *x, const float *w, const float *b,
 	team_run(CTX(be)->team, linear_fwd_part, &a);
 }
 
-static void
+SIMD_CLONES static void
 linear_bwd_w_part(void *p, int tid, int nt)
 {
 	struct lin_args *a = p;
@@ -227,7 +238,7 @@ cpu_linear_bwd(backend *be, const float *x, const float *w, const float *y,
 /* ---- convolution ------------------------------------------------------ */
 
 /* im2col for images [b0, b0+nb) of x ([C][B][H][W]) into col[K][nb*P]. */
-static void
+SIMD_CLONES static void
 im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
        float *col)
 {
@@ -252,14 +263,16 @@ im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
 						int ih = oh * s - pad + ki;
 						float *d = dst + oh * wo;
 						if (ih < 0 || ih >= H) {
-							memset(d, 0, sizeof(float) * wo);
+							for (int ow = 0; ow < wo; ow++)
+								d[ow] = 0.0f;
 							continue;
 						}
 						const float *src = img + (size_t)ih * W - pad + kj;
 						for (int ow = 0; ow < ow_lo; ow++)
 							d[ow] = 0.0f;
 						if (s == 1) {
-							memcpy(d + ow_lo, src + ow_lo, sizeof(float) * (ow_hi - ow_lo));
+							for (int ow = ow_lo; ow < ow_hi; ow++)
+								d[ow] = src[ow];
 						} else {
 							for (int ow = ow_lo; ow < ow_hi; ow++)
 								d[ow] = src[ow * s];
@@ -275,7 +288,7 @@ im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
 
 /* col2im: accumulate col[K][nb*P] into dx images [b0, b0+nb) (zeroed
  * first by the caller). */
-static void
+SIMD_CLONES static void
 col2im(const conv_geom *g, const float *col, int batch, int b0, int nb,
        float *dx)
 {
@@ -327,52 +340,73 @@ conv_chunk(const conv_geom *g)
 }
 
 /* Direct convolution for one input channel and small kernels (LeNet's
- * conv1: K = 25, Cout = 6 is too thin for a GEMM). Stride 1 only. */
+ * conv1: K = 25, Cout = 6 is too thin for a GEMM). Stride 1, output rows up
+ * to DW wide. Each image is first copied into a zero-padded tile so the
+ * inner loops have constant trip counts and no bounds: the compiler turns
+ * them into straight vector code at -O2, and the target clones pick AVX2 or
+ * AVX-512 where the CPU has them (the default clone is plain x86-64). */
+#define DW 32  /* output row width handled by the direct kernels */
+#define DPW 48 /* padded tile row: DW + k - 1 <= DPW */
+#define DPH 64 /* padded tile rows */
+
+
+static int
+conv_is_direct(const conv_geom *g)
+{
+	return g->cin == 1 && g->stride == 1 && g->k <= 7 && g->cout <= 16 &&
+	       g->wo <= DW && g->w + g->pad <= DPW &&
+	       g->ho + g->k - 1 <= DPH;
+}
+
+/* tile[r][c] = image[r - pad][c - pad], zero outside */
 static void
+pad_tile(const conv_geom *g, const float *img, float tile[DPH][DPW])
+{
+	const int H = g->h, W = g->w, pad = g->pad;
+	const int rows = g->ho + g->k - 1;
+	for (int r = 0; r < rows; r++) {
+		int ih = r - pad;
+		float *t = tile[r];
+		memset(t, 0, sizeof(float) * DPW);
+		if (ih >= 0 && ih < H)
+			memcpy(t + pad, img + (size_t)ih * W, sizeof(float) * W);
+	}
+}
+
+SIMD_CLONES static void
 conv_direct_fwd(const conv_geom *g, const float *x, const float *w,
 		const float *b, float *y, int batch, int b0, int b1, int relu)
 {
-	const int H = g->h, W = g->w, k = g->k, pad = g->pad;
-	const int ho = g->ho, wo = g->wo, P = ho * wo;
+	const int k = g->k, ho = g->ho, wo = g->wo, P = ho * wo;
+	float tile[DPH][DPW];
+	float acc[DW];
 	for (int bi = b0; bi < b1; bi++) {
-		const float *img = x + (size_t)bi * H * W;
+		pad_tile(g, x + (size_t)bi * g->h * g->w, tile);
 		for (int co = 0; co < g->cout; co++) {
 			const float *wk = w + (size_t)co * k * k;
 			float *out = y + ((size_t)co * batch + bi) * P;
 			for (int oh = 0; oh < ho; oh++) {
-				float *o = out + oh * wo;
-				for (int ow = 0; ow < wo; ow++)
-					o[ow] = b[co];
+				for (int i = 0; i < DW; i++)
+					acc[i] = b[co];
 				for (int ki = 0; ki < k; ki++) {
-					int ih = oh - pad + ki;
-					if (ih < 0 || ih >= H)
-						continue;
-					const float *row = img + (size_t)ih * W;
+					const float *row = tile[oh + ki];
 					for (int kj = 0; kj < k; kj++) {
-						float wv = wk[ki * k + kj];
-						int lo = SL_MAX(0, pad - kj);
-						int hi = SL_MIN(wo, W + pad - kj);
-						const float *src = row - pad + kj;
-						for (int ow = lo; ow < hi; ow++)
-							o[ow] += wv * src[ow];
+						const float wv = wk[ki * k + kj];
+						const float *src = row + kj;
+						for (int i = 0; i < DW; i++)
+							acc[i] += wv * src[i];
 					}
 				}
 				if (relu)
-					for (int ow = 0; ow < wo; ow++)
-						o[ow] = o[ow] > 0.0f ? o[ow] : 0.0f;
+					for (int i = 0; i < DW; i++)
+						acc[i] = acc[i] > 0.0f ? acc[i] : 0.0f;
+				memcpy(out + oh * wo, acc, sizeof(float) * wo);
 			}
 		}
 	}
 }
 
-static int
-conv_is_direct(const conv_geom *g)
-{
-	return g->cin == 1 && g->stride == 1 && g->k * g->k <= 49 &&
-	       g->cout <= 16;
-}
-
-static void
+SIMD_CLONES static void
 conv_fwd_part(void *p, int tid, int nt)
 {
 	struct conv_args *a = p;
@@ -424,44 +458,54 @@ cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	team_run(CTX(be)->team, conv_fwd_part, &a);
 }
 
-/* Direct weight gradient for the direct path (no dx: first layer). */
-static void
+/* Direct weight gradient for the direct path (no dx: first layer):
+ * dw[co][ki][kj] = sum dy[co][oh][ow] tile[oh + ki][ow + kj], accumulated
+ * per tap as DW-wide vectors and reduced once per call. */
+SIMD_CLONES static void
 conv_direct_bwd_w(const conv_geom *g, const float *x, const float *dy,
 		  float *dw, float *db, int batch, int b0, int b1)
 {
-	const int H = g->h, W = g->w, k = g->k, pad = g->pad;
-	const int ho = g->ho, wo = g->wo, P = ho * wo;
+	const int k = g->k, ho = g->ho, wo = g->wo, P = ho * wo, kk = k * k;
+	const int cout = g->cout;
+	float tile[DPH][DPW];
+	float dd[DW];
+	float accw[16][49][DW]; /* cout <= 16, k <= 7 (conv_is_direct) */
+	float bsum[16] = {0};
+	for (int co = 0; co < cout; co++)
+		memset(accw[co], 0, sizeof(float) * (size_t)kk * DW);
 	for (int bi = b0; bi < b1; bi++) {
-		const float *img = x + (size_t)bi * H * W;
-		for (int co = 0; co < g->cout; co++) {
+		pad_tile(g, x + (size_t)bi * g->h * g->w, tile);
+		for (int co = 0; co < cout; co++) {
 			const float *d = dy + ((size_t)co * batch + bi) * P;
-			float *wk = dw + (size_t)co * k * k;
-			float s = 0.0f;
-			for (int j = 0; j < P; j++)
-				s += d[j];
-			db[co] += s;
-			for (int ki = 0; ki < k; ki++) {
-				for (int kj = 0; kj < k; kj++) {
-					int lo = SL_MAX(0, pad - kj);
-					int hi = SL_MIN(wo, W + pad - kj);
-					float acc = 0.0f;
-					for (int oh = 0; oh < ho; oh++) {
-						int ih = oh - pad + ki;
-						if (ih < 0 || ih >= H)
-							continue;
-						const float *src = img + (size_t)ih * W - pad + kj;
-						const float *dd = d + oh * wo;
-						for (int ow = lo; ow < hi; ow++)
-							acc += dd[ow] * src[ow];
+			for (int oh = 0; oh < ho; oh++) {
+				for (int i = 0; i < DW; i++)
+					dd[i] = i < wo ? d[oh * wo + i] : 0.0f;
+				for (int i = 0; i < DW; i++)
+					bsum[co] += dd[i];
+				for (int ki = 0; ki < k; ki++) {
+					const float *row = tile[oh + ki];
+					for (int kj = 0; kj < k; kj++) {
+						float *a = accw[co][ki * k + kj];
+						const float *src = row + kj;
+						for (int i = 0; i < DW; i++)
+							a[i] += dd[i] * src[i];
 					}
-					wk[ki * k + kj] += acc;
 				}
 			}
 		}
 	}
+	for (int co = 0; co < cout; co++) {
+		db[co] += bsum[co];
+		for (int t = 0; t < kk; t++) {
+			float sacc = 0.0f;
+			for (int i = 0; i < DW; i++)
+				sacc += accw[co][t][i];
+			dw[(size_t)co * kk + t] += sacc;
+		}
+	}
 }
 
-static void
+SIMD_CLONES static void
 conv_bwd_part(void *p, int tid, int nt)
 {
 	struct conv_args *a = p;
@@ -556,7 +600,7 @@ struct pool_args {
 	int batch;
 };
 
-static void
+SIMD_CLONES static void
 maxpool_fwd_part(void *p, int tid, int nt)
 {
 	struct pool_args *a = p;
@@ -565,6 +609,38 @@ maxpool_fwd_part(void *p, int tid, int nt)
 	const int ho = g->ho, wo = g->wo;
 	long p0, p1;
 	team_split((long)g->cin * a->batch, tid, nt, &p0, &p1);
+	if (k == 2 && s == 2 && pad == 0) {
+		/* the common case: 2x2 windows, stride 2, no padding */
+		for (long pl = p0; pl < p1; pl++) {
+			const float *x = a->x + (size_t)pl * H * W;
+			float *y = a->y + (size_t)pl * ho * wo;
+			int32_t *ag = a->arg + (size_t)pl * ho * wo;
+			for (int oh = 0; oh < ho; oh++) {
+				const float *r0 = x + (size_t)(2 * oh) * W;
+				const float *r1 = r0 + W;
+				for (int ow = 0; ow < wo; ow++) {
+					int c = 2 * ow;
+					float m = r0[c];
+					int32_t bi = 2 * oh * W + c;
+					if (r0[c + 1] > m) {
+						m = r0[c + 1];
+						bi = 2 * oh * W + c + 1;
+					}
+					if (r1[c] > m) {
+						m = r1[c];
+						bi = (2 * oh + 1) * W + c;
+					}
+					if (r1[c + 1] > m) {
+						m = r1[c + 1];
+						bi = (2 * oh + 1) * W + c + 1;
+					}
+					y[oh * wo + ow] = m;
+					ag[oh * wo + ow] = bi;
+				}
+			}
+		}
+		return;
+	}
 	for (long pl = p0; pl < p1; pl++) {
 		const float *x = a->x + (size_t)pl * H * W;
 		float *y = a->y + (size_t)pl * ho * wo;
@@ -604,7 +680,7 @@ cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x, float *y,
 	team_run(CTX(be)->team, maxpool_fwd_part, &a);
 }
 
-static void
+SIMD_CLONES static void
 maxpool_bwd_part(void *p, int tid, int nt)
 {
 	struct pool_args *a = p;
@@ -712,7 +788,7 @@ struct sgd_args {
 	float lr, mu, wd;
 };
 
-static void
+SIMD_CLONES static void
 sgd_part(void *p, int tid, int nt)
 {
 	struct sgd_args *a = p;

@@ -568,13 +568,23 @@ static double
 forward(model *m, const float *p, int batch, int *correct, int want_grad)
 {
 	backend *be = m->be;
+	double t = m->profile ? sl_now() : 0;
 	for (int i = 0; i < m->n_layers; i++) {
 		layer *l = &m->layers[i];
 		l->ops->forward(l, be, p, m->act[i], m->act[i + 1], batch);
+		if (m->profile) {
+			be->ops->sync(be);
+			double t1 = sl_now();
+			m->prof_fwd[i] += t1 - t;
+			t = t1;
+		}
 	}
-	return be->ops->softmax_xent(be, m->act[m->n_layers], m->labels,
-				     want_grad ? m->dact[m->n_layers] : NULL,
-				     batch, m->classes, correct);
+	double loss = be->ops->softmax_xent(be, m->act[m->n_layers], m->labels,
+					    want_grad ? m->dact[m->n_layers] : NULL,
+					    batch, m->classes, correct);
+	if (m->profile)
+		m->prof_loss += sl_now() - t;
+	return loss;
 }
 
 double
@@ -606,8 +616,13 @@ model_step(model *m, const float *params, int batch, int depth)
 	for (int i = m->n_layers - 1; i >= lo; i--) {
 		layer *l = &m->layers[i];
 		float *dx = i > lo ? m->dact[i] : NULL;
+		double t = m->profile ? sl_now() : 0;
 		l->ops->backward(l, m->be, p, m->act[i], m->act[i + 1],
 				 m->dact[i + 1], dx, m->grads, batch);
+		if (m->profile) {
+			m->be->ops->sync(m->be);
+			m->prof_bwd[i] += sl_now() - t;
+		}
 	}
 	return loss;
 }

@@ -94,6 +94,12 @@ typedef struct model {
 	float *act[MODEL_MAX_LAYERS + 1]; /* act[0] = input batch */
 	float *dact[MODEL_MAX_LAYERS + 1];
 	uint8_t *labels;    /* batch labels (host) */
+	/* Optional per-layer timing (seconds, accumulated) for benchmarks:
+	 * set profile = 1; forward/backward time of layer i lands in
+	 * prof_fwd[i] / prof_bwd[i]; prof_loss gets the loss layer. */
+	int profile;
+	double prof_fwd[MODEL_MAX_LAYERS], prof_bwd[MODEL_MAX_LAYERS];
+	double prof_loss;
 } model;
 
 /* Build a model for inputs of shape (c, h, w) and `classes` outputs, with

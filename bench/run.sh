@@ -1,0 +1,61 @@
+#!/bin/sh
+# make bench: the engine's throughput next to the PyTorch peer, measured in
+# the same run, interleaved (engine, peer, engine, peer, ...) so that a noisy
+# neighbour hurts both; medians and ratios at the end.
+#   bench/run.sh BUILD_DIR        (ROUNDS=3 SECONDS_PER=4 by default)
+# The peer is ../shared/peers/torch_fmnist.py (PEER=path to override); it
+# needs python3-torch and python3-numpy, installed here if missing.
+build=${1:-build}
+SL=$build/stalelab
+ROUNDS=${ROUNDS:-3}
+SECONDS_PER=${SECONDS_PER:-4}
+PEER=${PEER:-../shared/peers/torch_fmnist.py}
+out=${BENCH_OUT:-$build/bench}
+mkdir -p "$out"
+
+have_peer=1
+if [ ! -f "$PEER" ]; then
+	echo "bench: no peer at $PEER; engine figures only"; have_peer=0
+elif ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
+	echo "bench: installing python3-torch python3-numpy for the peer"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-numpy >/dev/null 2>&1 ||
+		{ echo "bench: could not install the peer's packages"; have_peer=0; }
+fi
+
+echo "== engine: one worker, all cores (stalelab bench) =="
+"$SL" bench -S "$SECONDS_PER" -L | tee "$out/engine-layers.txt" | grep -v '^{'
+
+: >"$out/engine.jsonl"
+: >"$out/peer.jsonl"
+for r in $(seq 1 "$ROUNDS"); do
+	for m in mlp cnn; do
+		spec=mlp:784-256-128-10; [ $m = cnn ] && spec=lenet5
+		"$SL" bench -m "$spec" -S "$SECONDS_PER" | grep '^{' >>"$out/engine.jsonl"
+		if [ $have_peer = 1 ]; then
+			for mode in single hogwild; do
+				/usr/bin/python3 "$PEER" --model $m --mode $mode --epochs 1 \
+					--eval-every 0 --quiet >>"$out/peer.jsonl" 2>/dev/null ||
+					echo "bench: peer $m $mode failed"
+			done
+		fi
+	done
+done
+
+/usr/bin/python3 - "$out/engine.jsonl" "$out/peer.jsonl" <<'PY'
+import json, statistics, sys
+eng = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+peer = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+print("\n== medians over %d rounds (samples/s) ==" % max(1, len(eng) // 2))
+print("%-22s %10s %10s %10s %8s %8s" % ("model", "stalelab", "torch", "torch-hw", "ratio", "ratio-hw"))
+for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
+    e = med([r["samples_per_s"] for r in eng if r["model"] == spec])
+    s = med([r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "single"])
+    h = med([r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "hogwild"])
+    print("%-22s %10.0f %10.0f %10.0f %8.2f %8.2f" % (spec, e, s, h, e / s if s == s else float("nan"),
+                                                    e / h if h == h else float("nan")))
+    print(json.dumps({"bench": "vs_peer", "model": spec, "stalelab": round(e, 1),
+                      "torch_single": s, "torch_hogwild": h,
+                      "ratio_single": round(e / s, 3) if s == s else None}))
+PY

@@ -42,6 +42,7 @@ static const field rp_fields[] = {
 	RP(s, 0, 1e6), RP(lambda, 0, 1e6), RP(H, 1, 1e6), RP(n, 1, 256),
 	RP(local_lr, 1e-12, 100), RP(m, 0, 0.999999), RP(beta, 0, 1e3),
 	RP(period, 1, 1e6), RP(warmup, 0, 1e9),
+	{"adaptive", F_BOOL, offsetof(rule_params, adaptive), 0, 0, 0},
 	{"local_opt", F_STR, offsetof(rule_params, local_opt),
 	 sizeof(((rule_params *)0)->local_opt), 0, 0},
 };
@@ -192,10 +193,12 @@ parse_delay(json_t *v, delay_cfg *d, const char *path, char *err)
 		if (rc < 0)
 			return rc;
 	}
-	if (!dist && !json_object_get(v, "mean_ms") && !json_object_get(v, "s") &&
-	    t.dist == DELAY_NONE && json_object_size(v) > 0 &&
-	    !json_object_get(v, "bandwidth_mbps") && !json_object_get(v, "where"))
-		return sl_fail(err, SL_EINVAL, "%s.dist: missing", path);
+	/* a change to an existing delay may omit dist; a new one may not */
+	if (!dist && d->dist == DELAY_NONE && json_object_size(v) > 0 &&
+	    !(json_object_size(v) == 1 && json_object_get(v, "bandwidth_mbps")))
+		return sl_fail(err, SL_EINVAL,
+			       "%s.dist: missing (const, uniform, exp, lognormal, pareto or version)",
+			       path);
 	*d = t;
 	return 0;
 }
@@ -442,8 +445,10 @@ config_to_json(const run_config *c)
 	for (size_t i = 0; i < NF(rp_fields); i++) {
 		const field *f = &rp_fields[i];
 		const char *p = (const char *)&c->rp + f->off;
-		json_object_set_new(rp, f->name, f->type == F_STR ? json_string(p)
-						 : json_real(*(const double *)p));
+		json_object_set_new(rp, f->name,
+				    f->type == F_STR    ? json_string(p)
+				    : f->type == F_BOOL ? json_boolean(*(const int *)p)
+							: json_real(*(const double *)p));
 	}
 	json_object_set_new(o, "rule_params", rp);
 	json_object_set_new(o, "delay", delay_to_json(&c->delay));

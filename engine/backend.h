@@ -91,6 +91,12 @@ typedef struct backend_ops {
 	 * g' = g + wd w; m = mu m + g' (if m); w -= lr (m or g'). */
 	void (*sgd)(backend *, float *w, const float *g, float *m, size_t n,
 		    float lr, float mu, float wd);
+	/* Delay-compensated gradient (DC-ASGD): out = g + lam g*g*(w - bak),
+	 * with lam = lambda0 / sqrt(ms + eps) per element when ms is non-NULL,
+	 * after ms = m ms + (1 - m) g*g (adaptive variant). */
+	void (*dc_grad)(backend *, size_t n, const float *g, const float *w,
+			const float *bak, float *ms, float lambda, float m,
+			float eps, float *out);
 	/* y += a x */
 	void (*axpy)(backend *, size_t n, float a, const float *x, float *y);
 	/* y = a y */

@@ -825,7 +825,25 @@ cpu_sgd(backend *be, float *w, const float *g, float *m, size_t n, float lr,
 		team_run(CTX(be)->team, sgd_part, &a);
 }
 
-static void
+SIMD_CLONES static void
+cpu_dc_grad(backend *be, size_t n, const float *g, const float *w,
+	    const float *bak, float *ms, float lambda, float m, float eps,
+	    float *out)
+{
+	(void)be;
+	if (ms) {
+		for (size_t i = 0; i < n; i++) {
+			float g2 = g[i] * g[i];
+			ms[i] = m * ms[i] + (1.0f - m) * g2;
+			out[i] = g[i] + lambda / sqrtf(ms[i] + eps) * g2 * (w[i] - bak[i]);
+		}
+	} else {
+		for (size_t i = 0; i < n; i++)
+			out[i] = g[i] + lambda * g[i] * g[i] * (w[i] - bak[i]);
+	}
+}
+
+SIMD_CLONES static void
 cpu_axpy(backend *be, size_t n, float a, const float *x, float *y)
 {
 	(void)be;
@@ -833,7 +851,7 @@ cpu_axpy(backend *be, size_t n, float a, const float *x, float *y)
 		y[i] += a * x[i];
 }
 
-static void
+SIMD_CLONES static void
 cpu_scal(backend *be, size_t n, float a, float *y)
 {
 	(void)be;
@@ -868,6 +886,7 @@ static const backend_ops cpu_ops = {
 	.bcp_to_cbp = cpu_bcp_to_cbp,
 	.softmax_xent = cpu_softmax_xent,
 	.sgd = cpu_sgd,
+	.dc_grad = cpu_dc_grad,
 	.axpy = cpu_axpy,
 	.scal = cpu_scal,
 };

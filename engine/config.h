@@ -43,6 +43,7 @@ typedef struct worker_override {
 
 typedef struct rule_params {
 	double s, lambda, H, n, local_lr, m, beta, period, warmup;
+	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	char local_opt[16];
 } rule_params;
 

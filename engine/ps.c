@@ -1,0 +1,312 @@
+/* ps.c - parameter server state and the rules' server-side arithmetic. */
+#include "ps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "sl.h"
+
+#define DC_EPS 1e-7f
+
+struct ps {
+	backend *be;
+	size_t n;
+	int n_layers;
+	ps_layer *layers;
+	int max_workers;
+	float *w;        /* weights */
+	float *mom;      /* momentum (allocated when momentum > 0) */
+	float *tmp;      /* scratch: compensated gradient, averaged round */
+	float *acc;      /* sync rules: sum of the round's gradients */
+	int *layer_count;/* sync rules: contributors per layer this round */
+	int round;       /* gradients in the current round */
+	float **bak;     /* DC-ASGD: weights each worker last pulled */
+	float **ms;      /* DC-ASGD adaptive: mean square per worker */
+	uint64_t v;
+	rule_kind rule;
+	rule_params rp;
+	float lr, mu, wd;
+};
+
+static const char *const names[RULE_COUNT] = {
+	[RULE_SSGD] = "ssgd", [RULE_ASGD] = "asgd",
+	[RULE_SOFTSYNC] = "softsync", [RULE_SSP] = "ssp",
+	[RULE_SASGD] = "sasgd", [RULE_DCASGD] = "dcasgd",
+	[RULE_ODSGD] = "odsgd", [RULE_LOCALSGD] = "localsgd",
+	[RULE_EASGD] = "easgd", [RULE_HOGWILD] = "hogwild",
+};
+
+int
+rule_from_name(const char *name)
+{
+	for (int i = 0; i < RULE_COUNT; i++)
+		if (!strcmp(name, names[i]))
+			return i;
+	return -1;
+}
+
+const char *
+rule_name(rule_kind r)
+{
+	return (unsigned)r < RULE_COUNT ? names[r] : "?";
+}
+
+int
+rule_is_sync(rule_kind r)
+{
+	return r == RULE_SSGD || r == RULE_SOFTSYNC || r == RULE_ODSGD;
+}
+
+static void *
+balloc(ps *p, size_t floats)
+{
+	return p->be->ops->alloc(p->be, sizeof(float) * (floats ? floats : 1));
+}
+
+int
+ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
+       int n_layers, int max_workers, ps **out)
+{
+	*out = NULL;
+	if (!n || n_layers < 1 || max_workers < 1)
+		return -SL_EINVAL;
+	ps *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -SL_ENOMEM;
+	p->be = be;
+	p->n = n;
+	p->n_layers = n_layers;
+	p->max_workers = max_workers;
+	p->layers = malloc(sizeof(ps_layer) * (size_t)n_layers);
+	p->layer_count = calloc((size_t)n_layers, sizeof(int));
+	p->bak = calloc((size_t)max_workers, sizeof(float *));
+	p->ms = calloc((size_t)max_workers, sizeof(float *));
+	p->w = balloc(p, n);
+	p->tmp = balloc(p, n);
+	p->acc = balloc(p, n);
+	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->w ||
+	    !p->tmp || !p->acc) {
+		ps_free(p);
+		return -SL_ENOMEM;
+	}
+	memcpy(p->layers, layers, sizeof(ps_layer) * (size_t)n_layers);
+	be->ops->upload(be, p->w, w0, sizeof(float) * n);
+	p->rule = RULE_ASGD;
+	p->lr = 0.05f;
+	*out = p;
+	return 0;
+}
+
+void
+ps_free(ps *p)
+{
+	if (!p)
+		return;
+	backend *be = p->be;
+	for (int k = 0; k < p->max_workers; k++) {
+		if (p->bak)
+			be->ops->free(be, p->bak[k]);
+		if (p->ms)
+			be->ops->free(be, p->ms[k]);
+	}
+	be->ops->free(be, p->w);
+	be->ops->free(be, p->mom);
+	be->ops->free(be, p->tmp);
+	be->ops->free(be, p->acc);
+	free(p->bak);
+	free(p->ms);
+	free(p->layers);
+	free(p->layer_count);
+	free(p);
+}
+
+static void
+drop_round(ps *p)
+{
+	p->round = 0;
+	memset(p->layer_count, 0, sizeof(int) * (size_t)p->n_layers);
+	p->be->ops->zero(p->be, p->acc, sizeof(float) * p->n);
+}
+
+void
+ps_set_rule(ps *p, rule_kind r, const rule_params *rp)
+{
+	p->rule = r;
+	p->rp = *rp;
+	drop_round(p);
+}
+
+void
+ps_set_opt(ps *p, float lr, float momentum, float weight_decay)
+{
+	p->lr = lr;
+	p->mu = momentum;
+	p->wd = weight_decay;
+	if (momentum > 0 && !p->mom)
+		p->mom = balloc(p, p->n); /* zeroed */
+}
+
+uint64_t
+ps_version(const ps *p)
+{
+	return p->v;
+}
+
+const float *
+ps_weights(const ps *p)
+{
+	return p->w;
+}
+
+size_t
+ps_size(const ps *p)
+{
+	return p->n;
+}
+
+int
+ps_pull(ps *p, int worker, float *dst, uint64_t *have)
+{
+	backend *be = p->be;
+	if (p->rule == RULE_DCASGD && worker >= 0 && worker < p->max_workers) {
+		if (!p->bak[worker])
+			p->bak[worker] = balloc(p, p->n);
+		if (p->bak[worker])
+			be->ops->copy(be, p->bak[worker], p->w, sizeof(float) * p->n);
+	}
+	if (*have == p->v && dst)
+		return 0;
+	if (dst)
+		be->ops->copy(be, dst, p->w, sizeof(float) * p->n);
+	*have = p->v;
+	return 1;
+}
+
+/* One optimiser step on [off, n) with the gradient g (same indexing). */
+static void
+step(ps *p, const float *g, size_t off, float lr)
+{
+	p->be->ops->sgd(p->be, p->w + off, g + off, p->mom ? p->mom + off : NULL,
+			p->n - off, lr, p->mu, p->wd);
+}
+
+static void
+apply_round(ps *p)
+{
+	backend *be = p->be;
+	for (int l = 0; l < p->n_layers; l++) {
+		int c = p->layer_count[l];
+		if (!c)
+			continue; /* nobody sent this layer: not updated */
+		const ps_layer *L = &p->layers[l];
+		be->ops->scal(be, L->len, 1.0f / (float)c, p->acc + L->off);
+		be->ops->sgd(be, p->w + L->off, p->acc + L->off,
+			     p->mom ? p->mom + L->off : NULL, L->len, p->lr, p->mu,
+			     p->wd);
+	}
+	p->v++;
+	drop_round(p);
+}
+
+int
+ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
+{
+	backend *be = p->be;
+	ps_result r = {0};
+	if (g->off >= p->n || g->worker < 0 || g->worker >= p->max_workers)
+		return -SL_EINVAL;
+	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
+	if (rule_is_sync(p->rule)) {
+		be->ops->axpy(be, p->n - g->off, 1.0f, g->g + g->off, p->acc + g->off);
+		for (int l = 0; l < p->n_layers; l++)
+			if (p->layers[l].off >= g->off)
+				p->layer_count[l]++;
+		p->round++;
+		r.round_count = p->round;
+		if (p->round >= (round_size < 1 ? 1 : round_size)) {
+			apply_round(p);
+			r.applied = 1;
+			r.round_count = 0;
+		}
+		if (res)
+			*res = r;
+		return 0;
+	}
+	float lr = p->lr;
+	const float *grad = g->g;
+	switch (p->rule) {
+	case RULE_SASGD:
+		if (r.tau > 0)
+			lr /= (float)r.tau;
+		break;
+	case RULE_DCASGD: {
+		float *bak = p->bak[g->worker];
+		if (!bak)
+			break; /* never pulled: no reference, plain step */
+		float *ms = NULL;
+		if (p->rp.adaptive) {
+			if (!p->ms[g->worker])
+				p->ms[g->worker] = balloc(p, p->n);
+			ms = p->ms[g->worker] ? p->ms[g->worker] + g->off : NULL;
+		}
+		be->ops->dc_grad(be, p->n - g->off, g->g + g->off, p->w + g->off,
+				 bak + g->off, ms, (float)p->rp.lambda,
+				 (float)p->rp.m, DC_EPS, p->tmp + g->off);
+		grad = p->tmp;
+		break;
+	}
+	default:
+		break;
+	}
+	step(p, grad, g->off, lr);
+	p->v++;
+	r.applied = 1;
+	if (res)
+		*res = r;
+	return 0;
+}
+
+int
+ps_flush_round(ps *p, int round_size)
+{
+	if (!rule_is_sync(p->rule) || p->round == 0 || p->round < round_size)
+		return 0;
+	apply_round(p);
+	return 1;
+}
+
+void
+ps_elastic(ps *p, float *x, float alpha)
+{
+	backend *be = p->be;
+	/* tmp = alpha (x - w); x -= tmp; w += tmp */
+	be->ops->copy(be, p->tmp, x, sizeof(float) * p->n);
+	be->ops->axpy(be, p->n, -1.0f, p->w, p->tmp);
+	be->ops->scal(be, p->n, alpha, p->tmp);
+	be->ops->axpy(be, p->n, -1.0f, p->tmp, x);
+	be->ops->axpy(be, p->n, 1.0f, p->tmp, p->w);
+	p->v++;
+}
+
+int
+ps_average_push(ps *p, const float *x, int round_size)
+{
+	backend *be = p->be;
+	be->ops->axpy(be, p->n, 1.0f, x, p->acc);
+	p->round++;
+	if (p->round < (round_size < 1 ? 1 : round_size))
+		return 0;
+	be->ops->scal(be, p->n, 1.0f / (float)p->round, p->acc);
+	be->ops->copy(be, p->w, p->acc, sizeof(float) * p->n);
+	p->v++;
+	drop_round(p);
+	return 1;
+}
+
+void
+ps_load(ps *p, const float *w, uint64_t v)
+{
+	p->be->ops->upload(p->be, p->w, w, sizeof(float) * p->n);
+	p->v = v;
+	drop_round(p);
+}

@@ -1,0 +1,103 @@
+/* ps.h - the parameter server: flat weights, the version counter v, the
+ * optimiser state (momentum) and each update rule's server-side state and
+ * arithmetic. Message-shaped: a worker pulls weights (with the version it
+ * has, so an unchanged model is not copied) and pushes a gradient tagged
+ * with the version it was computed on; in-process and remote workers go
+ * through the same two calls. Not thread-safe: the caller (engine/run.c)
+ * holds its lock around each call. All arithmetic goes through the backend
+ * table. */
+#ifndef SL_PS_H
+#define SL_PS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "config.h"
+
+typedef enum rule_kind {
+	RULE_SSGD,
+	RULE_ASGD,
+	RULE_SOFTSYNC,
+	RULE_SSP,
+	RULE_SASGD,
+	RULE_DCASGD,
+	RULE_ODSGD,
+	RULE_LOCALSGD,
+	RULE_EASGD,
+	RULE_HOGWILD,
+	RULE_COUNT
+} rule_kind;
+
+/* "asgd" -> RULE_ASGD; -1 if unknown. */
+int rule_from_name(const char *name);
+const char *rule_name(rule_kind r);
+/* Rules whose server applies one averaged step per round of gradients. */
+int rule_is_sync(rule_kind r);
+
+/* A parameterised layer's slice of the flat buffer. */
+typedef struct ps_layer {
+	size_t off, len;
+} ps_layer;
+
+/* One push. g holds n floats; only [off, n) is meaningful (structured
+ * partial backprop sends the top layers, a contiguous tail). */
+typedef struct ps_grad {
+	int worker;
+	uint64_t seq;    /* per-worker sequence number */
+	uint64_t v_read; /* version of the weights g was computed on */
+	size_t off;
+	int batch;
+	const float *g;
+} ps_grad;
+
+/* What a push did. */
+typedef struct ps_result {
+	int applied;      /* 1 when the version advanced */
+	uint64_t tau;     /* staleness of this gradient: v - v_read */
+	int round_count;  /* sync rules: gradients now in the round */
+} ps_result;
+
+typedef struct ps ps;
+
+/* Weights start as a copy of w0 (n floats, host memory). max_workers
+ * bounds worker ids. Returns 0 or -SL_ENOMEM/-SL_EINVAL. */
+int ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
+	   int n_layers, int max_workers, ps **out);
+void ps_free(ps *p);
+
+/* Switch rule (pending round state is dropped: its gradients were never
+ * applied). lr, momentum, weight decay apply to every rule's global step. */
+void ps_set_rule(ps *p, rule_kind r, const rule_params *rp);
+void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
+
+uint64_t ps_version(const ps *p);
+const float *ps_weights(const ps *p); /* backend memory, n floats */
+size_t ps_size(const ps *p);
+
+/* Copy the weights into dst unless *have == v; sets *have = v. Records the
+ * copy as `worker`'s backup for DC-ASGD. Returns 1 if copied, 0 if not. */
+int ps_pull(ps *p, int worker, float *dst, uint64_t *have);
+
+/* Apply (or, for sync rules, accumulate) one gradient. round_size is the
+ * number of gradients a round needs (ssgd/odsgd: active workers;
+ * softsync: max(1, active / n)); ignored by asynchronous rules. */
+int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
+
+/* Sync rules: apply the pending round now if it holds at least round_size
+ * gradients (after workers left). Returns 1 if applied. */
+int ps_flush_round(ps *p, int round_size);
+
+/* Elastic averaging: x (a worker's weights, n floats) moves toward the
+ * centre and the centre toward x by alpha (x - centre); v advances. */
+void ps_elastic(ps *p, float *x, float alpha);
+
+/* Model averaging (local SGD): add x to the round's sum; when round_size
+ * models are in, the weights become their mean and v advances. Returns 1
+ * when the average was taken. */
+int ps_average_push(ps *p, const float *x, int round_size);
+
+/* Overwrite weights and version (checkpoint resume, tests). */
+void ps_load(ps *p, const float *w, uint64_t v);
+
+#endif

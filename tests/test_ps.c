@@ -1,0 +1,264 @@
+/* test_ps.c - the parameter server's arithmetic for each rule, pinned on
+ * tiny cases computed by hand. */
+#include <math.h>
+
+#include "ps.h"
+#include "testutil.h"
+
+static backend *
+cpu(void)
+{
+	backend *be;
+	ck_assert_int_eq(backend_cpu_new(1, &be), 0);
+	return be;
+}
+
+/* two layers: [0,2) and [2,3) */
+static ps *
+mk(backend *be, const float *w0, rule_kind r, const rule_params *rp,
+   float lr, float mu)
+{
+	ps_layer layers[] = {{0, 2}, {2, 1}};
+	ps *p;
+	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
+	rule_params def = {0};
+	ps_set_rule(p, r, rp ? rp : &def);
+	ps_set_opt(p, lr, mu, 0);
+	return p;
+}
+
+#define W(p, i) (ps_weights(p)[i])
+
+START_TEST(asgd_applies_on_arrival)
+{
+	backend *be = cpu();
+	float w0[] = {1, 2, 3}, g[] = {0.5f, -1, 2};
+	ps *p = mk(be, w0, RULE_ASGD, NULL, 0.1f, 0);
+	float local[3];
+	uint64_t have = 99;
+	ck_assert_int_eq(ps_pull(p, 0, local, &have), 1);
+	ck_assert_uint_eq(have, 0);
+	ck_assert_int_eq(ps_pull(p, 0, local, &have), 0); /* version unchanged: no copy */
+	ps_result r;
+	ps_grad pg = {.worker = 0, .v_read = 0, .g = g, .batch = 1};
+	ck_assert_int_eq(ps_push(p, &pg, 1, &r), 0);
+	ck_assert(r.applied);
+	ck_assert_uint_eq(r.tau, 0);
+	ck_assert_uint_eq(ps_version(p), 1);
+	ck_assert_float_eq_tol(W(p, 0), 0.95f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 1), 2.1f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 2), 2.8f, 1e-6);
+	/* a gradient read at v 0 applied at v 1 is one version stale */
+	ck_assert_int_eq(ps_push(p, &pg, 1, &r), 0);
+	ck_assert_uint_eq(r.tau, 1);
+	ck_assert_uint_eq(ps_version(p), 2);
+	ck_assert_float_eq_tol(W(p, 0), 0.9f, 1e-6);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(sasgd_divides_by_staleness)
+{
+	backend *be = cpu();
+	float w0[] = {0, 0, 0}, g[] = {1, 1, 1};
+	ps *p = mk(be, w0, RULE_SASGD, NULL, 0.3f, 0);
+	ps_grad fresh = {.worker = 0, .v_read = 0, .g = g};
+	ps_result r;
+	ps_push(p, &fresh, 1, &r); /* tau 0: full lr: w = -0.3 */
+	ps_push(p, &fresh, 1, &r); /* tau 1: lr/1: w = -0.6 */
+	ps_push(p, &fresh, 1, &r); /* tau 2: lr/2: w = -0.75 */
+	ck_assert_uint_eq(r.tau, 2);
+	ps_push(p, &fresh, 1, &r); /* tau 3: lr/3: w = -0.85 */
+	ck_assert_float_eq_tol(W(p, 0), -0.85f, 1e-6);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(ssgd_averages_a_round)
+{
+	backend *be = cpu();
+	float w0[] = {1, 1, 1}, g1[] = {1, 2, 3}, g2[] = {3, 2, 1};
+	ps *p = mk(be, w0, RULE_SSGD, NULL, 0.5f, 0);
+	ps_result r;
+	ps_grad a = {.worker = 0, .v_read = 0, .g = g1};
+	ps_grad b = {.worker = 1, .v_read = 0, .g = g2};
+	ck_assert_int_eq(ps_push(p, &a, 2, &r), 0);
+	ck_assert(!r.applied);
+	ck_assert_int_eq(r.round_count, 1);
+	ck_assert_uint_eq(ps_version(p), 0);
+	ck_assert_float_eq(W(p, 0), 1.0f); /* nothing applied yet */
+	ck_assert_int_eq(ps_push(p, &b, 2, &r), 0);
+	ck_assert(r.applied);
+	ck_assert_uint_eq(r.tau, 0);
+	ck_assert_uint_eq(ps_version(p), 1);
+	/* mean gradient (2, 2, 2), lr 0.5 */
+	for (int i = 0; i < 3; i++)
+		ck_assert_float_eq_tol(W(p, i), 0.0f, 1e-7);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(ssgd_partial_layers_average_over_senders)
+{
+	/* worker 0 sends everything, worker 1 only the top layer ([2,3)):
+	 * layer 0 is averaged over 1 sender, layer 1 over 2 */
+	backend *be = cpu();
+	float w0[] = {0, 0, 0}, g1[] = {2, 4, 6}, g2[] = {100, 100, 2};
+	ps *p = mk(be, w0, RULE_SSGD, NULL, 1.0f, 0);
+	ps_result r;
+	ps_grad a = {.worker = 0, .g = g1, .off = 0};
+	ps_grad b = {.worker = 1, .g = g2, .off = 2};
+	ps_push(p, &a, 2, &r);
+	ps_push(p, &b, 2, &r);
+	ck_assert(r.applied);
+	ck_assert_float_eq_tol(W(p, 0), -2.0f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 1), -4.0f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 2), -4.0f, 1e-7);
+	/* a round where nobody sends layer 0 leaves it alone */
+	ps_push(p, &b, 1, &r);
+	ck_assert_float_eq_tol(W(p, 0), -2.0f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 2), -6.0f, 1e-7);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(softsync_and_flush)
+{
+	backend *be = cpu();
+	float w0[] = {0, 0, 0}, g[] = {1, 1, 1}, h[] = {3, 3, 3};
+	ps *p = mk(be, w0, RULE_SOFTSYNC, NULL, 1.0f, 0);
+	ps_result r;
+	ps_grad a = {.worker = 0, .g = g}, b = {.worker = 2, .g = h};
+	ps_push(p, &a, 3, &r);
+	ps_push(p, &b, 3, &r);
+	ck_assert(!r.applied);
+	ck_assert_int_eq(ps_flush_round(p, 3), 0); /* 2 < 3: keeps waiting */
+	ck_assert_int_eq(ps_flush_round(p, 2), 1); /* a worker left */
+	ck_assert_float_eq_tol(W(p, 1), -2.0f, 1e-7);
+	ck_assert_uint_eq(ps_version(p), 1);
+	/* a gradient read before that round is one version stale */
+	ps_push(p, &a, 1, &r);
+	ck_assert_uint_eq(r.tau, 1);
+	ck_assert(r.applied);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(dcasgd_constant_lambda)
+{
+	backend *be = cpu();
+	float w0[] = {1, 1, 1}, g0[] = {0.5f, 0.5f, 0.5f}, g1[] = {1, 1, 1};
+	rule_params rp = {.lambda = 0.04};
+	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	float local[3];
+	uint64_t h0 = 99, h1 = 99;
+	ps_pull(p, 0, local, &h0); /* backup_0 = 1 */
+	ps_pull(p, 1, local, &h1);
+	ps_result r;
+	ps_grad b = {.worker = 1, .v_read = 0, .g = g1};
+	ps_push(p, &b, 1, &r); /* w - backup_1 = 0: plain step, w = 0.9 */
+	ck_assert_float_eq_tol(W(p, 0), 0.9f, 1e-7);
+	ps_grad a = {.worker = 0, .v_read = 0, .g = g0};
+	ps_push(p, &a, 1, &r);
+	/* g' = 0.5 + 0.04 * 0.25 * (0.9 - 1) = 0.499; w = 0.9 - 0.0499 */
+	ck_assert_float_eq_tol(W(p, 0), 0.9f - 0.0499f, 1e-6);
+	ck_assert_uint_eq(r.tau, 1);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(dcasgd_adaptive_lambda)
+{
+	backend *be = cpu();
+	float w0[] = {1, 1, 1}, g[] = {0.5f, 0.5f, 0.5f}, g1[] = {1, 1, 1};
+	rule_params rp = {.lambda = 2, .m = 0.5, .adaptive = 1};
+	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	float local[3];
+	uint64_t h0 = 99, h1 = 99;
+	ps_pull(p, 0, local, &h0);
+	ps_pull(p, 1, local, &h1);
+	ps_result r;
+	ps_grad b = {.worker = 1, .g = g1};
+	ps_push(p, &b, 1, &r); /* w = 0.9 (no drift yet for worker 1) */
+	ps_grad a = {.worker = 0, .g = g};
+	ps_push(p, &a, 1, &r);
+	/* ms = 0.5 * 0 + 0.5 * 0.25 = 0.125; lam = 2 / sqrt(0.125 + 1e-7);
+	 * g' = 0.5 + lam * 0.25 * (0.9 - 1) */
+	double lam = 2.0 / sqrt(0.125 + 1e-7);
+	double gp = 0.5 + lam * 0.25 * (0.9 - 1.0);
+	ck_assert_float_eq_tol(W(p, 0), (float)(0.9 - 0.1 * gp), 1e-6);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(momentum_at_server)
+{
+	backend *be = cpu();
+	float w0[] = {0, 0, 0}, g[] = {1, 1, 1};
+	ps *p = mk(be, w0, RULE_ASGD, NULL, 0.1f, 0.9f);
+	ps_result r;
+	ps_grad a = {.worker = 0, .g = g};
+	ps_push(p, &a, 1, &r); /* m = 1, w = -0.1 */
+	ps_push(p, &a, 1, &r); /* m = 1.9, w = -0.29 */
+	ck_assert_float_eq_tol(W(p, 2), -0.29f, 1e-6);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(elastic_and_average)
+{
+	backend *be = cpu();
+	float w0[] = {0, 0, 0};
+	ps *p = mk(be, w0, RULE_EASGD, NULL, 0.1f, 0);
+	float x[] = {1, 2, 4};
+	ps_elastic(p, x, 0.25f); /* d = 0.25 x; x -= d; centre += d */
+	ck_assert_float_eq_tol(x[2], 3.0f, 1e-7);
+	ck_assert_float_eq_tol(W(p, 2), 1.0f, 1e-7);
+	ck_assert_uint_eq(ps_version(p), 1);
+	float y[] = {3, 3, 3}, z[] = {1, 1, 1};
+	ck_assert_int_eq(ps_average_push(p, y, 2), 0);
+	ck_assert_int_eq(ps_average_push(p, z, 2), 1);
+	ck_assert_float_eq_tol(W(p, 0), 2.0f, 1e-7);
+	ck_assert_uint_eq(ps_version(p), 2);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(rule_names)
+{
+	for (int r = 0; r < RULE_COUNT; r++)
+		ck_assert_int_eq(rule_from_name(rule_name((rule_kind)r)), r);
+	ck_assert_int_eq(rule_from_name("adam"), -1);
+	ck_assert(rule_is_sync(RULE_SSGD) && !rule_is_sync(RULE_ASGD));
+}
+END_TEST
+
+static Suite *
+ps_suite(void)
+{
+	Suite *s = suite_create("ps");
+	TCase *tc = tcase_create("rules");
+	tcase_add_test(tc, asgd_applies_on_arrival);
+	tcase_add_test(tc, sasgd_divides_by_staleness);
+	tcase_add_test(tc, ssgd_averages_a_round);
+	tcase_add_test(tc, ssgd_partial_layers_average_over_senders);
+	tcase_add_test(tc, softsync_and_flush);
+	tcase_add_test(tc, dcasgd_constant_lambda);
+	tcase_add_test(tc, dcasgd_adaptive_lambda);
+	tcase_add_test(tc, momentum_at_server);
+	tcase_add_test(tc, elastic_and_average);
+	tcase_add_test(tc, rule_names);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+SL_TEST_MAIN(ps_suite)

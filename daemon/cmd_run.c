@@ -13,8 +13,9 @@
 #include "config_json.h"
 #include "dataset.h"
 #include "model.h"
+#include "jsonout.h"
 #include "runlog.h"
-#include "train.h"
+#include "run.h"
 
 static const char run_usage[] =
 	"Usage: stalelab run [OPTIONS]\n"
@@ -25,6 +26,10 @@ static const char run_usage[] =
 	"Options override the --config file, which overrides the defaults.\n"
 	"\n"
 	"  -c, --config FILE     run object (JSON, see docs/formats.md)\n"
+	"  -r, --replay LOG      re-run a logged run (its run object and changes)\n"
+	"                        on the virtual clock\n"
+	"      --clock NAME      wall (threads, real sleeps) | virtual\n"
+	"                        (deterministic discrete events)\n"
 	"  -m, --model SPEC      logreg | mlp:784-256-128-10 | lenet5\n"
 	"                        (default mlp:784-256-128-10)\n"
 	"  -d, --dataset SPEC    fashion-mnist | idx:DIR | cifar10:DIR |\n"
@@ -51,11 +56,13 @@ static const char run_usage[] =
 	"Without a stop option a run stops after 3 epochs.\n"
 	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config.\n";
 
-enum { O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD, O_STEPS, O_SECONDS,
+enum { O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD, O_STEPS, O_SECONDS,
        O_TARGET, O_EVAL };
 
 static const struct option run_opts[] = {
 	{"config", required_argument, NULL, 'c'},
+	{"replay", required_argument, NULL, 'r'},
+	{"clock", required_argument, NULL, O_CLOCK},
 	{"model", required_argument, NULL, 'm'},
 	{"dataset", required_argument, NULL, 'd'},
 	{"device", required_argument, NULL, O_DEVICE},
@@ -82,7 +89,6 @@ static const struct option run_opts[] = {
 typedef struct run_ctx {
 	runlog log;
 	int tty, quiet;
-	double last_draw;
 	double stop_epochs;
 	int log_failed;
 	uint32_t n_train;
@@ -100,47 +106,68 @@ stale_json(const stale_hist *h)
 }
 
 static void
-on_eval(void *ud, const train_eval *e)
+on_eval(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
 	json_t *r;
 	if (e->final) {
-		r = json_pack("{s:s,s:f,s:I,s:f,s:I,s:f,s:f,s:f,s:f,s:s}", "event",
-			      "end", "t", e->t, "v", (json_int_t)e->v, "epoch",
-			      e->epoch, "samples", (json_int_t)e->samples, "test_acc",
-			      e->test_acc, "best_acc", e->best_acc, "train_s",
-			      e->train_s, "samples_per_s", e->samples_per_s, "stop",
-			      e->stop_reason ? e->stop_reason : "done");
+		r = json_pack("{s:s}", "event", "end");
+		json_object_set_new(r, "t", jsonout_real(e->t));
+		json_object_set_new(r, "v", json_integer((json_int_t)e->v));
+		json_object_set_new(r, "epoch", jsonout_real(e->epoch));
+		json_object_set_new(r, "samples", json_integer((json_int_t)e->samples));
+		json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
+		json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));
+		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
+		json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
+		json_object_set_new(r, "staleness", stale_json(&e->stale));
+		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "done"));
 	} else {
-		r = json_pack("{s:f,s:I,s:f,s:I,s:f,s:f,s:f,s:f,s:f,s:o}", "t", e->t,
-			      "v", (json_int_t)e->v, "epoch", e->epoch, "samples",
-			      (json_int_t)e->samples, "train_loss", e->train_loss,
-			      "test_loss", e->test_loss, "test_acc", e->test_acc,
-			      "samples_per_s", e->samples_per_s, "train_s", e->train_s,
-			      "staleness", stale_json(&e->stale));
+		r = json_object();
+		json_object_set_new(r, "t", jsonout_real(e->t));
+		json_object_set_new(r, "v", json_integer((json_int_t)e->v));
+		json_object_set_new(r, "epoch", jsonout_real(e->epoch));
+		json_object_set_new(r, "samples", json_integer((json_int_t)e->samples));
+		json_object_set_new(r, "train_loss", jsonout_real(e->train_loss));
+		json_object_set_new(r, "test_loss", jsonout_real(e->test_loss));
+		json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
+		json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
+		json_object_set_new(r, "updates_per_s", jsonout_real(e->updates_per_s));
+		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
+		json_object_set_new(r, "staleness", stale_json(&e->stale));
 	}
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;
 	json_decref(r);
 	if (c->quiet || e->final)
 		return;
-	if (c->tty) {
+	if (c->tty)
 		fprintf(stderr, "\r\033[K");
-		c->last_draw = 0;
-	}
 	fprintf(stderr,
-		"epoch %.2f  v %llu  train_loss %.4f  test_loss %.4f  test_acc %.4f  %.0f samples/s\n",
+		"epoch %.2f  v %llu  train_loss %.4f  test_loss %.4f  test_acc %.4f  "
+		"staleness %.2f  %.0f samples/s\n",
 		e->epoch, (unsigned long long)e->v, e->train_loss, e->test_loss,
-		e->test_acc, e->samples_per_s);
+		e->test_acc, stale_mean(&e->stale), e->samples_per_s);
 }
 
 static void
-on_step(void *ud, const train_eval *e)
+on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 {
 	run_ctx *c = ud;
-	if (c->quiet || !c->tty || e->t - c->last_draw < 0.2)
+	json_t *r = cmd_to_json(cmd);
+	json_object_set_new(r, "t", json_real(t));
+	json_object_set_new(r, "v", json_integer((json_int_t)v));
+	if (runlog_write(&c->log, r) < 0)
+		c->log_failed = 1;
+	json_decref(r);
+}
+
+static void
+on_progress(void *ud, const run_eval *e)
+{
+	run_ctx *c = ud;
+	if (c->quiet || !c->tty)
 		return;
-	c->last_draw = e->t;
 	char bar[31];
 	double frac = c->stop_epochs > 0 ? e->epoch / c->stop_epochs : 0;
 	if (frac > 1)
@@ -150,11 +177,13 @@ on_step(void *ud, const train_eval *e)
 		bar[i] = i < fill ? '#' : '.';
 	bar[30] = 0;
 	if (c->stop_epochs > 0)
-		fprintf(stderr, "\r\033[Kepoch %.2f/%g [%s] %3.0f%%  %.0f samples/s",
-			e->epoch, c->stop_epochs, bar, frac * 100, e->samples_per_s);
+		fprintf(stderr, "\r\033[Kepoch %.2f/%g [%s] %3.0f%%  loss %.4f  %.0f samples/s",
+			e->epoch, c->stop_epochs, bar, frac * 100, e->train_loss,
+			e->samples_per_s);
 	else
-		fprintf(stderr, "\r\033[Kepoch %.2f  v %llu  %.0f samples/s", e->epoch,
-			(unsigned long long)e->v, e->samples_per_s);
+		fprintf(stderr, "\r\033[Kepoch %.2f  v %llu  loss %.4f  %.0f samples/s",
+			e->epoch, (unsigned long long)e->v, e->train_loss,
+			e->samples_per_s);
 }
 
 /* Apply one flag as {"key": value} or {"stop": {"key": value}}. */
@@ -188,76 +217,108 @@ apply_flag(run_config *cfg, const char *flag, const char *key,
 	return 0;
 }
 
+/* Read a JSON file (at most 16 MiB) into a jansson value. */
 static int
-load_config_file(const char *path, run_config *cfg, char *err)
+read_json_file(const char *path, json_t **out, char *err)
 {
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return sl_fail(err, SL_EINVAL, "--config: cannot open %s", path);
-	char *buf = NULL;
-	size_t len = 0, cap = 0;
-	for (;;) {
-		if (len + 4096 > cap) {
-			cap = cap ? cap * 2 : 8192;
-			if (cap > (16u << 20)) {
-				free(buf);
-				fclose(f);
-				return sl_fail(err, SL_EINVAL, "%s: larger than 16 MiB", path);
-			}
-			char *nb = realloc(buf, cap);
-			if (!nb) {
-				free(buf);
-				fclose(f);
-				return sl_fail(err, SL_ENOMEM, "out of memory");
-			}
-			buf = nb;
-		}
-		size_t n = fread(buf + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
+	json_error_t je;
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (!*out) {
+		if (je.line < 1)
+			return sl_fail(err, SL_EINVAL, "cannot read %s: %s", path, je.text);
+		return sl_fail(err, SL_EINVAL, "%s: line %d, column %d: %s", path,
+			       je.line, je.column, je.text);
 	}
-	fclose(f);
-	char e2[SL_ERR_LEN];
-	int rc = config_parse(buf, len, cfg, e2);
-	free(buf);
-	if (rc < 0)
-		return sl_fail(err, SL_EINVAL, "%s: %s", path, e2);
 	return 0;
 }
 
-/* What the sequential trainer can honour; everything else in the run
- * object needs the asynchronous engine. */
 static int
-check_supported(const run_config *c, char *err)
+load_config_file(const char *path, run_config *cfg, json_t **keep, char *err)
 {
-	if (c->workers != 1)
-		return sl_fail(err, SL_EUNSUP,
-			       "workers: %d requested, this build trains with 1 worker (no asynchronous engine yet)",
-			       c->workers);
-	if (strcmp(c->rule, "asgd") && strcmp(c->rule, "ssgd"))
-		return sl_fail(err, SL_EUNSUP,
-			       "rule: \"%s\" needs the asynchronous engine, not in this build (asgd and ssgd with 1 worker are plain SGD)",
-			       c->rule);
-	if (c->delay.dist != DELAY_NONE || c->n_overrides)
-		return sl_fail(err, SL_EUNSUP,
-			       "delay: injected delays need the asynchronous engine, not in this build");
-	if (c->n_schedule)
-		return sl_fail(err, SL_EUNSUP,
-			       "schedule: timed changes need the asynchronous engine, not in this build");
-	if (!strcmp(c->clock, "virtual"))
-		return sl_fail(err, SL_EUNSUP,
-			       "clock: \"virtual\" needs the asynchronous engine, not in this build");
-	if (!strcmp(c->device, "cuda"))
-		return sl_fail(err, SL_EUNSUP,
-			       "device: cuda backend not built (use cpu or auto)");
+	json_t *obj;
+	int rc = read_json_file(path, &obj, err);
+	if (rc < 0)
+		return rc;
+	char e2[SL_ERR_LEN];
+	rc = config_apply_json(obj, cfg, e2);
+	if (rc < 0) {
+		json_decref(obj);
+		return sl_fail(err, SL_EINVAL, "%s: %s", path, e2);
+	}
+	json_decref(*keep);
+	*keep = obj;
 	return 0;
+}
+
+/* A logged run as a config plus a schedule: the first record is the run
+ * object (its log-only keys dropped), each change record becomes a
+ * schedule entry at its version. */
+static int
+load_replay(const char *path, run_config *cfg, json_t **keep, char *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return sl_fail(err, SL_EINVAL, "--replay: cannot open %s", path);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, rc = 0;
+	json_t *conf = NULL, *sched = json_array();
+	while ((len = getline(&line, &cap, f)) > 0) {
+		lineno++;
+		json_error_t je;
+		json_t *rec = json_loadb(line, (size_t)len, 0, &je);
+		if (!rec) {
+			/* a killed run may end in a partial line: stop there */
+			if (lineno == 1)
+				rc = sl_fail(err, SL_EINVAL, "%s:1: %s", path, je.text);
+			break;
+		}
+		if (lineno == 1) {
+			json_object_del(rec, "t");
+			json_object_del(rec, "v");
+			json_object_del(rec, "schedule");
+			conf = rec;
+			continue;
+		}
+		json_t *ev = json_object_get(rec, "event");
+		if (json_is_string(ev) && !strcmp(json_string_value(ev), "set")) {
+			json_t *e = json_pack("{s:{s:O},s:O}", "at", "v",
+					      json_object_get(rec, "v"), "set",
+					      json_object_get(rec, "set"));
+			json_t *w = json_object_get(rec, "worker");
+			if (w)
+				json_object_set(e, "worker", w);
+			json_array_append_new(sched, e);
+		}
+		json_decref(rec);
+	}
+	free(line);
+	fclose(f);
+	if (rc == 0 && !conf)
+		rc = sl_fail(err, SL_EINVAL, "--replay: %s is empty", path);
+	if (rc == 0) {
+		json_object_set(conf, "schedule", sched);
+		json_object_set_new(conf, "clock", json_string("virtual"));
+		char e2[SL_ERR_LEN];
+		if (config_apply_json(conf, cfg, e2) < 0)
+			rc = sl_fail(err, SL_EINVAL, "%s: %s", path, e2);
+	}
+	json_decref(sched);
+	if (rc == 0) {
+		json_decref(*keep);
+		*keep = conf;
+	} else {
+		json_decref(conf);
+	}
+	return rc;
 }
 
 int
 cmd_run(int argc, char **argv)
 {
 	run_config cfg;
+	json_t *conf = NULL;
 	char err[SL_ERR_LEN] = "";
 	const char *log_path = NULL;
 	int quiet = 0, opt, rc = 0;
@@ -266,24 +327,27 @@ cmd_run(int argc, char **argv)
 	/* pass 1: --help and --config first, so flags override the file */
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:m:d:w:b:s:e:t:l:qh", run_opts,
+	while ((opt = getopt_long(argc, argv, "c:r:m:d:w:b:s:e:t:l:qh", run_opts,
 				  NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(run_usage, stdout);
 			return 0;
 		}
-		if (opt == 'c' && load_config_file(optarg, &cfg, err) < 0) {
+		if ((opt == 'c' && load_config_file(optarg, &cfg, &conf, err) < 0) ||
+		    (opt == 'r' && load_replay(optarg, &cfg, &conf, err) < 0)) {
 			fprintf(stderr, "stalelab run: %s\n", err);
+			json_decref(conf);
 			return 2;
 		}
 	}
 	/* pass 2: every flag in order */
 	optind = 1;
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "c:m:d:w:b:s:e:t:l:qh", run_opts,
+	while ((opt = getopt_long(argc, argv, "c:r:m:d:w:b:s:e:t:l:qh", run_opts,
 				  NULL)) != -1) {
 		switch (opt) {
-		case 'c': break;
+		case 'c': case 'r': break;
+		case O_CLOCK: rc = apply_flag(&cfg, "clock", "clock", NULL, optarg, 's', err); break;
 		case 'm': rc = apply_flag(&cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(&cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
 		case O_DEVICE: rc = apply_flag(&cfg, "device", "device", NULL, optarg, 's', err); break;
@@ -319,32 +383,33 @@ cmd_run(int argc, char **argv)
 	if (!(cfg.stop_epochs > 0) && !cfg.stop_steps && !(cfg.stop_seconds > 0) &&
 	    !(cfg.stop_target_acc > 0))
 		cfg.stop_epochs = 3;
-	if (check_supported(&cfg, err) < 0) {
+	run_sched *sched = NULL;
+	int n_sched = 0;
+	if (conf && sched_from_json(json_object_get(conf, "schedule"), &cfg, &sched,
+				    &n_sched, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
+		json_decref(conf);
 		return 2;
 	}
+	json_decref(conf);
 
 	run_ctx ctx = {.quiet = quiet, .tty = isatty(2), .stop_epochs = cfg.stop_epochs};
 	dataset_pair data;
-	backend *be = NULL;
-	model *m = NULL;
+	run *r = NULL;
 	int code = 1;
 	if (ds_load(cfg.dataset, cfg.seed, &data, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
+		free(sched);
 		return 2;
 	}
 	if (data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
-	ctx.n_train = data.train.n;
-	int threads = cfg.threads ? cfg.threads : cli_ncpu();
-	if (backend_cpu_new(threads, &be) < 0) {
-		fprintf(stderr, "stalelab run: cannot start the cpu backend\n");
-		goto out;
-	}
-	if (model_new(cfg.model, data.train.c, data.train.h, data.train.w,
-		      data.train.classes, cfg.batch, cfg.seed, be, &m, err) < 0) {
+	run_callbacks cb = {on_eval, on_change, on_progress, &ctx};
+	int rc2 = run_new(&cfg, &data, sched, n_sched, &cb, &r, err);
+	free(sched);
+	if (rc2 < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
-		code = 2;
+		code = rc2 == -SL_ENOMEM ? 1 : 2;
 		goto out;
 	}
 	if (runlog_open(&ctx.log, log_path, err) < 0) {
@@ -358,31 +423,22 @@ cmd_run(int argc, char **argv)
 	json_decref(first);
 	if (!quiet)
 		fprintf(stderr,
-			"stalelab run: %s on %s (%u train, %u test), %zu parameters, %d thread%s\n",
-			cfg.model, data.name, data.train.n, data.test.n, m->n_params,
-			threads, threads == 1 ? "" : "s");
-
-	train_opts to = {
-		.lr = (float)cfg.lr, .momentum = (float)cfg.momentum,
-		.weight_decay = (float)cfg.weight_decay, .batch = cfg.batch,
-		.seed = cfg.seed, .eval_every = cfg.eval_every,
-		.stop_epochs = cfg.stop_epochs, .stop_steps = cfg.stop_steps,
-		.stop_seconds = cfg.stop_seconds, .target_acc = cfg.stop_target_acc,
-	};
-	train_cb cb = {on_eval, on_step, &ctx};
-	train_eval res;
-	if (train_run(m, &data, &to, &cb, &res, err) < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
-		code = 2;
+			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock\n",
+			cfg.model, data.name, data.train.n, data.test.n, cfg.rule,
+			cfg.workers, cfg.workers == 1 ? "" : "s", cfg.clock);
+	if (run_exec(r) < 0) {
+		fprintf(stderr, "stalelab run: the run failed\n");
 		goto out;
 	}
+	run_snapshot *s = run_snapshot_get(r);
 	if (!quiet)
 		fprintf(stderr,
 			"done (%s): %.2f epochs, %llu updates, test_acc %.4f (best %.4f), "
-			"%.0f samples/s over %.2f s of training; log %s\n",
-			res.stop_reason ? res.stop_reason : "stop", res.epoch,
-			(unsigned long long)res.v, res.test_acc, res.best_acc,
-			res.samples_per_s, res.train_s, ctx.log.path);
+			"staleness mean %.2f max %llu, %.0f samples/s over %.2f s of training; log %s\n",
+			s->stop_reason ? s->stop_reason : "stopped", s->epoch,
+			(unsigned long long)s->v, s->test_acc, s->best_acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
+			s->samples_per_s, s->train_s, ctx.log.path);
+	run_snapshot_put(s);
 	code = 0;
 	if (ctx.log_failed) {
 		fprintf(stderr, "stalelab run: writing the log to %s failed\n",
@@ -391,8 +447,7 @@ cmd_run(int argc, char **argv)
 	}
 out:
 	runlog_close(&ctx.log);
-	model_free(m);
-	backend_free(be);
+	run_free(r);
 	ds_pair_free(&data);
 	return code;
 }

@@ -57,6 +57,8 @@ static const field delay_fields[] = {
 static const char *
 jtype(const json_t *v)
 {
+	if (!v)
+		return "nothing";
 	switch (json_typeof(v)) {
 	case JSON_OBJECT: return "an object";
 	case JSON_ARRAY: return "an array";
@@ -312,24 +314,12 @@ parse_stop(json_t *v, run_config *c, char *err)
 static int
 parse_schedule(json_t *v, run_config *c, char *err)
 {
-	if (!json_is_array(v))
-		return sl_fail(err, SL_EINVAL, "schedule: expected an array, got %s",
-			       jtype(v));
-	size_t i;
-	json_t *e;
-	json_array_foreach(v, i, e) {
-		json_t *at = json_object_get(e, "at");
-		if (!json_is_object(e))
-			return sl_fail(err, SL_EINVAL, "schedule[%zu]: expected an object", i);
-		if (!json_is_object(at) ||
-		    (!json_is_number(json_object_get(at, "v")) &&
-		     !json_is_number(json_object_get(at, "t"))))
-			return sl_fail(err, SL_EINVAL,
-				       "schedule[%zu].at: expected {\"v\": N} or {\"t\": seconds}", i);
-		if (!json_is_object(json_object_get(e, "set")))
-			return sl_fail(err, SL_EINVAL, "schedule[%zu].set: expected an object", i);
-	}
-	c->n_schedule = (int)json_array_size(v);
+	run_sched *sched;
+	int n, rc = sched_from_json(v, c, &sched, &n, err);
+	if (rc < 0)
+		return rc;
+	free(sched);
+	c->n_schedule = n;
 	return 0;
 }
 
@@ -478,4 +468,244 @@ config_to_json(const run_config *c)
 		json_object_set_new(st, "target_acc", json_real(c->stop_target_acc));
 	json_object_set_new(o, "stop", st);
 	return o;
+}
+
+/* ---- changes ------------------------------------------------------------ */
+
+static int
+get_int(json_t *v, const char *path, int lo, int hi, int *out, char *err)
+{
+	if (!json_is_integer(v))
+		return sl_fail(err, SL_EINVAL, "%s: expected an integer, got %s", path,
+			       jtype(v));
+	json_int_t i = json_integer_value(v);
+	if (i < lo || i > hi)
+		return sl_fail(err, SL_EINVAL, "%s: %lld is out of range [%d, %d]", path,
+			       (long long)i, lo, hi);
+	*out = (int)i;
+	return 0;
+}
+
+static int
+get_num(json_t *v, const char *path, double lo, double hi, double *out,
+	char *err)
+{
+	if (!json_is_number(v))
+		return sl_fail(err, SL_EINVAL, "%s: expected a number, got %s", path,
+			       jtype(v));
+	double d = json_number_value(v);
+	if (!(d >= lo && d <= hi))
+		return sl_fail(err, SL_EINVAL, "%s: %g is out of range [%g, %g]", path,
+			       d, lo, hi);
+	*out = d;
+	return 0;
+}
+
+int
+cmd_from_json(json_t *set, int worker, const run_config *cur, const char *path,
+	      run_cmd *c, char *err)
+{
+	memset(c, 0, sizeof(*c));
+	c->worker = worker;
+	c->rp = cur->rp;
+	c->delay = cur->delay;
+	if (worker >= 0) {
+		for (int i = 0; i < cur->n_overrides; i++)
+			if (cur->overrides[i].id == worker && cur->overrides[i].has_delay)
+				c->delay = cur->overrides[i].delay;
+	}
+	if (!json_is_object(set))
+		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s", path,
+			       jtype(set));
+	const char *key;
+	json_t *v;
+	char p[128];
+	json_object_foreach(set, key, v) {
+		int rc = 0;
+		snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
+		if (!strcmp(key, "delay")) {
+			rc = parse_delay(v, &c->delay, p, err);
+			c->fields |= CMD_DELAY;
+		} else if (!strcmp(key, "paused")) {
+			if (!json_is_boolean(v))
+				return sl_fail(err, SL_EINVAL, "%s: expected true or false", p);
+			c->paused = json_is_true(v);
+			c->fields |= CMD_PAUSED;
+		} else if (!strcmp(key, "spb_depth") && worker >= 0) {
+			rc = get_int(v, p, 0, 64, &c->spb_depth, err);
+			c->fields |= CMD_SPB;
+		} else if (!strcmp(key, "speed") && worker >= 0) {
+			rc = get_num(v, p, 1e-6, 100, &c->speed, err);
+			c->fields |= CMD_SPEED;
+		} else if (worker >= 0) {
+			return sl_fail(err, SL_EINVAL,
+				       "%s: unknown field for a worker (delay, spb_depth, speed, paused)",
+				       p);
+		} else if (!strcmp(key, "rule")) {
+			if (!json_is_string(v) || !config_rule_known(json_string_value(v)))
+				return sl_fail(err, SL_EINVAL,
+					       "%s: unknown rule (expected ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild)",
+					       p);
+			snprintf(c->rule, sizeof(c->rule), "%s", json_string_value(v));
+			c->fields |= CMD_RULE;
+		} else if (!strcmp(key, "rule_params")) {
+			if (!json_is_object(v))
+				return sl_fail(err, SL_EINVAL, "%s: expected an object", p);
+			const char *k2;
+			json_t *v2;
+			json_object_foreach(v, k2, v2) {
+				char q[160];
+				snprintf(q, sizeof(q), "%s.%s", p, k2);
+				const field *g = find(rp_fields, NF(rp_fields), k2);
+				rc = g ? set_field(g, &c->rp, v2, q, err)
+				       : sl_fail(err, SL_EINVAL, "%s: unknown field", q);
+				if (rc < 0)
+					return rc;
+			}
+			c->fields |= CMD_RULE_PARAMS;
+		} else if (!strcmp(key, "lr")) {
+			rc = get_num(v, p, 1e-12, 100, &c->lr, err);
+			c->fields |= CMD_LR;
+		} else if (!strcmp(key, "momentum")) {
+			rc = get_num(v, p, 0, 0.999999, &c->momentum, err);
+			c->fields |= CMD_MOMENTUM;
+		} else if (!strcmp(key, "weight_decay")) {
+			rc = get_num(v, p, 0, 0.999999, &c->weight_decay, err);
+			c->fields |= CMD_WEIGHT_DECAY;
+		} else if (!strcmp(key, "batch")) {
+			rc = get_int(v, p, 1, 65536, &c->batch, err);
+			c->fields |= CMD_BATCH;
+		} else if (!strcmp(key, "workers")) {
+			rc = get_int(v, p, 1, CFG_MAX_WORKERS, &c->workers, err);
+			c->fields |= CMD_WORKERS;
+		} else if (!strcmp(key, "eval_every")) {
+			rc = get_int(v, p, 0, 100000000, &c->eval_every, err);
+			c->fields |= CMD_EVAL_EVERY;
+		} else if (!strcmp(key, "stop")) {
+			if (!json_is_true(v))
+				return sl_fail(err, SL_EINVAL, "%s: expected true", p);
+			c->fields |= CMD_STOP;
+		} else {
+			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	if (!c->fields)
+		return sl_fail(err, SL_EINVAL, "%s: nothing to change", *path ? path : "set");
+	return 0;
+}
+
+json_t *
+cmd_to_json(const run_cmd *c)
+{
+	json_t *set = json_object();
+	if (c->fields & CMD_RULE)
+		json_object_set_new(set, "rule", json_string(c->rule));
+	if (c->fields & (CMD_RULE | CMD_RULE_PARAMS)) {
+		json_t *rp = json_object();
+		for (size_t i = 0; i < NF(rp_fields); i++) {
+			const field *f = &rp_fields[i];
+			const char *p = (const char *)&c->rp + f->off;
+			json_object_set_new(rp, f->name,
+					    f->type == F_STR    ? json_string(p)
+					    : f->type == F_BOOL ? json_boolean(*(const int *)p)
+								: json_real(*(const double *)p));
+		}
+		json_object_set_new(set, "rule_params", rp);
+	}
+	if (c->fields & CMD_LR)
+		json_object_set_new(set, "lr", json_real(c->lr));
+	if (c->fields & CMD_MOMENTUM)
+		json_object_set_new(set, "momentum", json_real(c->momentum));
+	if (c->fields & CMD_WEIGHT_DECAY)
+		json_object_set_new(set, "weight_decay", json_real(c->weight_decay));
+	if (c->fields & CMD_BATCH)
+		json_object_set_new(set, "batch", json_integer(c->batch));
+	if (c->fields & CMD_WORKERS)
+		json_object_set_new(set, "workers", json_integer(c->workers));
+	if (c->fields & CMD_EVAL_EVERY)
+		json_object_set_new(set, "eval_every", json_integer(c->eval_every));
+	if (c->fields & CMD_DELAY)
+		json_object_set_new(set, "delay", delay_to_json(&c->delay));
+	if (c->fields & CMD_SPB)
+		json_object_set_new(set, "spb_depth", json_integer(c->spb_depth));
+	if (c->fields & CMD_SPEED)
+		json_object_set_new(set, "speed", json_real(c->speed));
+	if (c->fields & CMD_PAUSED)
+		json_object_set_new(set, "paused", json_boolean(c->paused));
+	if (c->fields & CMD_STOP)
+		json_object_set_new(set, "stop", json_true());
+	json_t *o = json_pack("{s:s}", "event", "set");
+	if (c->worker >= 0)
+		json_object_set_new(o, "worker", json_integer(c->worker));
+	json_object_set_new(o, "set", set);
+	if (c->origin[0])
+		json_object_set_new(o, "origin", json_string(c->origin));
+	return o;
+}
+
+int
+sched_from_json(json_t *arr, const run_config *cur, run_sched **out, int *n,
+		char *err)
+{
+	*out = NULL;
+	*n = 0;
+	if (!arr)
+		return 0;
+	if (!json_is_array(arr))
+		return sl_fail(err, SL_EINVAL, "schedule: expected an array");
+	size_t cnt = json_array_size(arr), i;
+	if (!cnt)
+		return 0;
+	run_sched *s = calloc(cnt, sizeof(*s));
+	if (!s)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	json_t *e;
+	json_array_foreach(arr, i, e) {
+		char p[64];
+		snprintf(p, sizeof(p), "schedule[%zu]", i);
+		json_t *at = json_object_get(e, "at"), *set = json_object_get(e, "set");
+		json_t *jv = at ? json_object_get(at, "v") : NULL;
+		json_t *jt = at ? json_object_get(at, "t") : NULL;
+		json_t *jw = json_object_get(e, "worker");
+		int worker = -1, rc;
+		if (!json_is_object(e) || !json_is_object(at) || (!jv && !jt)) {
+			free(s);
+			return sl_fail(err, SL_EINVAL,
+				       "%s.at: expected {\"v\": N} or {\"t\": seconds}", p);
+		}
+		if (jv) {
+			if (!json_is_integer(jv) || json_integer_value(jv) < 0) {
+				free(s);
+				return sl_fail(err, SL_EINVAL,
+					       "%s.at.v: expected a non-negative integer", p);
+			}
+			s[i].by_version = 1;
+			s[i].v = (uint64_t)json_integer_value(jv);
+		} else if (!json_is_number(jt) || json_number_value(jt) < 0) {
+			free(s);
+			return sl_fail(err, SL_EINVAL, "%s.at.t: expected seconds >= 0", p);
+		} else {
+			s[i].t = json_number_value(jt);
+		}
+		if (jw) {
+			char q[80];
+			snprintf(q, sizeof(q), "%s.worker", p);
+			if ((rc = get_int(jw, q, 0, CFG_MAX_WORKERS - 1, &worker, err)) < 0) {
+				free(s);
+				return rc;
+			}
+		}
+		char q[80];
+		snprintf(q, sizeof(q), "%s.set", p);
+		if ((rc = cmd_from_json(set, worker, cur, q, &s[i].cmd, err)) < 0) {
+			free(s);
+			return rc;
+		}
+		snprintf(s[i].cmd.origin, sizeof(s[i].cmd.origin), "schedule");
+	}
+	*out = s;
+	*n = (int)cnt;
+	return 0;
 }

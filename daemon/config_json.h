@@ -7,6 +7,7 @@
 #include <stddef.h>
 
 #include "config.h"
+#include "run.h"
 
 /* Apply the JSON object in text[0..len) on top of *c (callers start from
  * config_defaults). Unknown fields, wrong types and out-of-range values are
@@ -19,5 +20,21 @@ int config_apply_json(json_t *obj, run_config *c, char *err);
 
 /* The run object as JSON (new reference). */
 json_t *config_to_json(const run_config *c);
+
+/* A change ("set" object of a schedule entry, a PATCH body, a log record)
+ * to a run_cmd for `worker` (-1: run-wide). Partial rule_params and delay
+ * objects merge onto the values in cur. Unknown fields, wrong types and
+ * ranges are errors naming the field, prefixed by path. */
+int cmd_from_json(json_t *set, int worker, const run_config *cur,
+		  const char *path, run_cmd *c, char *err);
+
+/* {"event": "set", "worker": k?, "set": {...}, "origin": "..."} */
+json_t *cmd_to_json(const run_cmd *c);
+
+/* The run object's "schedule" array (NULL or absent: none) to entries
+ * (malloc'd, caller frees); sorted by nothing: each entry fires when its
+ * version or time is reached. */
+int sched_from_json(json_t *arr, const run_config *cur, run_sched **out,
+		    int *n, char *err);
 
 #endif

@@ -143,3 +143,9 @@ jsonout_dumps(const json_t *v)
 	}
 	return b.p;
 }
+
+json_t *
+jsonout_real(double d)
+{
+	return isfinite(d) ? json_real(d) : json_null();
+}

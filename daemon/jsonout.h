@@ -9,6 +9,10 @@
 /* Newly malloc'd NUL-terminated text (caller frees), or NULL. */
 char *jsonout_dumps(const json_t *v);
 
+/* json_real(d), or json_null() when d is NaN or infinite (jansson rejects
+ * those). */
+json_t *jsonout_real(double d);
+
 /* Shortest round-trip form of d into buf (>= 32 bytes); non-finite
  * numbers become null (JSON has no NaN). */
 void jsonout_number(char *buf, double d);

@@ -29,6 +29,8 @@ runlog_open(runlog *l, const char *path, char *err)
 int
 runlog_write(runlog *l, const json_t *rec)
 {
+	if (!rec)
+		return -SL_EINVAL;
 	char *s = jsonout_dumps(rec);
 	if (!s)
 		return -SL_ENOMEM;

@@ -66,16 +66,23 @@ check_delay(const delay_cfg *d, const char *field, char *err)
 }
 
 int
-config_validate(const run_config *c, char *err)
+config_rule_known(const char *name)
 {
 	static const char *const rules[] = {
 		"ssgd", "asgd", "softsync", "ssp", "sasgd", "dcasgd",
 		"odsgd", "localsgd", "easgd", "hogwild", NULL,
 	};
-	int ok = 0, rc;
 	for (int i = 0; rules[i]; i++)
-		ok |= !strcmp(c->rule, rules[i]);
-	if (!ok)
+		if (!strcmp(name, rules[i]))
+			return 1;
+	return 0;
+}
+
+int
+config_validate(const run_config *c, char *err)
+{
+	int rc;
+	if (!config_rule_known(c->rule))
 		return sl_fail(err, SL_EINVAL,
 			       "rule: unknown \"%s\" (expected ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild)",
 			       c->rule);

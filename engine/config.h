@@ -79,4 +79,7 @@ int config_validate(const run_config *c, char *err);
 
 const char *delay_dist_name(delay_dist d);
 
+/* 1 if name is one of the update rules. */
+int config_rule_known(const char *name);
+
 #endif

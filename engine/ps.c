@@ -310,3 +310,9 @@ ps_load(ps *p, const float *w, uint64_t v)
 	p->v = v;
 	drop_round(p);
 }
+
+void
+ps_advance(ps *p)
+{
+	p->v++;
+}

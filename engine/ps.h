@@ -97,6 +97,10 @@ void ps_elastic(ps *p, float *x, float alpha);
  * when the average was taken. */
 int ps_average_push(ps *p, const float *x, int round_size);
 
+/* Hogwild: the caller stepped the shared weights itself (no lock);
+ * count the update. */
+void ps_advance(ps *p);
+
 /* Overwrite weights and version (checkpoint resume, tests). */
 void ps_load(ps *p, const float *w, uint64_t v);
 

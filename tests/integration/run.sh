@@ -42,8 +42,12 @@ printf '{"stop": {"epochs": -1}}' >"$TMP/range.json"
 expect_exit 2 "config out of range" "$SL" run --config "$TMP/range.json"
 expect_grep 'stop.epochs' "range error names stop.epochs" "$LAST_OUT"
 expect_exit 2 "missing config file" "$SL" run --config "$TMP/nope.json"
-expect_exit 2 "workers not supported yet" "$SL" run --workers 4 --dataset synthetic:100
+expect_exit 2 "workers out of range" "$SL" run --workers 0 --dataset synthetic:100
 expect_grep 'workers: ' "workers error names the field" "$LAST_OUT"
+expect_exit 2 "hogwild on the virtual clock" "$SL" run --rule hogwild --clock virtual --dataset synthetic:100
+expect_grep 'rule: hogwild' "hogwild error names the field" "$LAST_OUT"
+expect_exit 2 "cuda not built" "$SL" run --device cuda --dataset synthetic:100
+expect_grep 'device: ' "cuda error names the field" "$LAST_OUT"
 
 # A real run: config file plus overriding flags, log to a file.
 printf '{"model": "mlp:784-32-10", "dataset": "synthetic:3000", "lr": 0.1,\n "batch": 32, "seed": 7, "eval_every": 40, "stop": {"epochs": 5}}\n' >"$TMP/run.json"

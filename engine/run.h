@@ -1,0 +1,152 @@
+/* run.h - a training run: the parameter server, N workers, the update rule,
+ * injected delays, staleness accounting, evaluation, on the wall clock
+ * (worker threads that really sleep) or the virtual clock (a deterministic
+ * discrete-event schedule: gradients really computed, nobody sleeps).
+ *
+ * Thread-safe control: run_command() queues a change (from the HTTP API,
+ * the TUI, the schedule), the run applies it between steps and reports it
+ * through the change callback, so a log's change records replay the run.
+ * Readers take immutable, reference-counted snapshots. */
+#ifndef SL_RUN_H
+#define SL_RUN_H
+
+#include <stdint.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "stats.h"
+
+typedef enum run_state {
+	RUN_STARTING,
+	RUN_RUNNING,
+	RUN_PAUSED,
+	RUN_FINISHED,
+	RUN_FAILED,
+} run_state;
+
+const char *run_state_name(run_state s);
+
+/* A change: run-wide when worker < 0, else for one worker. `fields` says
+ * which members are set. */
+enum {
+	CMD_RULE = 1 << 0,
+	CMD_RULE_PARAMS = 1 << 1,
+	CMD_LR = 1 << 2,
+	CMD_MOMENTUM = 1 << 3,
+	CMD_BATCH = 1 << 4,
+	CMD_WORKERS = 1 << 5,
+	CMD_PAUSED = 1 << 6,
+	CMD_STOP = 1 << 7,       /* run-wide: stop the run now */
+	CMD_DELAY = 1 << 8,      /* run-wide: every worker; else one */
+	CMD_SPB = 1 << 9,
+	CMD_SPEED = 1 << 10,
+	CMD_WEIGHT_DECAY = 1 << 11,
+	CMD_EVAL_EVERY = 1 << 12,
+};
+
+typedef struct run_cmd {
+	int worker;
+	unsigned fields;
+	char rule[16];
+	rule_params rp;
+	double lr, momentum, weight_decay;
+	int batch, workers, paused, spb_depth, eval_every;
+	delay_cfg delay;
+	double speed;
+	char origin[16]; /* "api", "schedule", "demo", ... (for the log) */
+} run_cmd;
+
+/* A timed change from the run object's schedule. */
+typedef struct run_sched {
+	int by_version; /* 1: at version v; 0: at time t (run seconds) */
+	uint64_t v;
+	double t;
+	run_cmd cmd;
+} run_sched;
+
+/* One evaluation (and the end record when final = 1). */
+typedef struct run_eval {
+	double t;            /* run seconds: wall, or virtual on the virtual clock */
+	uint64_t v;
+	double epoch;
+	uint64_t samples;
+	double train_loss;   /* mean batch loss since the previous record */
+	double test_loss, test_acc, best_acc;
+	double train_s;      /* wall seconds of training, evaluation excluded */
+	double samples_per_s;
+	double updates_per_s;
+	stale_hist stale;    /* cumulative */
+	int final;
+	const char *stop_reason;
+} run_eval;
+
+typedef struct worker_snap {
+	int id;
+	const char *state;   /* running, waiting, delayed, paused */
+	delay_cfg delay;
+	int spb_depth;
+	double speed;
+	uint64_t iterations, samples;
+	double staleness_mean;
+	double samples_per_s;
+	double bytes_sent;
+	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
+	stale_hist stale;
+} worker_snap;
+
+typedef struct run_snapshot {
+	int refs;
+	run_state state;
+	run_config cfg;      /* the run object with every live change applied */
+	double t, train_s, epoch;
+	uint64_t v, samples;
+	double samples_per_s, updates_per_s;
+	double last_loss, test_acc, best_acc;
+	stale_hist stale;    /* cumulative */
+	stale_hist window;   /* the last few seconds */
+	const char *stop_reason; /* once finished: epochs, steps, ... */
+	int n_workers;
+	worker_snap *workers;
+} run_snapshot;
+
+typedef struct run_callbacks {
+	void (*eval)(void *ud, const run_eval *e);
+	/* a change was applied at (t, v) */
+	void (*change)(void *ud, double t, uint64_t v, const run_cmd *c);
+	/* progress after updates (may be NULL; called from the run's thread) */
+	void (*progress)(void *ud, const run_eval *e);
+	void *ud;
+} run_callbacks;
+
+typedef struct run run;
+
+/* Prepare a run of cfg on data (borrowed: must outlive the run), with the
+ * schedule sched[0..n_sched) (copied). err names a bad field. */
+int run_new(const run_config *cfg, const dataset_pair *data,
+	    const run_sched *sched, int n_sched, const run_callbacks *cb,
+	    run **out, char *err);
+
+/* Train until a stop condition holds or run_stop() is called; the calling
+ * thread runs the control loop (and, on the virtual clock, all compute).
+ * Returns 0, or a negative code. */
+int run_exec(run *r);
+
+/* Thread-safe: ask the run to stop (run_exec returns soon after). */
+void run_stop(run *r);
+
+/* Thread-safe: validate and queue a change. -SL_EINVAL with err naming the
+ * field if it cannot apply (bad worker id, unknown rule, ...). */
+int run_command(run *r, const run_cmd *c, char *err);
+
+/* Thread-safe: the latest snapshot (refcounted; release with
+ * run_snapshot_put). Never NULL after run_new. */
+run_snapshot *run_snapshot_get(run *r);
+void run_snapshot_put(run_snapshot *s);
+
+/* Thread-safe: copy evaluation records with v > since into out (at most
+ * max); returns how many. */
+int run_series(run *r, uint64_t since, run_eval *out, int max);
+
+void run_free(run *r);
+
+#endif

@@ -109,6 +109,7 @@ struct run {
 	uint64_t shuffles;
 	rng shuf;
 	uint64_t taken, take_limit;
+	uint64_t clock_gap_max;
 	/* progress */
 	uint64_t samples, updates;
 	double loss_sum;
@@ -235,6 +236,15 @@ record_stale(run *r, worker *w, uint64_t tau)
 	stale_add(&r->hist, tau);
 	stale_add(&w->hist, tau);
 	window_add(r, tau);
+}
+
+/* a worker starts an iteration: track the widest clock gap (SSP) */
+static void
+note_begin(run *r, const worker *w)
+{
+	uint64_t mc = min_clock(r);
+	if (mc != UINT64_MAX && w->clock > mc && w->clock - mc > r->clock_gap_max)
+		r->clock_gap_max = w->clock - mc;
 }
 
 /* take up to want sample indices; 0 when the stop limit is reached */
@@ -778,6 +788,7 @@ build_snapshot(run *r)
 	s->best_acc = r->best_acc;
 	s->stale = r->hist;
 	s->stop_reason = r->stop_reason;
+	s->clock_gap_max = r->clock_gap_max;
 	double tnow = now(r);
 	for (int i = 0; i < r->win_n; i++) {
 		int j = (r->win_pos - 1 - i + WINDOW_N) % WINDOW_N;
@@ -1188,6 +1199,7 @@ worker_main(void *p)
 			timed_wait(r, 0.05);
 			continue;
 		}
+		note_begin(r, w);
 		pull(r, w);
 		r->n_computing++;
 		w->st = W_COMPUTE;
@@ -1408,6 +1420,7 @@ v_start(run *r, worker *w)
 		w->st = W_WAIT_BEGIN;
 		return;
 	}
+	note_begin(r, w);
 	pull(r, w);
 	double f = compute(r, w);
 	/* simulated time: FLOPs at a nominal speed, scaled by the worker's
@@ -1438,8 +1451,10 @@ v_arrive(run *r, worker *w)
 	} else {
 		push(r, w);
 	}
+	/* pull again at once: between a worker's push and its next pull no
+	 * other event slips in (so N equal-speed workers settle at N-1) */
 	w->st = W_IDLE;
-	schedule(r, r->vtime, w->id, EV_START);
+	v_start(r, w);
 }
 
 static int

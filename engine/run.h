@@ -105,6 +105,7 @@ typedef struct run_snapshot {
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */
 	const char *stop_reason; /* once finished: epochs, steps, ... */
+	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
 	int n_workers;
 	worker_snap *workers;
 } run_snapshot;

@@ -1,0 +1,400 @@
+/* test_run.c - the asynchronous engine: exact staleness on scripted
+ * schedules, SSP's bound, version delays, server-held gradients, partial
+ * backprop accounting, worker count changes, rule switches, virtual-clock
+ * determinism, and a wall-clock run with real threads. */
+#include <math.h>
+
+#include "run.h"
+#include "testutil.h"
+
+static dataset_pair data;
+
+static void
+setup(void)
+{
+	char err[SL_ERR_LEN];
+	ck_assert_msg(ds_load("synthetic:2400", 3, &data, err) == 0, "%s", err);
+}
+
+static void
+teardown(void)
+{
+	ds_pair_free(&data);
+}
+
+static run_config
+base(const char *rule, int workers)
+{
+	run_config c;
+	config_defaults(&c);
+	snprintf(c.model, sizeof(c.model), "mlp:784-16-10");
+	snprintf(c.dataset, sizeof(c.dataset), "synthetic:2400");
+	snprintf(c.rule, sizeof(c.rule), "%s", rule);
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	c.workers = workers;
+	c.batch = 16;
+	c.lr = 0.01;
+	c.eval_every = 50;
+	c.stop_steps = 300;
+	return c;
+}
+
+/* collects evaluation records and changes */
+typedef struct rec {
+	run_eval ev[256];
+	int n;
+	uint64_t change_v[16];
+	unsigned change_fields[16];
+	int n_change;
+} rec;
+
+static void
+on_eval(void *ud, const run_eval *e)
+{
+	rec *r = ud;
+	if (r->n < 256)
+		r->ev[r->n++] = *e;
+}
+
+static void
+on_change(void *ud, double t, uint64_t v, const run_cmd *c)
+{
+	(void)t;
+	rec *r = ud;
+	if (r->n_change < 16) {
+		r->change_v[r->n_change] = v;
+		r->change_fields[r->n_change++] = c->fields;
+	}
+}
+
+/* run cfg to the end; returns the final snapshot (caller puts it) */
+static run_snapshot *
+go(const run_config *c, const run_sched *s, int ns, rec *out)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	run_callbacks cb = {on_eval, on_change, NULL, out};
+	ck_assert_msg(run_new(c, &data, s, ns, &cb, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *snap = run_snapshot_get(r);
+	run_free(r);
+	return snap;
+}
+
+START_TEST(ssgd_is_never_stale)
+{
+	run_config c = base("ssgd", 4);
+	c.delay.dist = DELAY_EXP;
+	c.delay.mean_ms = 30;
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	ck_assert_uint_eq(s->v, 300);
+	ck_assert_uint_eq(s->stale.n, 4 * 300);
+	ck_assert_uint_eq(s->stale.b[0], s->stale.n);
+	ck_assert_uint_eq(s->stale.max, 0);
+	ck_assert_str_eq(s->stop_reason, "steps");
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(asgd_equal_speed_settles_at_n_minus_1)
+{
+	for (int n = 2; n <= 8; n *= 2) {
+		run_config c = base("asgd", n);
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		/* first round: 0, 1, ..., n-1; then exactly n-1 forever */
+		for (int k = 0; k < n - 1; k++)
+			ck_assert_msg(s->stale.b[k] == 1, "n %d: %llu gradients with staleness %d",
+				      n, (unsigned long long)s->stale.b[k], k);
+		ck_assert_uint_eq(s->stale.b[n - 1], s->stale.n - (uint64_t)(n - 1));
+		ck_assert_uint_eq(s->stale.max, (uint64_t)n - 1);
+		/* worker k's first gradient is k stale, the rest n-1 */
+		for (int w = 0; w < s->n_workers; w++) {
+			double it = (double)s->workers[w].iterations;
+			double want = (w + (it - 1) * (n - 1)) / it;
+			ck_assert_msg(fabs(s->workers[w].staleness_mean - want) < 1e-9,
+				      "n %d worker %d: mean %g, want %g", n, w,
+				      s->workers[w].staleness_mean, want);
+		}
+		run_snapshot_put(s);
+		free(r);
+	}
+}
+END_TEST
+
+START_TEST(ssp_keeps_its_bound)
+{
+	/* one straggler at a quarter speed: without the bound the others run
+	 * far ahead; with s = 2 nobody gets more than 2 clocks ahead */
+	run_config c = base("ssp", 4);
+	c.rp.s = 2;
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 0, .has_speed = 1, .speed = 0.25};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	ck_assert_uint_eq(s->clock_gap_max, 2);
+	/* the straggler did about a quarter of the others' work or more */
+	ck_assert(s->workers[0].iterations * 4 >= s->workers[1].iterations);
+	run_snapshot_put(s);
+	/* the same with asgd: the gap grows far beyond 2 */
+	snprintf(c.rule, sizeof(c.rule), "asgd");
+	s = go(&c, NULL, 0, r);
+	ck_assert(s->clock_gap_max > 10);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(version_delay_is_uniform)
+{
+	run_config c = base("asgd", 1);
+	c.delay.dist = DELAY_VERSION;
+	c.delay.s = 5;
+	c.stop_steps = 3000;
+	c.eval_every = 0;
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	ck_assert_uint_le(s->stale.max, 5);
+	for (int k = 0; k <= 5; k++)
+		ck_assert_msg(s->stale.b[k] > 400 && s->stale.b[k] < 600,
+			      "staleness %d drawn %llu times of 3000", k,
+			      (unsigned long long)s->stale.b[k]);
+	ck_assert(fabs(stale_mean(&s->stale) - 2.5) < 0.15);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(server_held_gradients_age)
+{
+	/* one worker, gradients held 2 ms at the server (a step costs about
+	 * 0.12 ms simulated): the worker keeps computing on weights that do
+	 * not yet include its last ~16 pushes */
+	run_config c = base("asgd", 1);
+	c.delay.dist = DELAY_CONST;
+	c.delay.mean_ms = 2;
+	c.delay.at_server = 1;
+	c.eval_every = 0;
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	ck_assert_msg(stale_mean(&s->stale) > 10 && stale_mean(&s->stale) < 25,
+		      "mean staleness %g", stale_mean(&s->stale));
+	/* const delays: between the ramp-up and the final release, every
+	 * gradient is equally old */
+	uint64_t mode = 0;
+	for (int k = 0; k < STALE_BUCKETS; k++)
+		if (s->stale.b[k] > mode)
+			mode = s->stale.b[k];
+	ck_assert_msg(mode * 10 >= s->stale.n * 8, "mode %llu of %llu",
+		      (unsigned long long)mode, (unsigned long long)s->stale.n);
+	/* every held gradient was applied in the end */
+	ck_assert_uint_eq(s->stale.n, s->v);
+	ck_assert_uint_eq(s->workers[0].iterations, s->v);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(partial_backprop_accounting)
+{
+	run_config c = base("asgd", 2);
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 1, .has_spb = 1, .spb_depth = 1};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	const worker_snap *full = &s->workers[0], *part = &s->workers[1];
+	ck_assert_int_eq(part->spb_depth, 1);
+	/* the top layer of mlp:784-16-10 is 16*10 + 10 parameters */
+	ck_assert(fabs(part->bytes_sent / part->iterations - 170 * 4) < 1e-9);
+	ck_assert(fabs(full->bytes_sent / full->iterations -
+		       (784 * 16 + 16 + 170) * 4) < 1e-9);
+	ck_assert(full->flops_saved == 0 && part->flops_saved > 0);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(workers_grow_and_shrink)
+{
+	run_config c = base("asgd", 2);
+	c.stop_steps = 0;
+	c.stop_epochs = 2;
+	c.eval_every = 0;
+	run_sched s[2] = {0};
+	s[0].by_version = 1;
+	s[0].v = 60;
+	s[0].cmd = (run_cmd){.worker = -1, .fields = CMD_WORKERS, .workers = 6};
+	s[1].by_version = 1;
+	s[1].v = 200;
+	s[1].cmd = (run_cmd){.worker = -1, .fields = CMD_WORKERS, .workers = 3};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *snap = go(&c, s, 2, r);
+	ck_assert_int_eq(r->n_change, 2);
+	ck_assert_uint_eq(r->change_v[0], 60);
+	ck_assert_uint_eq(r->change_v[1], 200);
+	ck_assert_int_eq(snap->n_workers, 3);
+	ck_assert_int_eq(snap->cfg.workers, 3);
+	/* the epoch count survives the re-split: exactly 2 epochs of samples */
+	ck_assert_uint_eq(snap->samples, 2 * 2400);
+	ck_assert(snap->stale.max >= 5); /* six workers were stale by five */
+	run_snapshot_put(snap);
+	free(r);
+}
+END_TEST
+
+START_TEST(rule_switch_mid_run)
+{
+	run_config c = base("asgd", 4);
+	c.eval_every = 0;
+	run_sched s = {0};
+	s.by_version = 1;
+	s.v = 100;
+	s.cmd = (run_cmd){.worker = -1, .fields = CMD_RULE};
+	snprintf(s.cmd.rule, sizeof(s.cmd.rule), "ssgd");
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *snap = go(&c, &s, 1, r);
+	ck_assert_str_eq(snap->cfg.rule, "ssgd");
+	ck_assert_uint_eq(r->change_v[0], 100);
+	/* 100 asgd updates (staleness 0, 1, 2, then 3), then 200 ssgd
+	 * rounds of 4 gradients: the 3 in flight at the switch were read at
+	 * v = 97, 98, 99 and land in the first round (v = 100) 3, 2 and 1
+	 * stale; all the others are fresh */
+	ck_assert_uint_eq(snap->stale.n, 100 + 4 * 200);
+	ck_assert_uint_eq(snap->stale.b[0], 1 + 4 * 200 - 3);
+	ck_assert_uint_eq(snap->stale.b[1], 2);
+	ck_assert_uint_eq(snap->stale.b[2], 2);
+	ck_assert_uint_eq(snap->stale.b[3], 100 - 3 + 1);
+	run_snapshot_put(snap);
+	free(r);
+}
+END_TEST
+
+START_TEST(virtual_clock_is_deterministic)
+{
+	const char *rules[] = {"asgd", "dcasgd", "odsgd", "localsgd", "easgd", "softsync"};
+	for (int k = 0; k < 6; k++) {
+		run_config c = base(rules[k], 3);
+		c.delay.dist = DELAY_LOGNORMAL;
+		c.delay.mean_ms = 5;
+		c.delay.sigma = 1;
+		c.rp.warmup = 20;
+		rec *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+		run_snapshot *s1 = go(&c, NULL, 0, a), *s2 = go(&c, NULL, 0, b);
+		ck_assert_int_eq(a->n, b->n);
+		ck_assert_int_gt(a->n, 3);
+		for (int i = 0; i < a->n; i++) {
+			const run_eval *x = &a->ev[i], *y = &b->ev[i];
+			ck_assert_msg(x->v == y->v && x->samples == y->samples &&
+					      x->t == y->t && x->test_acc == y->test_acc &&
+					      x->test_loss == y->test_loss &&
+					      (x->train_loss == y->train_loss ||
+					       (isnan(x->train_loss) && isnan(y->train_loss))),
+				      "%s record %d differs", rules[k], i);
+			ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
+		}
+		ck_assert(a->ev[a->n - 1].test_acc > 0.5);
+		run_snapshot_put(s1);
+		run_snapshot_put(s2);
+		free(a);
+		free(b);
+	}
+}
+END_TEST
+
+START_TEST(virtual_delays_cost_no_time)
+{
+	/* 8 workers with 100 ms mean delays: simulated hours, real seconds */
+	run_config c = base("asgd", 8);
+	c.delay.dist = DELAY_EXP;
+	c.delay.mean_ms = 100;
+	c.eval_every = 0;
+	rec *r = calloc(1, sizeof(*r));
+	double t0 = sl_now();
+	run_snapshot *s = go(&c, NULL, 0, r);
+	double wall_s = sl_now() - t0;
+	ck_assert(s->t > 3.0);     /* simulated seconds */
+	ck_assert(wall_s < s->t);  /* nobody slept */
+	ck_assert(stale_mean(&s->stale) > 5);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(wall_clock_threads)
+{
+	const char *rules[] = {"asgd", "ssgd", "ssp", "hogwild", "odsgd"};
+	for (int k = 0; k < 5; k++) {
+		run_config c = base(rules[k], 3);
+		snprintf(c.clock, sizeof(c.clock), "wall");
+		c.delay.dist = DELAY_UNIFORM;
+		c.delay.mean_ms = 2;
+		c.delay.spread = 1;
+		c.stop_steps = 150;
+		c.rp.warmup = 10;
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		ck_assert_str_eq(s->stop_reason, "steps");
+		ck_assert_uint_ge(s->v, 150);
+		ck_assert_int_eq(s->n_workers, 3);
+		if (!strcmp(rules[k], "ssgd"))
+			ck_assert_uint_eq(s->stale.max, 0);
+		else if (!strcmp(rules[k], "asgd"))
+			ck_assert(stale_mean(&s->stale) > 0.5);
+		ck_assert_msg(s->test_acc > 0.5, "%s: acc %g", rules[k], s->test_acc);
+		run_snapshot_put(s);
+		free(r);
+	}
+}
+END_TEST
+
+START_TEST(commands_are_checked)
+{
+	run_config c = base("asgd", 2);
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	run_cmd bad = {.worker = 5, .fields = CMD_SPB, .spb_depth = 1};
+	ck_assert_int_eq(run_command(r, &bad, err), -SL_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "no worker 5"));
+	run_cmd rule = {.worker = -1, .fields = CMD_RULE};
+	snprintf(rule.rule, sizeof(rule.rule), "adam");
+	ck_assert_int_eq(run_command(r, &rule, err), -SL_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "rule"));
+	run_cmd lr = {.worker = -1, .fields = CMD_LR, .lr = -1};
+	ck_assert_int_eq(run_command(r, &lr, err), -SL_EINVAL);
+	run_cmd ok = {.worker = -1, .fields = CMD_LR, .lr = 0.2};
+	ck_assert_int_eq(run_command(r, &ok, err), 0);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *s = run_snapshot_get(r);
+	ck_assert_double_eq(s->cfg.lr, 0.2);
+	run_snapshot_put(s);
+	run_free(r);
+}
+END_TEST
+
+static Suite *
+run_suite(void)
+{
+	Suite *s = suite_create("run");
+	TCase *tc = tcase_create("engine");
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, ssgd_is_never_stale);
+	tcase_add_test(tc, asgd_equal_speed_settles_at_n_minus_1);
+	tcase_add_test(tc, ssp_keeps_its_bound);
+	tcase_add_test(tc, version_delay_is_uniform);
+	tcase_add_test(tc, server_held_gradients_age);
+	tcase_add_test(tc, partial_backprop_accounting);
+	tcase_add_test(tc, workers_grow_and_shrink);
+	tcase_add_test(tc, rule_switch_mid_run);
+	tcase_add_test(tc, virtual_clock_is_deterministic);
+	tcase_add_test(tc, virtual_delays_cost_no_time);
+	tcase_add_test(tc, wall_clock_threads);
+	tcase_add_test(tc, commands_are_checked);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+SL_TEST_MAIN(run_suite)

@@ -530,8 +530,6 @@ push(run *r, worker *w)
 			if (w->wprev)
 				be->ops->copy(be, w->wprev, W, sizeof(float) * r->n_params);
 		}
-		ps_push(r->ps, &g, round_size(r), &res);
-		tau = res.tau;
 		be->ops->copy(be, x, W, sizeof(float) * r->n_params);
 		if (w->ms && w->wprev && w->tmp &&
 		    !strcmp(r->cfg.rp.local_opt, "cadcasgd")) {
@@ -548,6 +546,10 @@ push(run *r, worker *w)
 			be->ops->sgd(be, x + off, w->m->grads + off, NULL,
 				     r->n_params - off, llr, 0, 0);
 		}
+		/* push after the local step: the round may complete now and
+		 * move W on to W(R+1) */
+		ps_push(r->ps, &g, round_size(r), &res);
+		tau = res.tau;
 		w->have = R;      /* global part of the local weights */
 		w->v_read = R;
 		w->last_round = (int64_t)R;

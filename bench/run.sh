@@ -23,14 +23,14 @@ elif ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
 fi
 
 echo "== engine: one worker, all cores (stalelab bench) =="
-"$SL" bench -S "$SECONDS_PER" -L | tee "$out/engine-layers.txt" | grep -v '^{'
+"$SL" bench -S "$SECONDS_PER" -L -A | tee "$out/engine-layers.txt" | grep -v '^{'
 
 : >"$out/engine.jsonl"
 : >"$out/peer.jsonl"
 for r in $(seq 1 "$ROUNDS"); do
 	for m in mlp cnn; do
 		spec=mlp:784-256-128-10; [ $m = cnn ] && spec=lenet5
-		"$SL" bench -m "$spec" -S "$SECONDS_PER" | grep '^{' >>"$out/engine.jsonl"
+		"$SL" bench -m "$spec" -S "$SECONDS_PER" -A | grep '^{' >>"$out/engine.jsonl"
 		if [ $have_peer = 1 ]; then
 			for mode in single hogwild; do
 				/usr/bin/python3 "$PEER" --model $m --mode $mode --epochs 1 \
@@ -43,19 +43,31 @@ done
 
 /usr/bin/python3 - "$out/engine.jsonl" "$out/peer.jsonl" <<'PY'
 import json, statistics, sys
-eng = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+allrec = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+eng = [r for r in allrec if r["bench"] == "train"]
+asy = [r for r in allrec if r["bench"] == "async"]
+psr = [r for r in allrec if r["bench"] == "ps_apply"]
 peer = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
 def med(xs):
     return statistics.median(xs) if xs else float("nan")
 print("\n== medians over %d rounds (samples/s) ==" % max(1, len(eng) // 2))
-print("%-22s %10s %10s %10s %8s %8s" % ("model", "stalelab", "torch", "torch-hw", "ratio", "ratio-hw"))
+print("one worker, all cores, vs PyTorch single process; asgd with 2 workers vs PyTorch hogwild x2")
+print("%-22s %10s %10s %8s" % ("model", "stalelab", "torch", "ratio"))
 for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
     e = med([r["samples_per_s"] for r in eng if r["model"] == spec])
     s = med([r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "single"])
     h = med([r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "hogwild"])
-    print("%-22s %10.0f %10.0f %10.0f %8.2f %8.2f" % (spec, e, s, h, e / s if s == s else float("nan"),
-                                                    e / h if h == h else float("nan")))
+    a2 = med([r["samples_per_s"] for r in asy if r["model"] == spec and r["workers"] == 2])
+    print("%-22s %10.0f %10.0f %8.2f   asgd x2 %9.0f  torch hogwild x2 %9.0f  ratio %5.2f"
+          % (spec, e, s, e / s if s == s else float("nan"), a2, h, a2 / h if h == h else float("nan")))
+    for nw in (1, 2, 4):
+        x = med([r["samples_per_s"] for r in asy if r["model"] == spec and r["workers"] == nw])
+        u = med([r["updates_per_s"] for r in asy if r["model"] == spec and r["workers"] == nw])
+        print("    asgd %d worker(s): %9.0f samples/s %8.0f updates/s" % (nw, x, u))
+    p = med([r["updates_per_s"] for r in psr if r["model"] == spec])
+    print("    parameter server apply alone: %.0f updates/s" % p)
     print(json.dumps({"bench": "vs_peer", "model": spec, "stalelab": round(e, 1),
-                      "torch_single": s, "torch_hogwild": h,
-                      "ratio_single": round(e / s, 3) if s == s else None}))
+                      "torch_single": s, "ratio_single": round(e / s, 3) if s == s else None,
+                      "asgd_2w": round(a2, 1), "torch_hogwild": h,
+                      "ratio_hogwild": round(a2 / h, 3) if h == h else None}))
 PY

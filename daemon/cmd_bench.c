@@ -10,6 +10,8 @@
 #include "cli.h"
 #include "dataset.h"
 #include "model.h"
+#include "ps.h"
+#include "run.h"
 
 static const char bench_usage[] =
 	"Usage: stalelab bench [OPTIONS]\n"
@@ -23,6 +25,9 @@ static const char bench_usage[] =
 	"  -S, --seconds X    measuring time per figure (default 4)\n"
 	"  -d, --dataset SPEC data (default fashion-mnist)\n"
 	"  -L, --layers       also time each layer's forward and backward pass\n"
+	"  -A, --async        also: asgd throughput with 1, 2, 4 workers (wall\n"
+	"                     clock, no delay) and the parameter server's apply\n"
+	"                     rate alone\n"
 	"  -h, --help         this text\n";
 
 static int
@@ -73,6 +78,75 @@ measure(model *m, const dataset *tr, double seconds)
 	return sps[nw / 2];
 }
 
+/* The parameter server alone: asgd pushes of a model-sized gradient. */
+static void
+ps_rate(model *m, double seconds)
+{
+	backend *be;
+	if (backend_cpu_new(1, &be) < 0)
+		return;
+	layer_info info[MODEL_MAX_LAYERS];
+	ps_layer layers[MODEL_MAX_LAYERS];
+	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS), np = 0;
+	for (int i = 0; i < nl; i++)
+		if (info[i].n_params)
+			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params};
+	float *w = calloc(m->n_params, sizeof(float));
+	float *g = calloc(m->n_params, sizeof(float));
+	ps *p = NULL;
+	if (w && g && ps_new(be, m->n_params, w, layers, np, 4, &p) == 0) {
+		rule_params rp = {0};
+		ps_set_rule(p, RULE_ASGD, &rp);
+		ps_set_opt(p, 1e-6f, 0, 0);
+		ps_grad pg = {.worker = 0, .g = g, .batch = 64};
+		long n = 0;
+		double t0 = sl_now(), t;
+		while ((t = sl_now()) - t0 < seconds / 4) {
+			for (int k = 0; k < 100; k++)
+				ps_push(p, &pg, 1, NULL);
+			n += 100;
+		}
+		double ups = n / (t - t0);
+		printf("  ps apply (asgd, %zu floats): %.0f updates/s (%.1f GB/s of weights)\n",
+		       m->n_params, ups, ups * m->n_params * 4 * 3 / 1e9);
+		printf("{\"bench\":\"ps_apply\",\"model\":\"%s\",\"updates_per_s\":%.1f}\n",
+		       m->spec, ups);
+	}
+	ps_free(p);
+	free(w);
+	free(g);
+	backend_free(be);
+}
+
+/* The whole engine: asgd, nw workers, wall clock, no delay, for ~seconds. */
+static void
+async_rate(const dataset_pair *d, const char *spec, int nw, double seconds)
+{
+	run_config c;
+	config_defaults(&c);
+	snprintf(c.model, sizeof(c.model), "%s", spec);
+	c.workers = nw;
+	c.eval_every = 0;
+	c.stop_seconds = seconds;
+	run *r;
+	char err[SL_ERR_LEN];
+	if (run_new(&c, d, NULL, 0, NULL, &r, err) < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		return;
+	}
+	run_exec(r);
+	run_snapshot *s = run_snapshot_get(r);
+	printf("  asgd %d worker%s: %9.0f samples/s  %8.0f updates/s  staleness %.2f\n",
+	       nw, nw == 1 ? " " : "s", s->samples_per_s, s->updates_per_s,
+	       stale_mean(&s->stale));
+	printf("{\"bench\":\"async\",\"model\":\"%s\",\"rule\":\"asgd\",\"workers\":%d,"
+	       "\"samples_per_s\":%.1f,\"updates_per_s\":%.1f,\"staleness_mean\":%.3f}\n",
+	       spec, nw, s->samples_per_s, s->updates_per_s, stale_mean(&s->stale));
+	fflush(stdout);
+	run_snapshot_put(s);
+	run_free(r);
+}
+
 /* Per-layer time of one step, from a profiled run of ~seconds/2. */
 static void
 print_layers(model *m, double seconds)
@@ -113,15 +187,16 @@ cmd_bench(int argc, char **argv)
 		{"seconds", required_argument, NULL, 'S'},
 		{"dataset", required_argument, NULL, 'd'},
 		{"layers", no_argument, NULL, 'L'},
+		{"async", no_argument, NULL, 'A'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *only = NULL, *dspec = "fashion-mnist";
-	int threads = cli_ncpu(), opt, layers = 0;
+	int threads = cli_ncpu(), opt, layers = 0, async = 0;
 	double seconds = 4;
 	unsigned long long u;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:t:S:d:Lh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:t:S:d:LAh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': only = optarg; break;
 		case 'd': dspec = optarg; break;
@@ -139,6 +214,7 @@ cmd_bench(int argc, char **argv)
 			}
 			break;
 		case 'L': layers = 1; break;
+		case 'A': async = 1; break;
 		case 'h': fputs(bench_usage, stdout); return 0;
 		default: fprintf(stderr, "Try 'stalelab bench --help'.\n"); return 2;
 		}
@@ -188,6 +264,11 @@ cmd_bench(int argc, char **argv)
 		       models[i], threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
 		if (layers)
 			print_layers(m, seconds);
+		if (async) {
+			ps_rate(m, seconds);
+			for (int nw = 1; nw <= 4; nw *= 2)
+				async_rate(&d, models[i], nw, seconds);
+		}
 		fflush(stdout);
 		model_free(m);
 		backend_free(be);

@@ -60,7 +60,9 @@ typedef struct worker {
 	wstate st;
 	double due;       /* virtual: when its pending event fires */
 	pthread_t th;
-	int thread_live;
+	int thread_live;  /* wall: a thread was started and not yet joined */
+	int exited;       /* wall: ... and it has left its loop */
+	int pending;      /* virtual: a START or ARRIVE event is queued */
 	/* statistics */
 	uint64_t iterations, samples;
 	double bytes_sent, flops, flops_saved;
@@ -444,7 +446,8 @@ pull(run *r, worker *w)
 				      sizeof(float) * r->n_params);
 			w->have = target;
 			w->v_read = target;
-			/* the DC-ASGD backup is what the worker read */
+			/* DC-ASGD's backup records the current weights: a version
+			 * delay models staleness, not a real older pull */
 			uint64_t dummy = UINT64_MAX;
 			ps_pull(r->ps, w->id, NULL, &dummy);
 			return;
@@ -940,8 +943,16 @@ struct wargs {
 static int
 start_thread(run *r, worker *w)
 {
-	if (r->virt || w->thread_live)
+	if (r->virt)
 		return 0;
+	if (w->thread_live) {
+		if (!w->exited)
+			return 0; /* still in its loop: it sees active again */
+		/* it left (it released the lock for good): reap it */
+		pthread_join(w->th, NULL);
+		w->thread_live = 0;
+	}
+	w->exited = 0;
 	struct wargs *a = malloc(sizeof(*a));
 	if (!a)
 		return -SL_ENOMEM;
@@ -977,10 +988,12 @@ set_workers(run *r, int n)
 			w->have = UINT64_MAX;
 			w->waiting = 0;
 			w->clock = min_clock(r) == UINT64_MAX ? 0 : min_clock(r);
-			if (r->virt)
-				schedule(r, now(r), i, EV_START);
-			else
+			if (r->virt) {
+				if (!w->pending)
+					schedule(r, now(r), i, EV_START);
+			} else {
 				start_thread(r, w);
+			}
 		}
 	}
 	for (int i = n; i < r->n_slots; i++)
@@ -1259,6 +1272,7 @@ worker_main(void *p)
 		pthread_cond_broadcast(&r->cv);
 	}
 	w->st = W_IDLE;
+	w->exited = 1;
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	return NULL;
@@ -1359,6 +1373,8 @@ schedule(run *r, double t, int wid, int kind)
 		r->ev = e;
 		r->cap_ev = cap;
 	}
+	if (kind != EV_HELD)
+		r->w[wid]->pending = 1;
 	int i = r->n_ev++;
 	vevent e = {t, r->ev_seq++, wid, kind};
 	while (i > 0 && ev_less(&e, &r->ev[(i - 1) / 2])) {
@@ -1492,6 +1508,8 @@ exec_virtual(run *r)
 		if (e.t > r->vtime)
 			r->vtime = e.t;
 		worker *w = r->w[e.worker];
+		if (e.kind != EV_HELD)
+			w->pending = 0;
 		if (e.kind == EV_START)
 			v_start(r, w);
 		else if (e.kind == EV_ARRIVE)

@@ -244,6 +244,40 @@ START_TEST(workers_grow_and_shrink)
 }
 END_TEST
 
+START_TEST(workers_come_back)
+{
+	/* 2 -> 4 -> 1 -> 3 on both clocks: a worker that left can rejoin */
+	for (int wall = 0; wall <= 1; wall++) {
+		run_config c = base("asgd", 2);
+		if (wall)
+			snprintf(c.clock, sizeof(c.clock), "wall");
+		c.stop_steps = 200;
+		c.eval_every = 0;
+		const int counts[] = {4, 1, 3};
+		run_sched s[3] = {0};
+		for (int i = 0; i < 3; i++) {
+			s[i].by_version = 1;
+			s[i].v = 30 * (uint64_t)(i + 1);
+			s[i].cmd = (run_cmd){.worker = -1, .fields = CMD_WORKERS,
+					     .workers = counts[i]};
+		}
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *snap = go(&c, s, 3, r);
+		ck_assert_int_eq(r->n_change, 3);
+		ck_assert_int_eq(snap->n_workers, 3);
+		ck_assert_uint_ge(snap->v, 200);
+		/* worker 2 worked in two stints */
+		ck_assert_uint_gt(snap->workers[2].iterations, 0);
+		/* one worker alone from v 60 to 90: fresh gradients there, once
+		 * the three that were in flight have landed */
+		if (!wall)
+			ck_assert_uint_ge(snap->stale.b[0], 30 - 3);
+		run_snapshot_put(snap);
+		free(r);
+	}
+}
+END_TEST
+
 START_TEST(rule_switch_mid_run)
 {
 	run_config c = base("asgd", 4);
@@ -388,6 +422,7 @@ run_suite(void)
 	tcase_add_test(tc, server_held_gradients_age);
 	tcase_add_test(tc, partial_backprop_accounting);
 	tcase_add_test(tc, workers_grow_and_shrink);
+	tcase_add_test(tc, workers_come_back);
 	tcase_add_test(tc, rule_switch_mid_run);
 	tcase_add_test(tc, virtual_clock_is_deterministic);
 	tcase_add_test(tc, virtual_delays_cost_no_time);

@@ -105,6 +105,14 @@ stale_json(const stale_hist *h)
 			 "max", (json_int_t)h->max, "hist", hist);
 }
 
+static json_t *
+age_json(const age_hist *h)
+{
+	return json_pack("{s:f,s:f,s:f,s:f}", "mean", age_mean(h), "p50",
+			 age_quantile(h, 0.5), "p99", age_quantile(h, 0.99), "max",
+			 h->max_ms);
+}
+
 static void
 on_eval(void *ud, const run_eval *e)
 {
@@ -121,6 +129,7 @@ on_eval(void *ud, const run_eval *e)
 		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
 		json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
 		json_object_set_new(r, "staleness", stale_json(&e->stale));
+		json_object_set_new(r, "age_ms", age_json(&e->age));
 		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "done"));
 	} else {
 		r = json_object();
@@ -135,6 +144,7 @@ on_eval(void *ud, const run_eval *e)
 		json_object_set_new(r, "updates_per_s", jsonout_real(e->updates_per_s));
 		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
 		json_object_set_new(r, "staleness", stale_json(&e->stale));
+		json_object_set_new(r, "age_ms", age_json(&e->age));
 	}
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;

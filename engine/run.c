@@ -46,6 +46,7 @@ typedef struct worker {
 	backend *be;
 	uint64_t have;    /* version held in m->params (UINT64_MAX: none) */
 	uint64_t v_read;  /* version the current gradient is computed on */
+	double t_read;    /* when it read those weights (run seconds) */
 	uint64_t clock;   /* iterations pushed (the SSP clock) */
 	uint64_t seq;
 	int waiting;      /* in a sync round or an average */
@@ -68,11 +69,12 @@ typedef struct worker {
 	double bytes_sent, flops, flops_saved;
 	double active_s, t_joined;
 	stale_hist hist;
+	age_hist age;
 } worker;
 
 /* a gradient held at the server until it is old enough ("where": "server") */
 typedef struct held {
-	double due;
+	double due, t_read;
 	int worker;
 	uint64_t v_read, seq;
 	size_t off;
@@ -117,6 +119,7 @@ struct run {
 	double loss_sum;
 	long loss_n;
 	stale_hist hist;
+	age_hist age;
 	uint64_t win_tau[WINDOW_N];
 	double win_t[WINDOW_N];
 	int win_pos, win_n;
@@ -233,10 +236,13 @@ window_add(run *r, uint64_t tau)
 }
 
 static void
-record_stale(run *r, worker *w, uint64_t tau)
+record_stale(run *r, worker *w, uint64_t tau, double t_read)
 {
+	double ms = (now(r) - t_read) * 1e3;
 	stale_add(&r->hist, tau);
 	stale_add(&w->hist, tau);
+	age_add(&r->age, ms);
+	age_add(&w->age, ms);
 	window_add(r, tau);
 }
 
@@ -423,6 +429,7 @@ static void
 pull(run *r, worker *w)
 {
 	backend *be = w->be;
+	w->t_read = now(r);
 	if (r->rule == RULE_HOGWILD) {
 		w->v_read = ps_version(r->ps);
 		return; /* computes on the shared weights directly */
@@ -575,7 +582,7 @@ push(run *r, worker *w)
 			after_version_change(r);
 	}
 	w->clock++;
-	record_stale(r, w, tau);
+	record_stale(r, w, tau, w->t_read);
 }
 
 /* hold a gradient at the server until it is old enough */
@@ -597,6 +604,7 @@ hold(run *r, worker *w, double due)
 		return;
 	memcpy(h->g + off, w->m->grads + off, sizeof(float) * (r->n_params - off));
 	h->due = due;
+	h->t_read = w->t_read;
 	h->worker = w->id;
 	h->v_read = w->v_read;
 	h->seq = ++w->seq;
@@ -628,7 +636,7 @@ release_held(run *r, int force)
 		r->samples += (uint64_t)h->batch;
 		r->loss_sum += h->loss;
 		r->loss_n++;
-		record_stale(r, r->w[h->worker], res.tau);
+		record_stale(r, r->w[h->worker], res.tau, h->t_read);
 		if (res.applied)
 			after_version_change(r);
 		free(h->g);
@@ -677,6 +685,7 @@ fill_eval(run *r, run_eval *e)
 	e->samples_per_s = e->train_s > 0 ? r->samples / e->train_s : 0;
 	e->updates_per_s = e->train_s > 0 ? r->updates / e->train_s : 0;
 	e->stale = r->hist;
+	e->age = r->age;
 	e->best_acc = r->best_acc;
 	e->test_acc = r->last_acc;
 	e->test_loss = r->last_test_loss;
@@ -792,6 +801,7 @@ build_snapshot(run *r)
 	s->test_acc = r->last_acc;
 	s->best_acc = r->best_acc;
 	s->stale = r->hist;
+	s->age = r->age;
 	s->stop_reason = r->stop_reason;
 	s->clock_gap_max = r->clock_gap_max;
 	double tnow = now(r);
@@ -823,6 +833,7 @@ build_snapshot(run *r)
 		ws->flops = w->flops;
 		ws->flops_saved = w->flops_saved;
 		ws->stale = w->hist;
+		ws->age = w->age;
 	}
 	return s;
 }
@@ -1263,7 +1274,7 @@ worker_main(void *p)
 			w->samples += (uint64_t)w->batch_n;
 			w->iterations++;
 			w->clock++;
-			record_stale(r, w, tau);
+			record_stale(r, w, tau, w->t_read);
 		} else {
 			push(r, w);
 		}

@@ -76,6 +76,7 @@ typedef struct run_eval {
 	double samples_per_s;
 	double updates_per_s;
 	stale_hist stale;    /* cumulative */
+	age_hist age;        /* time-staleness (ms), cumulative */
 	int final;
 	const char *stop_reason;
 } run_eval;
@@ -92,6 +93,7 @@ typedef struct worker_snap {
 	double bytes_sent;
 	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
 	stale_hist stale;
+	age_hist age;
 } worker_snap;
 
 typedef struct run_snapshot {
@@ -104,6 +106,7 @@ typedef struct run_snapshot {
 	double last_loss, test_acc, best_acc;
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */
+	age_hist age;        /* time-staleness (ms) */
 	const char *stop_reason; /* once finished: epochs, steps, ... */
 	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
 	int n_workers;

@@ -36,3 +36,40 @@ stale_mean(const stale_hist *h)
 {
 	return h->n ? h->sum / (double)h->n : 0.0;
 }
+
+void
+age_add(age_hist *h, double ms)
+{
+	if (!(ms >= 0))
+		ms = 0;
+	int k = 0;
+	for (double edge = 1.0; k < AGE_BUCKETS - 1 && ms >= edge; edge *= 2)
+		k++;
+	h->b[k]++;
+	h->n++;
+	h->sum_ms += ms;
+	if (ms > h->max_ms)
+		h->max_ms = ms;
+}
+
+double
+age_mean(const age_hist *h)
+{
+	return h->n ? h->sum_ms / (double)h->n : 0.0;
+}
+
+double
+age_quantile(const age_hist *h, double q)
+{
+	if (!h->n)
+		return 0.0;
+	double want = q * (double)h->n;
+	uint64_t c = 0;
+	double edge = 1.0;
+	for (int k = 0; k < AGE_BUCKETS; k++, edge *= 2) {
+		c += h->b[k];
+		if ((double)c >= want)
+			return edge < h->max_ms ? edge : h->max_ms;
+	}
+	return h->max_ms;
+}

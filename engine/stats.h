@@ -15,6 +15,20 @@ typedef struct stale_hist {
 } stale_hist;
 
 void stale_add(stale_hist *h, uint64_t tau);
+
+/* Time-staleness: age of a gradient (ms from the read of its weights to
+ * its application) in power-of-two buckets: [0,1), [1,2), [2,4), ... */
+#define AGE_BUCKETS 24
+typedef struct age_hist {
+	uint64_t b[AGE_BUCKETS];
+	uint64_t n;
+	double sum_ms, max_ms;
+} age_hist;
+
+void age_add(age_hist *h, double ms);
+double age_mean(const age_hist *h);
+/* upper edge of the bucket holding quantile q (ms) */
+double age_quantile(const age_hist *h, double q);
 /* Quantile q in [0,1] by bucket (the overflow bucket reads as 64). */
 double stale_quantile(const stale_hist *h, double q);
 double stale_mean(const stale_hist *h);

@@ -249,8 +249,12 @@ START_TEST(workers_come_back)
 	/* 2 -> 4 -> 1 -> 3 on both clocks: a worker that left can rejoin */
 	for (int wall = 0; wall <= 1; wall++) {
 		run_config c = base("asgd", 2);
-		if (wall)
+		if (wall) {
+			/* 1 ms per step so the changes land at their versions */
 			snprintf(c.clock, sizeof(c.clock), "wall");
+			c.delay.dist = DELAY_CONST;
+			c.delay.mean_ms = 1;
+		}
 		c.stop_steps = 200;
 		c.eval_every = 0;
 		const int counts[] = {4, 1, 3};

@@ -64,8 +64,10 @@ expect_exit 2 "replay of a bad file" "$SL" run --replay "$TMP/bad.jsonl"
 expect_grep 'bad.jsonl' "replay error names the file" "$LAST_OUT"
 
 # Wall clock: threads that really sleep.
+printf '{"delay": {"dist": "uniform", "mean_ms": 2}}' >"$TMP/wd.json"
 expect_exit 0 "wall-clock asgd, 3 workers" "$SL" run --dataset synthetic:2400 --model mlp:784-16-10 \
-	--lr 0.01 --batch 16 --workers 3 --steps 150 --eval-every 50 --log "$TMP/w.jsonl" --quiet
+	--lr 0.01 --batch 16 --workers 3 --steps 150 --eval-every 50 --config "$TMP/wd.json" \
+	--log "$TMP/w.jsonl" --quiet
 check=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; e=r[-1]; assert e["event"]=="end" and e["v"]>=150 and e["staleness"]["mean"]>0.5, e; print("ok")' "$TMP/w.jsonl")
 expect_grep '^ok' "wall-clock workers are stale" "$check"
 

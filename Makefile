@@ -4,13 +4,13 @@
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
-PKGS    := openblas check jansson zlib
+PKGS    := openblas check jansson zlib libmicrohttpd
 CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
-	$(shell pkg-config --cflags openblas jansson zlib 2>/dev/null)
+	$(shell pkg-config --cflags openblas jansson zlib libmicrohttpd 2>/dev/null)
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Idaemon -Itests
-LDLIBS  := $(shell pkg-config --libs openblas jansson zlib 2>/dev/null) -lm -pthread
+LDLIBS  := $(shell pkg-config --libs openblas jansson zlib libmicrohttpd 2>/dev/null) -lm -pthread
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
 
 ENGINE_SRC := $(wildcard engine/*.c)

@@ -391,8 +391,8 @@ config_parse(const char *text, size_t len, run_config *c, char *err)
 	return rc;
 }
 
-static json_t *
-delay_to_json(const delay_cfg *d)
+json_t *
+config_delay_json(const delay_cfg *d)
 {
 	json_t *o = json_pack("{s:s}", "dist", delay_dist_name(d->dist));
 	if (d->dist == DELAY_VERSION) {
@@ -441,13 +441,13 @@ config_to_json(const run_config *c)
 							: json_real(*(const double *)p));
 	}
 	json_object_set_new(o, "rule_params", rp);
-	json_object_set_new(o, "delay", delay_to_json(&c->delay));
+	json_object_set_new(o, "delay", config_delay_json(&c->delay));
 	json_t *ov = json_array();
 	for (int i = 0; i < c->n_overrides; i++) {
 		const worker_override *w = &c->overrides[i];
 		json_t *e = json_pack("{s:i}", "id", w->id);
 		if (w->has_delay)
-			json_object_set_new(e, "delay", delay_to_json(&w->delay));
+			json_object_set_new(e, "delay", config_delay_json(&w->delay));
 		if (w->has_spb)
 			json_object_set_new(e, "spb_depth", json_integer(w->spb_depth));
 		if (w->has_speed)
@@ -627,7 +627,7 @@ cmd_to_json(const run_cmd *c)
 	if (c->fields & CMD_EVAL_EVERY)
 		json_object_set_new(set, "eval_every", json_integer(c->eval_every));
 	if (c->fields & CMD_DELAY)
-		json_object_set_new(set, "delay", delay_to_json(&c->delay));
+		json_object_set_new(set, "delay", config_delay_json(&c->delay));
 	if (c->fields & CMD_SPB)
 		json_object_set_new(set, "spb_depth", json_integer(c->spb_depth));
 	if (c->fields & CMD_SPEED)

@@ -18,6 +18,9 @@ int config_parse(const char *text, size_t len, run_config *c, char *err);
 /* Same, from an already parsed object. */
 int config_apply_json(json_t *obj, run_config *c, char *err);
 
+/* A delay object as JSON (new reference). */
+json_t *config_delay_json(const delay_cfg *d);
+
 /* The run object as JSON (new reference). */
 json_t *config_to_json(const run_config *c);
 

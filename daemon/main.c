@@ -13,6 +13,8 @@ static const char usage[] =
 	"and workers train a real model while you study gradient staleness.\n"
 	"\n"
 	"Commands:\n"
+	"  serve    the daemon: trains and serves the HTTP API, live events and\n"
+	"           Prometheus metrics (dashboard-ready) until SIGINT/SIGTERM\n"
 	"  run      train headless: JSON-Lines log to --log or stdout, progress on\n"
 	"           stderr, exit 0 when the stop condition is met\n"
 	"  bench    throughput of the engine (samples/s, GFLOP/s vs OpenBLAS)\n"
@@ -41,6 +43,8 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(cmd, "run"))
 		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 1, argv + 1);
 	fprintf(stderr, "stalelab: unknown command '%s' (try 'stalelab --help')\n",

@@ -1,0 +1,233 @@
+/* api.c - JSON and Prometheus views of run snapshots. */
+#include "api.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config_json.h"
+#include "jsonout.h"
+
+json_t *
+api_delay_json(const delay_cfg *d)
+{
+	return config_delay_json(d);
+}
+
+json_t *
+api_stale_json(const stale_hist *h, int with_hist)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "count", json_integer((json_int_t)h->n));
+	json_object_set_new(o, "mean", jsonout_real(stale_mean(h)));
+	json_object_set_new(o, "p50", jsonout_real(stale_quantile(h, 0.5)));
+	json_object_set_new(o, "p99", jsonout_real(stale_quantile(h, 0.99)));
+	json_object_set_new(o, "max", json_integer((json_int_t)h->max));
+	if (with_hist) {
+		json_t *a = json_array();
+		for (int i = 0; i < STALE_BUCKETS; i++)
+			json_array_append_new(a, json_integer((json_int_t)h->b[i]));
+		json_object_set_new(o, "hist", a);
+	}
+	return o;
+}
+
+json_t *
+api_age_json(const age_hist *h)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "mean", jsonout_real(age_mean(h)));
+	json_object_set_new(o, "p50", jsonout_real(age_quantile(h, 0.5)));
+	json_object_set_new(o, "p99", jsonout_real(age_quantile(h, 0.99)));
+	json_object_set_new(o, "max", jsonout_real(h->max_ms));
+	return o;
+}
+
+json_t *
+api_eval_json(const run_eval *e)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "v", json_integer((json_int_t)e->v));
+	json_object_set_new(o, "t", jsonout_real(e->t));
+	json_object_set_new(o, "epoch", jsonout_real(e->epoch));
+	json_object_set_new(o, "samples", json_integer((json_int_t)e->samples));
+	json_object_set_new(o, "train_loss", jsonout_real(e->train_loss));
+	json_object_set_new(o, "test_loss", jsonout_real(e->test_loss));
+	json_object_set_new(o, "test_acc", jsonout_real(e->test_acc));
+	json_object_set_new(o, "samples_per_s", jsonout_real(e->samples_per_s));
+	json_object_set_new(o, "updates_per_s", jsonout_real(e->updates_per_s));
+	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&e->stale)));
+	return o;
+}
+
+static json_t *
+worker_json(const worker_snap *w)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_integer(w->id));
+	json_object_set_new(o, "host", json_string("local"));
+	json_object_set_new(o, "state", json_string(w->state));
+	json_object_set_new(o, "delay", api_delay_json(&w->delay));
+	json_object_set_new(o, "spb_depth", json_integer(w->spb_depth));
+	json_object_set_new(o, "speed", jsonout_real(w->speed));
+	json_object_set_new(o, "iterations", json_integer((json_int_t)w->iterations));
+	json_object_set_new(o, "samples", json_integer((json_int_t)w->samples));
+	json_object_set_new(o, "staleness_mean", jsonout_real(w->staleness_mean));
+	json_object_set_new(o, "age_ms_mean", jsonout_real(age_mean(&w->age)));
+	json_object_set_new(o, "samples_per_s", jsonout_real(w->samples_per_s));
+	json_object_set_new(o, "bytes_sent", jsonout_real(w->bytes_sent));
+	json_object_set_new(o, "flops_saved", jsonout_real(w->flops_saved));
+	return o;
+}
+
+json_t *
+api_status_json(const run_snapshot *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "state", json_string(run_state_name(s->state)));
+	json_object_set_new(o, "version", json_integer((json_int_t)s->v));
+	json_object_set_new(o, "epoch", jsonout_real(s->epoch));
+	json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
+	json_object_set_new(o, "rule", json_string(s->cfg.rule));
+	json_object_set_new(o, "clock", json_string(s->cfg.clock));
+	json_object_set_new(o, "device", json_string("cpu"));
+	json_object_set_new(o, "t", jsonout_real(s->t));
+	json_object_set_new(o, "train_s", jsonout_real(s->train_s));
+	json_object_set_new(o, "samples_per_s", jsonout_real(s->samples_per_s));
+	json_object_set_new(o, "updates_per_s", jsonout_real(s->updates_per_s));
+	json_object_set_new(o, "train_loss", jsonout_real(s->last_loss));
+	json_object_set_new(o, "test_acc", jsonout_real(s->test_acc));
+	json_object_set_new(o, "best_acc", jsonout_real(s->best_acc));
+	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&s->stale)));
+	if (s->stop_reason)
+		json_object_set_new(o, "stop", json_string(s->stop_reason));
+	json_object_set_new(o, "config", config_to_json(&s->cfg));
+	json_t *ws = json_array();
+	for (int i = 0; i < s->n_workers; i++)
+		json_array_append_new(ws, worker_json(&s->workers[i]));
+	json_object_set_new(o, "workers", ws);
+	return o;
+}
+
+json_t *
+api_staleness_json(const run_snapshot *s)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "version", json_integer((json_int_t)s->v));
+	json_object_set_new(o, "buckets", json_integer(STALE_BUCKETS));
+	json_object_set_new(o, "overall", api_stale_json(&s->stale, 1));
+	json_object_set_new(o, "window", api_stale_json(&s->window, 1));
+	json_object_set_new(o, "age_ms", api_age_json(&s->age));
+	json_t *ws = json_array();
+	for (int i = 0; i < s->n_workers; i++) {
+		json_t *w = api_stale_json(&s->workers[i].stale, 1);
+		json_object_set_new(w, "id", json_integer(s->workers[i].id));
+		json_object_set_new(w, "age_ms", api_age_json(&s->workers[i].age));
+		json_array_append_new(ws, w);
+	}
+	json_object_set_new(o, "workers", ws);
+	return o;
+}
+
+/* ---- Prometheus ---------------------------------------------------------- */
+
+typedef struct pbuf {
+	char *p;
+	size_t n, cap;
+} pbuf;
+
+static void
+pf(pbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+pf(pbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	for (;;) {
+		va_start(ap, fmt);
+		int k = vsnprintf(b->p ? b->p + b->n : NULL, b->p ? b->cap - b->n : 0, fmt, ap);
+		va_end(ap);
+		if (k < 0)
+			return;
+		if (b->p && b->n + (size_t)k < b->cap) {
+			b->n += (size_t)k;
+			return;
+		}
+		size_t cap = b->cap ? b->cap : 4096;
+		while (cap <= b->n + (size_t)k)
+			cap *= 2;
+		char *q = realloc(b->p, cap);
+		if (!q)
+			return;
+		b->p = q;
+		b->cap = cap;
+	}
+}
+
+/* one histogram's buckets (cumulative, le = 0..63, +Inf), sum, count */
+static void
+prom_hist(pbuf *b, const char *name, const char *labels, const stale_hist *h)
+{
+	uint64_t c = 0;
+	const char *sep = *labels ? "," : "";
+	for (int i = 0; i < STALE_BUCKETS - 1; i++) {
+		c += h->b[i];
+		pf(b, "%s_bucket{%s%sle=\"%d\"} %llu\n", name, labels, sep, i,
+		   (unsigned long long)c);
+	}
+	pf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
+	   (unsigned long long)h->n);
+	pf(b, "%s_sum%s%s%s %.17g\n", name, *labels ? "{" : "", labels,
+	   *labels ? "}" : "", h->sum);
+	pf(b, "%s_count%s%s%s %llu\n", name, *labels ? "{" : "", labels,
+	   *labels ? "}" : "", (unsigned long long)h->n);
+}
+
+char *
+api_prometheus(const run_snapshot *s)
+{
+	pbuf b = {0};
+	char lab[64];
+	pf(&b, "# HELP stalelab_staleness Staleness of applied gradients in versions (v at apply - v read).\n");
+	pf(&b, "# TYPE stalelab_staleness histogram\n");
+	prom_hist(&b, "stalelab_staleness", "", &s->stale);
+	for (int i = 0; i < s->n_workers; i++) {
+		snprintf(lab, sizeof(lab), "worker=\"%d\"", s->workers[i].id);
+		prom_hist(&b, "stalelab_staleness", lab, &s->workers[i].stale);
+	}
+	pf(&b, "# HELP stalelab_updates_total Updates applied by the parameter server (the version).\n");
+	pf(&b, "# TYPE stalelab_updates_total counter\n");
+	pf(&b, "stalelab_updates_total %llu\n", (unsigned long long)s->v);
+	pf(&b, "# HELP stalelab_samples_total Training samples whose gradients were delivered.\n");
+	pf(&b, "# TYPE stalelab_samples_total counter\n");
+	pf(&b, "stalelab_samples_total %llu\n", (unsigned long long)s->samples);
+	pf(&b, "# HELP stalelab_worker_iterations_total Iterations completed per worker.\n");
+	pf(&b, "# TYPE stalelab_worker_iterations_total counter\n");
+	for (int i = 0; i < s->n_workers; i++)
+		pf(&b, "stalelab_worker_iterations_total{worker=\"%d\"} %llu\n",
+		   s->workers[i].id, (unsigned long long)s->workers[i].iterations);
+	pf(&b, "# HELP stalelab_worker_bytes_sent_total Gradient bytes pushed per worker.\n");
+	pf(&b, "# TYPE stalelab_worker_bytes_sent_total counter\n");
+	for (int i = 0; i < s->n_workers; i++)
+		pf(&b, "stalelab_worker_bytes_sent_total{worker=\"%d\"} %.17g\n",
+		   s->workers[i].id, s->workers[i].bytes_sent);
+	pf(&b, "# HELP stalelab_test_accuracy Test accuracy at the latest evaluation.\n");
+	pf(&b, "# TYPE stalelab_test_accuracy gauge\n");
+	pf(&b, "stalelab_test_accuracy %.17g\n", s->test_acc);
+	pf(&b, "# HELP stalelab_workers Workers in the run.\n");
+	pf(&b, "# TYPE stalelab_workers gauge\n");
+	pf(&b, "stalelab_workers %d\n", s->n_workers);
+	pf(&b, "# HELP stalelab_epoch Epochs of training data consumed.\n");
+	pf(&b, "# TYPE stalelab_epoch gauge\n");
+	pf(&b, "stalelab_epoch %.17g\n", s->epoch);
+	pf(&b, "# HELP stalelab_samples_per_second Training throughput.\n");
+	pf(&b, "# TYPE stalelab_samples_per_second gauge\n");
+	pf(&b, "stalelab_samples_per_second %.17g\n", s->samples_per_s);
+	pf(&b, "# HELP stalelab_worker_staleness_mean Mean staleness per worker.\n");
+	pf(&b, "# TYPE stalelab_worker_staleness_mean gauge\n");
+	for (int i = 0; i < s->n_workers; i++)
+		pf(&b, "stalelab_worker_staleness_mean{worker=\"%d\"} %.17g\n",
+		   s->workers[i].id, s->workers[i].staleness_mean);
+	return b.p;
+}

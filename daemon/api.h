@@ -1,0 +1,22 @@
+/* api.h - the daemon's JSON views of a run (status, staleness, metrics
+ * series, Prometheus text) built from immutable snapshots, shared by the
+ * HTTP handlers, the SSE stream and (later) the bus. */
+#ifndef SL_API_H
+#define SL_API_H
+
+#include <jansson.h>
+
+#include "run.h"
+
+json_t *api_delay_json(const delay_cfg *d);
+json_t *api_stale_json(const stale_hist *h, int with_hist);
+json_t *api_age_json(const age_hist *h);
+json_t *api_eval_json(const run_eval *e);
+/* GET /api/v1/status */
+json_t *api_status_json(const run_snapshot *s);
+/* GET /api/v1/staleness */
+json_t *api_staleness_json(const run_snapshot *s);
+/* GET /metrics (Prometheus text format 0.0.4); malloc'd, caller frees */
+char *api_prometheus(const run_snapshot *s);
+
+#endif

@@ -61,8 +61,10 @@ $(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ)
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
+# The daemon on the default run (Fashion-MNIST MLP, 4 workers, asgd, mixed
+# delays), HTTP API on http://127.0.0.1:8470 until Ctrl-C.
 run: deps all
-	$(BUILD)/stalelab run --model mlp:784-256-128-10 --epochs 3
+	$(BUILD)/stalelab serve
 
 unit: $(TEST_BIN)
 	@sh tests/run_unit.sh $(TEST_BIN)

@@ -414,7 +414,8 @@ cmd_run(int argc, char **argv)
 	}
 	if (data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
-	run_callbacks cb = {on_eval, on_change, on_progress, &ctx};
+	run_callbacks cb = {.eval = on_eval, .change = on_change,
+			    .progress = on_progress, .ud = &ctx};
 	int rc2 = run_new(&cfg, &data, sched, n_sched, &cb, &r, err);
 	free(sched);
 	if (rc2 < 0) {

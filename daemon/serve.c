@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "ckpt.h"
 #include "cli.h"
 #include "config_json.h"
 #include "jsonout.h"
@@ -42,6 +43,11 @@ static const char serve_usage[] =
 	"                          call that changes something\n"
 	"  -l, --log FILE          JSON-Lines log of the runs (appended)\n"
 	"      --device NAME       auto | cpu | cuda\n"
+	"      --resume FILE       start from a checkpoint instead of a run object\n"
+	"      --checkpoint-on-exit FILE\n"
+	"                          write a checkpoint on SIGINT/SIGTERM\n"
+	"      --checkpoint-dir DIR  where POST /api/v1/checkpoint writes without\n"
+	"                          a path (default: the current directory)\n"
 	"  -q, --quiet             no per-evaluation lines on stderr\n"
 	"  -h, --help              this text\n"
 	"\n"
@@ -70,6 +76,8 @@ typedef struct server {
 	int have_log;
 	pthread_mutex_t log_mu;
 	const char *token;
+	const char *ckpt_dir;
+	const char *ckpt_on_exit;
 	int quiet;
 	hub hub;
 	struct MHD_Daemon *mhd;
@@ -168,7 +176,7 @@ stop_current(server *s)
  * on untouched. err names a bad field. */
 static int
 start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
-	  char *err)
+	  const uint8_t *ckpt, size_t ckpt_len, char *err)
 {
 	int rc;
 	dataset_pair *dp = s->data;
@@ -185,9 +193,12 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 		if (dp->note[0])
 			fprintf(stderr, "stalelab serve: %s\n", dp->note);
 	}
-	run_callbacks cb = {on_eval, on_change, NULL, s};
-	run *r;
-	if ((rc = run_new(cfg, dp, sched, n_sched, &cb, &r, err)) < 0) {
+	run_callbacks cb = {.eval = on_eval, .change = on_change, .ud = s};
+	run *r = NULL;
+	if ((rc = run_new(cfg, dp, sched, n_sched, &cb, &r, err)) < 0 ||
+	    (ckpt && (rc = run_restore(r, ckpt, ckpt_len, err)) < 0)) {
+		if (rc < 0 && ckpt && r)
+			run_free(r);
 		if (new_data) {
 			ds_pair_free(dp);
 			free(dp);
@@ -210,6 +221,8 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 	json_object_set_new(first, "t", json_real(0));
 	json_object_set_new(first, "v", json_integer(0));
 	json_object_set_new(first, "run", json_integer(s->run_id));
+	if (ckpt)
+		json_object_set_new(first, "resumed", json_true());
 	log_record(s, first);
 	hub_publish(&s->hub, "run", first);
 	json_decref(first);
@@ -469,10 +482,12 @@ static const char index_text[] =
 	"GET   /api/v1/metrics?since=V   evaluation series\n"
 	"GET   /api/v1/staleness         histograms overall, sliding, per worker\n"
 	"GET   /api/v1/events?hz=4       Server-Sent Events\n"
-	"POST  /api/v1/run               start a new run from a run object\n"
+	"POST  /api/v1/run               start a new run from a run object, or\n"
+	"                                {\"resume\": path} from a checkpoint\n"
 	"PATCH /api/v1/run               change rule, rule_params, lr, batch, paused, stop\n"
 	"PUT   /api/v1/workers           {\"count\": N}\n"
 	"PATCH /api/v1/workers/{id}      {\"delay\": {...}, \"spb_depth\": k, \"paused\": b}\n"
+	"POST  /api/v1/checkpoint        {\"path\": file} (optional): write a checkpoint\n"
 	"GET   /metrics                  Prometheus text format\n"
 	"\n"
 	"See docs/api.md.\n";
@@ -574,21 +589,31 @@ handle_post_run(server *s, struct MHD_Connection *c, json_t *body)
 {
 	char err[SL_ERR_LEN];
 	run_config cfg;
-	config_defaults(&cfg);
-	if (json_object_get(body, "resume"))
-		return send_error(c, 400, "bad_field",
-				  "resume: checkpoints are not supported by this build");
-	if (config_apply_json(body, &cfg, err) < 0)
-		return send_error(c, 400, "bad_field", err);
 	run_sched *sched = NULL;
-	int n_sched = 0;
-	if (sched_from_json(json_object_get(body, "schedule"), &cfg, &sched, &n_sched, err) < 0)
-		return send_error(c, 400, "bad_field", err);
+	int n_sched = 0, rc;
+	uint8_t *ckpt = NULL;
+	size_t ckpt_len = 0;
+	json_t *resume = json_object_get(body, "resume");
+	if (resume) {
+		if (!json_is_string(resume) || json_object_size(body) != 1)
+			return send_error(c, 400, "bad_field",
+					  "resume: expected {\"resume\": \"path\"} alone");
+		if (ckpt_read(json_string_value(resume), &ckpt, &ckpt_len, &cfg, err) < 0)
+			return send_error(c, 400, "bad_field", err);
+	} else {
+		config_defaults(&cfg);
+		if (config_apply_json(body, &cfg, err) < 0)
+			return send_error(c, 400, "bad_field", err);
+		if (sched_from_json(json_object_get(body, "schedule"), &cfg, &sched,
+				    &n_sched, err) < 0)
+			return send_error(c, 400, "bad_field", err);
+	}
 	pthread_mutex_lock(&s->mu);
-	int rc = start_run(s, &cfg, sched, n_sched, err);
+	rc = start_run(s, &cfg, sched, n_sched, ckpt, ckpt_len, err);
 	run_snapshot *snap = rc == 0 ? run_snapshot_get(s->r) : NULL;
 	pthread_mutex_unlock(&s->mu);
 	free(sched);
+	free(ckpt);
 	if (rc < 0)
 		return send_error(c, rc == -SL_ENOMEM ? 500 : 400,
 				  rc == -SL_ENOMEM ? "internal" : "bad_field", err);
@@ -598,8 +623,42 @@ handle_post_run(server *s, struct MHD_Connection *c, json_t *body)
 	return send_json(c, 201, o);
 }
 
+static enum MHD_Result
+handle_checkpoint(server *s, struct MHD_Connection *c, json_t *body)
+{
+	char err[SL_ERR_LEN], path[4096];
+	json_t *p = json_object_get(body, "path");
+	if (json_object_size(body) > (p ? 1u : 0u))
+		return send_error(c, 400, "bad_field", "body: only \"path\" may be set here");
+	if (p && (!json_is_string(p) || !*json_string_value(p) ||
+		  strlen(json_string_value(p)) >= sizeof(path) - 64))
+		return send_error(c, 400, "bad_field", "path: expected a file name");
+	pthread_mutex_lock(&s->mu);
+	if (!s->r) {
+		pthread_mutex_unlock(&s->mu);
+		return send_error(c, 409, "no_run", "no run is active");
+	}
+	run_snapshot *snap = run_snapshot_get(s->r);
+	if (p)
+		snprintf(path, sizeof(path), "%s", json_string_value(p));
+	else
+		snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
+			 s->ckpt_dir ? s->ckpt_dir : ".", s->run_id,
+			 (unsigned long long)snap->v);
+	run_snapshot_put(snap);
+	size_t bytes = 0;
+	uint64_t v = 0;
+	int rc = ckpt_write(s->r, path, &bytes, &v, err);
+	pthread_mutex_unlock(&s->mu);
+	if (rc < 0)
+		return send_error(c, rc == -SL_EIO ? 400 : 500,
+				  rc == -SL_EIO ? "bad_field" : "internal", err);
+	return send_json(c, 201, json_pack("{s:s,s:I,s:I}", "path", path, "version",
+					   (json_int_t)v, "bytes", (json_int_t)bytes));
+}
+
 typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
-	       R_WORKERS, R_WORKER, R_PROM, R_NONE } route;
+	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_NONE } route;
 
 static route
 match(const char *url, int *id)
@@ -612,6 +671,7 @@ match(const char *url, int *id)
 		{"/api/v1/metrics", R_METRICS}, {"/api/v1/staleness", R_STALENESS},
 		{"/api/v1/events", R_EVENTS}, {"/api/v1/run", R_RUN},
 		{"/api/v1/workers", R_WORKERS}, {"/metrics", R_PROM},
+		{"/api/v1/checkpoint", R_CKPT},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(url, table[i].path))
@@ -663,8 +723,10 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 	default:
 		break;
 	}
-	const char *allow = rt == R_RUN ? "POST, PATCH" : rt == R_WORKERS ? "PUT" : "PATCH";
+	const char *allow = rt == R_RUN ? "POST, PATCH" : rt == R_WORKERS ? "PUT"
+			    : rt == R_CKPT ? "POST" : "PATCH";
 	int ok = (rt == R_RUN && (!strcmp(method, "POST") || !strcmp(method, "PATCH"))) ||
+		 (rt == R_CKPT && !strcmp(method, "POST")) ||
 		 (rt == R_WORKERS && !strcmp(method, "PUT")) ||
 		 (rt == R_WORKER && !strcmp(method, "PATCH"));
 	if (!ok)
@@ -678,7 +740,9 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 	json_t *body = body_json(c, q, &ret);
 	if (!body)
 		return ret;
-	if (rt == R_RUN && !strcmp(method, "POST")) {
+	if (rt == R_CKPT) {
+		ret = handle_checkpoint(s, c, body);
+	} else if (rt == R_RUN && !strcmp(method, "POST")) {
 		ret = handle_post_run(s, c, body);
 	} else if (rt == R_RUN) {
 		ret = command(s, c, body, -1, "");
@@ -778,25 +842,31 @@ cmd_serve(int argc, char **argv)
 		{"token", required_argument, NULL, 'T'},
 		{"log", required_argument, NULL, 'l'},
 		{"device", required_argument, NULL, 'D'},
+		{"checkpoint-on-exit", required_argument, NULL, 'X'},
+		{"checkpoint-dir", required_argument, NULL, 'K'},
+		{"resume", required_argument, NULL, 'R'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen_spec = "127.0.0.1:8470", *config_path = NULL,
-		   *log_path = NULL, *device = NULL;
+		   *log_path = NULL, *device = NULL, *resume_path = NULL;
 	server *s = calloc(1, sizeof(*s));
 	int opt, code = 1;
 	char err[SL_ERR_LEN];
 	if (!s)
 		return 1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:qh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:qh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'L': listen_spec = optarg; break;
 		case 'c': config_path = optarg; break;
 		case 'T': s->token = optarg; break;
 		case 'l': log_path = optarg; break;
 		case 'D': device = optarg; break;
+		case 'X': s->ckpt_on_exit = optarg; break;
+		case 'K': s->ckpt_dir = optarg; break;
+		case 'R': resume_path = optarg; break;
 		case 'q': s->quiet = 1; break;
 		case 'h': fputs(serve_usage, stdout); free(s); return 0;
 		default: fprintf(stderr, "Try 'stalelab serve --help'.\n"); free(s); return 2;
@@ -889,10 +959,20 @@ cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	uint8_t *ckpt = NULL;
+	size_t ckpt_len = 0;
+	if (resume_path && ckpt_read(resume_path, &ckpt, &ckpt_len, &cfg, err) < 0) {
+		fprintf(stderr, "stalelab serve: %s\n", err);
+		free(sched);
+		code = 2;
+		goto out;
+	}
 	pthread_mutex_lock(&s->mu);
-	int rc = start_run(s, &cfg, sched, n_sched, err);
+	int rc = start_run(s, &cfg, ckpt ? NULL : sched, ckpt ? 0 : n_sched, ckpt,
+			   ckpt_len, err);
 	pthread_mutex_unlock(&s->mu);
 	free(sched);
+	free(ckpt);
 	if (rc < 0) {
 		fprintf(stderr, "stalelab serve: %s\n", err);
 		code = 2;
@@ -919,6 +999,19 @@ cmd_serve(int argc, char **argv)
 	sigwait(&set, &sig);
 	fprintf(stderr, "stalelab serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	code = 0;
+	if (s->ckpt_on_exit) {
+		size_t bytes = 0;
+		uint64_t v = 0;
+		pthread_mutex_lock(&s->mu);
+		if (s->r && ckpt_write(s->r, s->ckpt_on_exit, &bytes, &v, err) == 0)
+			fprintf(stderr, "stalelab serve: checkpoint at v %llu in %s (%zu bytes)\n",
+				(unsigned long long)v, s->ckpt_on_exit, bytes);
+		else if (s->r) {
+			fprintf(stderr, "stalelab serve: checkpoint on exit failed: %s\n", err);
+			code = 1;
+		}
+		pthread_mutex_unlock(&s->mu);
+	}
 out:
 	pthread_mutex_lock(&s->hub.mu);
 	s->hub.closing = 1;

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blob.h"
 #include "sl.h"
 
 #define DC_EPS 1e-7f
@@ -315,4 +316,79 @@ void
 ps_advance(ps *p)
 {
 	p->v++;
+}
+
+/* a backend buffer of n floats into / out of a blob (NULL: absent) */
+static void
+save_buf(const ps *p, blob *b, const float *buf)
+{
+	blob_u64(b, buf != NULL);
+	if (!buf)
+		return;
+	float *h = malloc(sizeof(float) * p->n);
+	if (!h) {
+		b->oom = 1;
+		return;
+	}
+	p->be->ops->download(p->be, h, buf, sizeof(float) * p->n);
+	blob_put(b, h, sizeof(float) * p->n);
+	free(h);
+}
+
+static int
+load_buf(ps *p, cursor *c, float **buf)
+{
+	uint64_t present = cur_u64(c);
+	if (present > 1)
+		return -SL_EFORMAT;
+	if (!present)
+		return 0; /* keep what is there (zeroed or absent) */
+	const void *src = cur_view(c, sizeof(float) * p->n);
+	if (!src)
+		return -SL_EFORMAT;
+	if (!*buf && !(*buf = balloc(p, p->n)))
+		return -SL_ENOMEM;
+	p->be->ops->upload(p->be, *buf, src, sizeof(float) * p->n);
+	return 0;
+}
+
+void
+ps_save(const ps *p, blob *b)
+{
+	blob_u64(b, p->n);
+	blob_u64(b, (uint64_t)p->n_layers);
+	blob_u64(b, (uint64_t)p->max_workers);
+	blob_u64(b, p->v);
+	blob_u64(b, (uint64_t)p->round);
+	blob_put(b, p->layer_count, sizeof(int) * (size_t)p->n_layers);
+	save_buf(p, b, p->w);
+	save_buf(p, b, p->mom);
+	save_buf(p, b, p->acc);
+	for (int k = 0; k < p->max_workers; k++) {
+		save_buf(p, b, p->bak[k]);
+		save_buf(p, b, p->ms[k]);
+	}
+}
+
+int
+ps_restore(ps *p, cursor *c)
+{
+	if (cur_u64(c) != p->n || cur_u64(c) != (uint64_t)p->n_layers ||
+	    cur_u64(c) != (uint64_t)p->max_workers)
+		return -SL_EFORMAT;
+	p->v = cur_u64(c);
+	uint64_t round = cur_u64(c);
+	if (round > (uint64_t)p->max_workers * 1000)
+		return -SL_EFORMAT;
+	p->round = (int)round;
+	cur_get(c, p->layer_count, sizeof(int) * (size_t)p->n_layers);
+	int rc;
+	if ((rc = load_buf(p, c, &p->w)) < 0 || (rc = load_buf(p, c, &p->mom)) < 0 ||
+	    (rc = load_buf(p, c, &p->acc)) < 0)
+		return rc;
+	for (int k = 0; k < p->max_workers; k++)
+		if ((rc = load_buf(p, c, &p->bak[k])) < 0 ||
+		    (rc = load_buf(p, c, &p->ms[k])) < 0)
+			return rc;
+	return c->bad ? -SL_EFORMAT : 0;
 }

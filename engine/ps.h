@@ -101,6 +101,14 @@ int ps_average_push(ps *p, const float *x, int round_size);
  * count the update. */
 void ps_advance(ps *p);
 
+/* Checkpoint the server's whole state (weights, version, momentum, the
+ * pending round, DC-ASGD backups) / restore it into a server of the same
+ * size. ps_restore returns 0 or -SL_EFORMAT. */
+struct blob;
+struct cursor;
+void ps_save(const ps *p, struct blob *b);
+int ps_restore(ps *p, struct cursor *c);
+
 /* Overwrite weights and version (checkpoint resume, tests). */
 void ps_load(ps *p, const float *w, uint64_t v);
 

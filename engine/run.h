@@ -42,6 +42,7 @@ enum {
 	CMD_SPEED = 1 << 10,
 	CMD_WEIGHT_DECAY = 1 << 11,
 	CMD_EVAL_EVERY = 1 << 12,
+	CMD_CHECKPOINT = 1 << 13, /* hand a checkpoint to cb.checkpoint */
 };
 
 typedef struct run_cmd {
@@ -119,6 +120,8 @@ typedef struct run_callbacks {
 	void (*change)(void *ud, double t, uint64_t v, const run_cmd *c);
 	/* progress after updates (may be NULL; called from the run's thread) */
 	void (*progress)(void *ud, const run_eval *e);
+	/* a CMD_CHECKPOINT was reached: the serialised run (may be NULL) */
+	void (*checkpoint)(void *ud, const uint8_t *buf, size_t len);
 	void *ud;
 } run_callbacks;
 
@@ -150,6 +153,20 @@ void run_snapshot_put(run_snapshot *s);
 /* Thread-safe: copy evaluation records with v > since into out (at most
  * max); returns how many. */
 int run_series(run *r, uint64_t since, run_eval *out, int max);
+
+/* Thread-safe: serialise the whole run at a quiet point between steps
+ * (*buf malloc'd, caller frees). On the virtual clock the state is exact,
+ * gradients in flight included, so a restored run continues bit for bit;
+ * on the wall clock gradients in flight are dropped. */
+int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
+
+/* The run object stored in a checkpoint (pure; err names the problem). */
+int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,
+			  char *err);
+
+/* Load a checkpoint into a run made by run_new() from the checkpoint's run
+ * object (same model and data), before run_exec(). */
+int run_restore(run *r, const uint8_t *buf, size_t len, char *err);
 
 void run_free(run *r);
 

@@ -73,7 +73,7 @@ go(const run_config *c, const run_sched *s, int ns, rec *out)
 {
 	run *r;
 	char err[SL_ERR_LEN] = "";
-	run_callbacks cb = {on_eval, on_change, NULL, out};
+	run_callbacks cb = {.eval = on_eval, .change = on_change, .ud = out};
 	ck_assert_msg(run_new(c, &data, s, ns, &cb, &r, err) == 0, "%s", err);
 	ck_assert_int_eq(run_exec(r), 0);
 	run_snapshot *snap = run_snapshot_get(r);
@@ -387,6 +387,96 @@ START_TEST(wall_clock_threads)
 }
 END_TEST
 
+typedef struct ckrec {
+	rec r;
+	uint8_t *buf;
+	size_t len;
+} ckrec;
+
+static void
+on_ckpt(void *ud, const uint8_t *buf, size_t len)
+{
+	ckrec *k = ud;
+	ck_assert_ptr_nonnull(buf);
+	free(k->buf);
+	k->buf = malloc(len);
+	memcpy(k->buf, buf, len);
+	k->len = len;
+}
+
+static void
+on_eval_ck(void *ud, const run_eval *e)
+{
+	on_eval(&((ckrec *)ud)->r, e);
+}
+
+START_TEST(checkpoint_resumes_exactly)
+{
+	/* run A straight through, taking a checkpoint at v = 140; run B from
+	 * that checkpoint: every later record equals A's, bit for bit */
+	const char *rules[] = {"dcasgd", "ssgd", "odsgd", "localsgd"};
+	for (int k = 0; k < 4; k++) {
+		run_config c = base(rules[k], 3);
+		c.momentum = 0.5;
+		c.delay.dist = DELAY_EXP;
+		c.delay.mean_ms = 3;
+		c.rp.warmup = 20;
+		c.eval_every = 40;
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 2, .has_delay = 1,
+			.delay = {.dist = DELAY_CONST, .mean_ms = 2, .at_server = 1}};
+		run_sched s = {.by_version = 1, .v = 140,
+			       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+		ckrec *a = calloc(1, sizeof(*a));
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
+		ck_assert_msg(run_new(&c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		run_free(r);
+		ck_assert_ptr_nonnull(a->buf);
+
+		run_config c2;
+		ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
+		ck_assert_str_eq(c2.rule, rules[k]);
+		ckrec *b = calloc(1, sizeof(*b));
+		cb.ud = b;
+		ck_assert_msg(run_new(&c2, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
+		ck_assert_msg(run_restore(r, a->buf, a->len, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		run_free(r);
+		/* B's records are A's from the checkpoint on */
+		int off = a->r.n - b->r.n;
+		ck_assert_int_gt(b->r.n, 2);
+		ck_assert_int_ge(off, 1);
+		for (int i = 0; i < b->r.n; i++) {
+			const run_eval *x = &a->r.ev[off + i], *y = &b->r.ev[i];
+			ck_assert_msg(x->v == y->v && x->samples == y->samples &&
+					      x->t == y->t && x->test_acc == y->test_acc &&
+					      x->test_loss == y->test_loss &&
+					      x->best_acc == y->best_acc,
+				      "%s: record %d (v %llu vs %llu) differs", rules[k], i,
+				      (unsigned long long)x->v, (unsigned long long)y->v);
+			ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
+		}
+		/* damaged checkpoints are refused, never read out of bounds */
+		size_t cuts[] = {0, 7, 8, 100, a->len / 3, a->len / 2, a->len - 9, a->len - 1};
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+			ck_assert_int_eq(run_new(&c2, &data, NULL, 0, NULL, &r, err), 0);
+			ck_assert_int_eq(run_restore(r, a->buf, cuts[i], err), -SL_EFORMAT);
+			run_free(r);
+		}
+		a->buf[0] ^= 1;
+		ck_assert_int_eq(run_checkpoint_config(a->buf, a->len, &c2, err), -SL_EFORMAT);
+		ck_assert_ptr_nonnull(strstr(err, "not a stalelab checkpoint"));
+		free(a->buf);
+		free(b->buf);
+		free(a);
+		free(b);
+	}
+}
+END_TEST
+
 START_TEST(commands_are_checked)
 {
 	run_config c = base("asgd", 2);
@@ -431,6 +521,7 @@ run_suite(void)
 	tcase_add_test(tc, virtual_clock_is_deterministic);
 	tcase_add_test(tc, virtual_delays_cost_no_time);
 	tcase_add_test(tc, wall_clock_threads);
+	tcase_add_test(tc, checkpoint_resumes_exactly);
 	tcase_add_test(tc, commands_are_checked);
 	suite_add_tcase(s, tc);
 	return s;

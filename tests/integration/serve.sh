@@ -164,6 +164,23 @@ for key, g in groups.items():
     assert b[-1] == g["count"], key
 PY
 
+# checkpoint and resume
+expect_http "POST /api/v1/checkpoint" 201 POST /api/v1/checkpoint "{\"path\": \"$TMP/c1.ckpt\"}"
+ckv=$(json 'd["version"]')
+[ -s "$TMP/c1.ckpt" ] && ok "checkpoint file written" || bad "checkpoint file written"
+ls "$TMP"/c1.ckpt.tmp.* >/dev/null 2>&1 && bad "temporary file left behind" || ok "no temporary file left"
+expect_http "checkpoint: bad field" 400 POST /api/v1/checkpoint '{"file": "x"}'
+expect_http "checkpoint: unwritable" 400 POST /api/v1/checkpoint '{"path": "/nonexistent/dir/c.ckpt"}'
+expect_http "resume" 201 POST /api/v1/run "{\"resume\": \"$TMP/c1.ckpt\"}"
+got=$(json 'd["version"] >= '"$ckv"', d["config"]["rule"], len(d["workers"]), d["run"]')
+[ "$got" = "True ssp 5 2" ] && ok "resumed where the checkpoint was" || bad "resumed where the checkpoint was" "$got / $ckv"
+printf 'garbage' >"$TMP/bad.ckpt"
+expect_http "resume a bad file" 400 POST /api/v1/run "{\"resume\": \"$TMP/bad.ckpt\"}"
+expect_grep 'not a stalelab checkpoint' "bad checkpoint says why" "$LAST_OUT"
+expect_http "resume a missing file" 400 POST /api/v1/run "{\"resume\": \"$TMP/none.ckpt\"}"
+http GET /api/v1/status >/dev/null
+[ "$(json 'd["state"], d["run"]')" = "running 2" ] && ok "a failed resume leaves the run alone" || bad "failed resume" "$(cat "$TMP/body")"
+
 # token: changes need it, reads do not
 kill -TERM $PID; wait $PID 2>/dev/null
 start --config "$TMP/run.json" --token s3cret
@@ -184,6 +201,17 @@ AUTH=s3cret expect_http "change after the end: 409" 409 PATCH /api/v1/run '{"lr"
 kill -TERM $PID; wait $PID; rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM: exit 0" || bad "SIGTERM exit $rc"
 grep -q 'SIGTERM, stopping' "$TMP/serve.err" && ok "says it stops" || bad "says it stops" "$(cat "$TMP/serve.err")"
+
+# checkpoint on exit, then start from it
+start --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt"
+sleep 1.5
+kill -TERM $PID; wait $PID; rc=$?
+[ $rc -eq 0 ] && [ -s "$TMP/exit.ckpt" ] && ok "checkpoint on SIGTERM" || bad "checkpoint on SIGTERM (rc $rc)" "$(cat "$TMP/serve.err")"
+start --resume "$TMP/exit.ckpt"
+sleep 0.5
+http GET /api/v1/status >/dev/null
+[ "$(json 'd["config"]["model"], d["version"] > 0')" = "mlp:784-32-10 True" ] && ok "serve --resume" || bad "serve --resume" "$(cat "$TMP/body") $(cat "$TMP/serve.err")"
+kill -TERM $PID; wait $PID 2>/dev/null
 
 # kill -9 mid-run: the log stays valid JSON Lines up to the last full line
 start --config "$TMP/run.json" --log "$TMP/k9.jsonl"

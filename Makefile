@@ -28,7 +28,7 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
 	dataset-fashion-mnist
 
-.PHONY: all deps run test unit integration bench bench-accuracy asan valgrind clean help
+.PHONY: all deps run test unit integration bench bench-accuracy asan valgrind install uninstall clean help
 
 all: $(BUILD)/stalelab
 
@@ -89,6 +89,19 @@ valgrind:
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O0 all \
 		$(patsubst $(BUILD)/%,build-vg/%,$(TEST_BIN))
 	@SL_VALGRIND=1 sh tests/run_all.sh build-vg
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/stalelab
+	install -m 755 $(BUILD)/stalelab $(DESTDIR)$(PREFIX)/bin/stalelab
+	install -m 644 docs/stalelab.1 $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
+	install -m 644 docs/stalelab.service $(DESTDIR)$(PREFIX)/share/stalelab/stalelab.service
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/stalelab $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
+	rm -rf $(DESTDIR)$(PREFIX)/share/stalelab
 
 clean:
 	rm -rf build build-asan build-vg

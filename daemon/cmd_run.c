@@ -50,13 +50,14 @@ static const char run_usage[] =
 	"                        0 = epoch ends only)\n"
 	"  -t, --threads N       compute threads (default: all cores)\n"
 	"  -l, --log FILE        JSON-Lines log (default stdout; - = stdout)\n"
+	"      --log-format F    jsonl (default) or csv (one flat row per record)\n"
 	"  -q, --quiet           no progress on stderr\n"
 	"  -h, --help            this text\n"
 	"\n"
 	"Without a stop option a run stops after 3 epochs.\n"
 	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config.\n";
 
-enum { O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD, O_STEPS, O_SECONDS,
+enum { O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD, O_STEPS, O_SECONDS,
        O_TARGET, O_EVAL };
 
 static const struct option run_opts[] = {
@@ -81,6 +82,7 @@ static const struct option run_opts[] = {
 	{"threads", required_argument, NULL, 't'},
 	{"log", required_argument, NULL, 'l'},
 	{"quiet", no_argument, NULL, 'q'},
+	{"log-format", required_argument, NULL, O_LOGFMT},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -330,7 +332,7 @@ cmd_run(int argc, char **argv)
 	run_config cfg;
 	json_t *conf = NULL;
 	char err[SL_ERR_LEN] = "";
-	const char *log_path = NULL;
+	const char *log_path = NULL, *log_format = "jsonl";
 	int quiet = 0, opt, rc = 0;
 	config_defaults(&cfg);
 
@@ -375,6 +377,13 @@ cmd_run(int argc, char **argv)
 		case O_EVAL: rc = apply_flag(&cfg, "eval-every", "eval_every", NULL, optarg, 'i', err); break;
 		case 't': rc = apply_flag(&cfg, "threads", "threads", NULL, optarg, 'i', err); break;
 		case 'l': log_path = optarg; break;
+		case O_LOGFMT:
+			if (strcmp(optarg, "jsonl") && strcmp(optarg, "csv")) {
+				fprintf(stderr, "stalelab run: --log-format: expected jsonl or csv\n");
+				return 2;
+			}
+			log_format = optarg;
+			break;
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr, "Try 'stalelab run --help'.\n");
@@ -423,7 +432,7 @@ cmd_run(int argc, char **argv)
 		code = rc2 == -SL_ENOMEM ? 1 : 2;
 		goto out;
 	}
-	if (runlog_open(&ctx.log, log_path, err) < 0) {
+	if (runlog_open(&ctx.log, log_path, log_format, 0, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
 		goto out;
 	}

@@ -42,6 +42,7 @@ static const char serve_usage[] =
 	"  -T, --token TOKEN       require 'Authorization: Bearer TOKEN' on every\n"
 	"                          call that changes something\n"
 	"  -l, --log FILE          JSON-Lines log of the runs (appended)\n"
+	"      --log-format F      jsonl (default) or csv\n"
 	"      --device NAME       auto | cpu | cuda\n"
 	"      --resume FILE       start from a checkpoint instead of a run object\n"
 	"      --checkpoint-on-exit FILE\n"
@@ -845,19 +846,21 @@ cmd_serve(int argc, char **argv)
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
 		{"checkpoint-dir", required_argument, NULL, 'K'},
 		{"resume", required_argument, NULL, 'R'},
+		{"log-format", required_argument, NULL, 'F'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *listen_spec = "127.0.0.1:8470", *config_path = NULL,
-		   *log_path = NULL, *device = NULL, *resume_path = NULL;
+		   *log_path = NULL, *device = NULL, *resume_path = NULL,
+		   *log_format = "jsonl";
 	server *s = calloc(1, sizeof(*s));
 	int opt, code = 1;
 	char err[SL_ERR_LEN];
 	if (!s)
 		return 1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:qh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:F:qh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'L': listen_spec = optarg; break;
 		case 'c': config_path = optarg; break;
@@ -867,6 +870,7 @@ cmd_serve(int argc, char **argv)
 		case 'X': s->ckpt_on_exit = optarg; break;
 		case 'K': s->ckpt_dir = optarg; break;
 		case 'R': resume_path = optarg; break;
+		case 'F': log_format = optarg; break;
 		case 'q': s->quiet = 1; break;
 		case 'h': fputs(serve_usage, stdout); free(s); return 0;
 		default: fprintf(stderr, "Try 'stalelab serve --help'.\n"); free(s); return 2;
@@ -939,16 +943,12 @@ cmd_serve(int argc, char **argv)
 	pthread_mutex_init(&s->hub.mu, NULL);
 	pthread_cond_init(&s->hub.cv, NULL);
 	if (log_path) {
-		FILE *f = fopen(log_path, "a");
-		if (!f) {
-			fprintf(stderr, "stalelab serve: --log: cannot open %s: %s\n", log_path,
-				strerror(errno));
+		if (runlog_open(&s->log, log_path, log_format, 1, err) < 0) {
+			fprintf(stderr, "stalelab serve: %s\n", err);
 			free(sched);
+			code = 2;
 			goto out;
 		}
-		s->log.f = f;
-		s->log.own = 1;
-		snprintf(s->log.path, sizeof(s->log.path), "%s", log_path);
 		s->have_log = 1;
 	}
 	/* signals go to the main thread only (sigwait below) */

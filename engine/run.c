@@ -1177,9 +1177,9 @@ apply_cmd(run *r, const run_cmd *c)
 	pthread_cond_broadcast(&r->cv);
 }
 
-/* queued commands and due schedule entries (lock held) */
+/* due schedule entries (lock held) */
 static int
-drain_commands(run *r)
+drain_schedule(run *r)
 {
 	int n = 0;
 	while (r->sched_pos < r->n_sched) {
@@ -1191,14 +1191,23 @@ drain_commands(run *r)
 		apply_cmd(r, &s->cmd);
 		n++;
 	}
+	return n;
+}
+
+/* queued commands and due schedule entries (lock held) */
+static int
+drain_commands(run *r)
+{
+	int n = drain_schedule(r);
 	pthread_mutex_lock(&r->qmu);
 	int nq = r->n_q;
 	run_cmd *q = nq ? malloc(sizeof(run_cmd) * (size_t)nq) : NULL;
-	if (q)
+	if (q) {
 		memcpy(q, r->q, sizeof(run_cmd) * (size_t)nq);
-	else
-		nq = 0;
-	r->n_q = 0;
+		r->n_q = 0;
+	} else {
+		nq = 0; /* out of memory: the queue waits for the next round */
+	}
 	pthread_mutex_unlock(&r->qmu);
 	for (int i = 0; i < nq; i++)
 		apply_cmd(r, &q[i]);
@@ -1335,6 +1344,7 @@ progress(run *r)
 static void
 after_push_wall(run *r)
 {
+	drain_schedule(r); /* entries due at this version, now */
 	if (stop_met(r)) {
 		r->stopping = 1;
 		pthread_cond_broadcast(&r->cv);

@@ -103,4 +103,26 @@ out=$("$SL" run --config "$TMP/run.json" --steps 30 --quiet 2>/dev/null)
 expect_grep '"event":"end"' "log on stdout by default" "$out"
 expect_exit 1 "unwritable log" "$SL" run --config "$TMP/run.json" --steps 5 --log /nonexistent/x.jsonl
 
+# CSV logs: a header and one flat row per record
+expect_exit 0 "csv log" "$SL" run --config "$TMP/run.json" --steps 100 --log "$TMP/run.csv" --log-format csv --quiet
+check=$(python3 - "$TMP/run.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+assert rows[0]["kind"] == "run" and '"model"' in rows[0]["detail"], rows[0]
+evals = [r for r in rows if r["kind"] == "eval"]
+assert evals and float(evals[-1]["test_acc"]) > 0.5 and int(evals[0]["v"]) == 40, evals[:1]
+assert rows[-1]["kind"] == "end" and rows[-1]["detail"] == "steps", rows[-1]
+print("ok")
+PY
+)
+expect_grep '^ok' "csv rows parse" "$check"
+expect_exit 2 "bad log format" "$SL" run --log-format xml
+
+# make install into a staging root
+root="$TMP/root"
+make -s -C "$(dirname "$0")/../.." install DESTDIR="$root" PREFIX=/usr BUILD="$(cd "$(dirname "$SL")" && pwd)" >/dev/null 2>&1
+[ -x "$root/usr/bin/stalelab" ] && [ -f "$root/usr/share/man/man1/stalelab.1" ] && [ -f "$root/usr/share/stalelab/stalelab.service" ] &&
+	ok "make install (DESTDIR, PREFIX)" || bad "make install" "$(find "$root" 2>/dev/null)"
+"$root/usr/bin/stalelab" --version | grep -q '^stalelab ' && ok "installed binary runs" || bad "installed binary runs"
+
 finish run

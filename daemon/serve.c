@@ -20,6 +20,7 @@
 
 #include "api.h"
 #include "ckpt.h"
+#include "demo.h"
 #include "cli.h"
 #include "config_json.h"
 #include "jsonout.h"
@@ -49,6 +50,8 @@ static const char serve_usage[] =
 	"                          write a checkpoint on SIGINT/SIGTERM\n"
 	"      --checkpoint-dir DIR  where POST /api/v1/checkpoint writes without\n"
 	"                          a path (default: the current directory)\n"
+	"      --demo [FILE]       an unattended demonstration: scenes with\n"
+	"                          captions (built in, or {\"run\": ..., \"scenes\": [...]})\n"
 	"  -q, --quiet             no per-evaluation lines on stderr\n"
 	"  -h, --help              this text\n"
 	"\n"
@@ -82,6 +85,9 @@ typedef struct server {
 	int quiet;
 	hub hub;
 	struct MHD_Daemon *mhd;
+	demo demo;
+	pthread_t demo_th;
+	int demo_live;
 } server;
 
 /* ---- events ---------------------------------------------------------- */
@@ -234,6 +240,87 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 	}
 	s->th_live = 1;
 	return 0;
+}
+
+/* wait up to seconds unless the daemon is closing; 1 if closing */
+static int
+hub_sleep(hub *h, double seconds)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	double t = ts.tv_sec + ts.tv_nsec * 1e-9 + seconds;
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	pthread_mutex_lock(&h->mu);
+	while (!h->closing &&
+	       pthread_cond_timedwait(&h->cv, &h->mu, &ts) != ETIMEDOUT)
+		;
+	int closing = h->closing;
+	pthread_mutex_unlock(&h->mu);
+	return closing;
+}
+
+/* apply one scene's changes to the current run (s->mu held) */
+static void
+demo_apply(server *s, const demo_scene *sc, char *err)
+{
+	run_snapshot *snap = run_snapshot_get(s->r);
+	run_config cur = snap->cfg;
+	run_snapshot_put(snap);
+	run_cmd c;
+	if (sc->set && cmd_from_json(sc->set, -1, &cur, "set", &c, err) == 0) {
+		snprintf(c.origin, sizeof(c.origin), "demo");
+		run_command(s->r, &c, err);
+		if (c.fields & CMD_WORKERS)
+			cur.workers = c.workers;
+	}
+	size_t k;
+	json_t *w;
+	json_array_foreach(sc->workers, k, w) {
+		int id = (int)json_integer_value(json_object_get(w, "id"));
+		if (cmd_from_json(json_object_get(w, "set"), id, &cur, "set", &c, err) == 0) {
+			snprintf(c.origin, sizeof(c.origin), "demo");
+			run_command(s->r, &c, err);
+		}
+	}
+}
+
+static void *
+demo_main(void *p)
+{
+	server *s = p;
+	char err[SL_ERR_LEN];
+	for (int loop = 0;; loop++) {
+		pthread_mutex_lock(&s->mu);
+		int rc = start_run(s, &s->demo.base, NULL, 0, NULL, 0, err);
+		pthread_mutex_unlock(&s->mu);
+		if (rc < 0) {
+			fprintf(stderr, "stalelab serve: demo: %s\n", err);
+			return NULL;
+		}
+		for (int i = 0; i < s->demo.n; i++) {
+			const demo_scene *sc = &s->demo.scene[i];
+			pthread_mutex_lock(&s->mu);
+			if (!s->r) {
+				pthread_mutex_unlock(&s->mu);
+				return NULL;
+			}
+			demo_apply(s, sc, err);
+			run_snapshot *snap = run_snapshot_get(s->r);
+			json_t *ev = json_pack("{s:s,s:s,s:i,s:i,s:f,s:I,s:i}", "event", "caption",
+					       "caption", sc->caption, "scene", i, "loop", loop,
+					       "t", snap->t, "v", (json_int_t)snap->v, "run", s->run_id);
+			run_snapshot_put(snap);
+			pthread_mutex_unlock(&s->mu);
+			log_record(s, ev);
+			hub_publish(&s->hub, "caption", ev);
+			json_decref(ev);
+			if (!s->quiet)
+				fprintf(stderr, "stalelab serve: demo: %s\n", sc->caption);
+			if (hub_sleep(&s->hub, sc->seconds))
+				return NULL;
+		}
+	}
 }
 
 /* The default run of `stalelab serve`: something worth watching. */
@@ -847,6 +934,7 @@ cmd_serve(int argc, char **argv)
 		{"checkpoint-dir", required_argument, NULL, 'K'},
 		{"resume", required_argument, NULL, 'R'},
 		{"log-format", required_argument, NULL, 'F'},
+		{"demo", no_argument, NULL, 'M'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
@@ -855,12 +943,13 @@ cmd_serve(int argc, char **argv)
 		   *log_path = NULL, *device = NULL, *resume_path = NULL,
 		   *log_format = "jsonl";
 	server *s = calloc(1, sizeof(*s));
-	int opt, code = 1;
+	int opt, code = 1, want_demo = 0;
+	const char *demo_path = NULL;
 	char err[SL_ERR_LEN];
 	if (!s)
 		return 1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:F:qh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:F:Mqh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'L': listen_spec = optarg; break;
 		case 'c': config_path = optarg; break;
@@ -871,15 +960,46 @@ cmd_serve(int argc, char **argv)
 		case 'K': s->ckpt_dir = optarg; break;
 		case 'R': resume_path = optarg; break;
 		case 'F': log_format = optarg; break;
+		case 'M': want_demo = 1; break;
 		case 'q': s->quiet = 1; break;
 		case 'h': fputs(serve_usage, stdout); free(s); return 0;
 		default: fprintf(stderr, "Try 'stalelab serve --help'.\n"); free(s); return 2;
 		}
 	}
+	if (want_demo && optind < argc)
+		demo_path = argv[optind++]; /* --demo FILE */
 	if (optind < argc) {
 		fprintf(stderr, "stalelab serve: unexpected argument '%s'\n", argv[optind]);
 		free(s);
 		return 2;
+	}
+	if (want_demo && (config_path || resume_path)) {
+		fprintf(stderr, "stalelab serve: --demo runs its own scenes; drop --config/--resume\n");
+		free(s);
+		return 2;
+	}
+	if (want_demo) {
+		int drc;
+		if (demo_path) {
+			json_error_t je;
+			json_t *dj = json_load_file(demo_path, JSON_REJECT_DUPLICATES, &je);
+			if (!dj) {
+				fprintf(stderr, "stalelab serve: %s: line %d, column %d: %s\n",
+					demo_path, je.line, je.column, je.text);
+				free(s);
+				return 2;
+			}
+			drc = demo_parse(dj, &s->demo, err);
+			json_decref(dj);
+		} else {
+			drc = demo_builtin(&s->demo, err);
+		}
+		if (drc < 0) {
+			fprintf(stderr, "stalelab serve: %s%s%s\n", demo_path ? demo_path : "",
+				demo_path ? ": " : "", err);
+			free(s);
+			return 2;
+		}
 	}
 	struct sockaddr_in sa;
 	if (parse_listen(listen_spec, &sa) < 0) {
@@ -967,10 +1087,18 @@ cmd_serve(int argc, char **argv)
 		code = 2;
 		goto out;
 	}
-	pthread_mutex_lock(&s->mu);
-	int rc = start_run(s, &cfg, ckpt ? NULL : sched, ckpt ? 0 : n_sched, ckpt,
-			   ckpt_len, err);
-	pthread_mutex_unlock(&s->mu);
+	int rc = 0;
+	if (want_demo) {
+		if (pthread_create(&s->demo_th, NULL, demo_main, s) == 0)
+			s->demo_live = 1;
+		else
+			rc = sl_fail(err, SL_ENOMEM, "cannot start the demo");
+	} else {
+		pthread_mutex_lock(&s->mu);
+		rc = start_run(s, &cfg, ckpt ? NULL : sched, ckpt ? 0 : n_sched, ckpt,
+			       ckpt_len, err);
+		pthread_mutex_unlock(&s->mu);
+	}
 	free(sched);
 	free(ckpt);
 	if (rc < 0) {
@@ -1017,6 +1145,9 @@ out:
 	s->hub.closing = 1;
 	pthread_cond_broadcast(&s->hub.cv);
 	pthread_mutex_unlock(&s->hub.mu);
+	if (s->demo_live)
+		pthread_join(s->demo_th, NULL);
+	demo_free(&s->demo);
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd);
 	pthread_mutex_lock(&s->mu);

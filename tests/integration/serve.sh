@@ -228,6 +228,22 @@ for l in full:
 assert json.loads(full[0])["model"] == "mlp:784-32-10"
 PY
 
+# --demo FILE: scenes with captions, then a fresh run
+cat >"$TMP/demo.json" <<'JSON'
+{"run": {"model": "mlp:784-16-10", "dataset": "synthetic:2400", "lr": 0.01, "workers": 2},
+ "scenes": [{"seconds": 1, "caption": "scene A", "set": {"workers": 3}},
+            {"seconds": 1, "caption": "scene B", "workers": [{"id": 2, "set": {"spb_depth": 1}}]}]}
+JSON
+start --demo "$TMP/demo.json" --log "$TMP/demo.jsonl"
+timeout 3 curl -s -N "$URL/api/v1/events?hz=1" >"$TMP/demo-sse.txt" 2>/dev/null
+kill -TERM $PID; wait $PID 2>/dev/null
+grep -q '"caption":"scene B"' "$TMP/demo-sse.txt" && ok "demo captions reach SSE" || bad "demo captions reach SSE" "$(head -c 400 "$TMP/demo-sse.txt")"
+[ "$(grep -c '"event":"caption"' "$TMP/demo.jsonl")" -ge 2 ] && ok "demo captions logged" || bad "demo captions logged"
+grep '"event":"set"' "$TMP/demo.jsonl" | grep -q '"origin":"demo"' && ok "demo changes logged" || bad "demo changes logged"
+printf '{"scenes": [{"seconds": 1, "caption": "x", "set": {"rule": "adam"}}]}' >"$TMP/baddemo.json"
+expect_exit 2 "bad demo file" "$SL" serve --demo "$TMP/baddemo.json"
+expect_grep 'scenes\[0\]\.set\.rule' "bad demo names the field" "$LAST_OUT"
+
 expect_exit 2 "serve: bad --listen" "$SL" serve --listen nowhere
 expect_grep -- 'listen' "bad --listen is named" "$LAST_OUT"
 expect_exit 0 "serve --help" "$SL" serve --help

@@ -71,3 +71,7 @@ for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
                       "asgd_2w": round(a2, 1), "torch_hogwild": h,
                       "ratio_hogwild": round(a2 / h, 3) if h == h else None}))
 PY
+
+echo
+echo "== the daemon under load =="
+sh bench/http.sh "$build" | tee "$out/http.txt"

@@ -203,10 +203,12 @@ kill -TERM $PID; wait $PID; rc=$?
 grep -q 'SIGTERM, stopping' "$TMP/serve.err" && ok "says it stops" || bad "says it stops" "$(cat "$TMP/serve.err")"
 
 # checkpoint on exit, then start from it
-start --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt"
+start --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt" --log "$TMP/exit.jsonl"
 sleep 1.5
 kill -TERM $PID; wait $PID; rc=$?
 [ $rc -eq 0 ] && [ -s "$TMP/exit.ckpt" ] && ok "checkpoint on SIGTERM" || bad "checkpoint on SIGTERM (rc $rc)" "$(cat "$TMP/serve.err")"
+last=$(tail -n 1 "$TMP/exit.jsonl" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("event"), d.get("stop"))')
+[ "$last" = "end stopped" ] && ok "final log record on SIGTERM" || bad "final log record on SIGTERM" "$last"
 start --resume "$TMP/exit.ckpt"
 sleep 0.5
 http GET /api/v1/status >/dev/null

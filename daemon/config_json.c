@@ -413,6 +413,21 @@ config_delay_json(const delay_cfg *d)
 	return o;
 }
 
+static json_t *
+rp_to_json(const rule_params *rp)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < NF(rp_fields); i++) {
+		const field *f = &rp_fields[i];
+		const char *p = (const char *)rp + f->off;
+		json_object_set_new(o, f->name,
+				    f->type == F_STR    ? json_string(p)
+				    : f->type == F_BOOL ? json_boolean(*(const int *)p)
+							: json_real(*(const double *)p));
+	}
+	return o;
+}
+
 json_t *
 config_to_json(const run_config *c)
 {
@@ -431,16 +446,7 @@ config_to_json(const run_config *c)
 			v = json_integer((json_int_t)*(const uint64_t *)p);
 		json_object_set_new(o, f->name, v);
 	}
-	json_t *rp = json_object();
-	for (size_t i = 0; i < NF(rp_fields); i++) {
-		const field *f = &rp_fields[i];
-		const char *p = (const char *)&c->rp + f->off;
-		json_object_set_new(rp, f->name,
-				    f->type == F_STR    ? json_string(p)
-				    : f->type == F_BOOL ? json_boolean(*(const int *)p)
-							: json_real(*(const double *)p));
-	}
-	json_object_set_new(o, "rule_params", rp);
+	json_object_set_new(o, "rule_params", rp_to_json(&c->rp));
 	json_object_set_new(o, "delay", config_delay_json(&c->delay));
 	json_t *ov = json_array();
 	for (int i = 0; i < c->n_overrides; i++) {
@@ -602,18 +608,8 @@ cmd_to_json(const run_cmd *c)
 	json_t *set = json_object();
 	if (c->fields & CMD_RULE)
 		json_object_set_new(set, "rule", json_string(c->rule));
-	if (c->fields & (CMD_RULE | CMD_RULE_PARAMS)) {
-		json_t *rp = json_object();
-		for (size_t i = 0; i < NF(rp_fields); i++) {
-			const field *f = &rp_fields[i];
-			const char *p = (const char *)&c->rp + f->off;
-			json_object_set_new(rp, f->name,
-					    f->type == F_STR    ? json_string(p)
-					    : f->type == F_BOOL ? json_boolean(*(const int *)p)
-								: json_real(*(const double *)p));
-		}
-		json_object_set_new(set, "rule_params", rp);
-	}
+	if (c->fields & (CMD_RULE | CMD_RULE_PARAMS))
+		json_object_set_new(set, "rule_params", rp_to_json(&c->rp));
 	if (c->fields & CMD_LR)
 		json_object_set_new(set, "lr", json_real(c->lr));
 	if (c->fields & CMD_MOMENTUM)

@@ -247,10 +247,7 @@ static int
 hub_sleep(hub *h, double seconds)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	double t = ts.tv_sec + ts.tv_nsec * 1e-9 + seconds;
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	sl_deadline(seconds, &ts);
 	pthread_mutex_lock(&h->mu);
 	while (!h->closing &&
 	       pthread_cond_timedwait(&h->cv, &h->mu, &ts) != ETIMEDOUT)
@@ -486,12 +483,8 @@ sse_read(void *cls, uint64_t pos, char *out, size_t max)
 			}
 			if (h->seq > e->seq || sl_now() >= e->next_snap)
 				break;
-			double wait = e->next_snap - sl_now();
 			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			double t = ts.tv_sec + ts.tv_nsec * 1e-9 + wait;
-			ts.tv_sec = (time_t)t;
-			ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+			sl_deadline(e->next_snap - sl_now(), &ts);
 			pthread_cond_timedwait(&h->cv, &h->mu, &ts);
 		}
 		/* events first, in order; a client that fell behind the ring

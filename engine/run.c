@@ -1221,10 +1221,7 @@ static void
 timed_wait(run *r, double seconds)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	double s = ts.tv_sec + ts.tv_nsec * 1e-9 + seconds;
-	ts.tv_sec = (time_t)s;
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	sl_deadline(seconds, &ts);
 	pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 }
 

@@ -75,3 +75,16 @@ sl_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void
+sl_deadline(double seconds, struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+	double t = (double)ts->tv_sec + (double)ts->tv_nsec * 1e-9 + seconds;
+	ts->tv_sec = (time_t)t;
+	ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}

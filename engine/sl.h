@@ -46,4 +46,9 @@ void sl_free_aligned(void *p);
 /* Monotonic time in seconds. */
 double sl_now(void);
 
+/* The CLOCK_REALTIME instant `seconds` from now, for
+ * pthread_cond_timedwait. */
+struct timespec;
+void sl_deadline(double seconds, struct timespec *ts);
+
 #endif

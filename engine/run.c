@@ -54,6 +54,8 @@ typedef struct worker {
 	uint64_t wait_v;  /* ... released when the version passes this */
 	int64_t last_round; /* odsgd: round last pushed into (-1 none) */
 	int batch_n;
+	int depth;        /* spb_depth of the step in flight (read at pull) */
+	size_t grad_off;  /* ... and the start of the gradient tail it sends */
 	uint32_t *idx;
 	int idx_cap;
 	double loss;
@@ -436,6 +438,9 @@ pull(run *r, worker *w)
 {
 	backend *be = w->be;
 	w->t_read = now(r);
+	/* the depth is fixed for this step: a change lands on the next one */
+	w->depth = w->spb_depth;
+	w->grad_off = model_tail_offset(w->m, w->depth);
 	if (r->rule == RULE_HOGWILD) {
 		w->v_read = ps_version(r->ps);
 		return; /* computes on the shared weights directly */
@@ -477,8 +482,8 @@ compute(run *r, worker *w)
 	const float *p = r->rule == RULE_HOGWILD ? ps_weights(r->ps) : w->m->params;
 	model_load_batch(w->m, r->data->train.x, r->data->train.y, w->idx,
 			 w->batch_n);
-	w->loss = model_step(w->m, p, w->batch_n, w->spb_depth);
-	double f = model_step_flops(w->m, w->spb_depth) * w->batch_n;
+	w->loss = model_step(w->m, p, w->batch_n, w->depth);
+	double f = model_step_flops(w->m, w->depth) * w->batch_n;
 	w->flops += f;
 	w->flops_saved += r->full_flops * w->batch_n - f;
 	return f;
@@ -496,7 +501,7 @@ static void
 push(run *r, worker *w)
 {
 	backend *be = w->be;
-	size_t off = model_tail_offset(w->m, w->spb_depth);
+	size_t off = w->grad_off;
 	uint64_t v0 = ps_version(r->ps);
 	uint64_t tau = 0;
 	w->seq++;
@@ -603,7 +608,7 @@ hold(run *r, worker *w, double due)
 		r->held = h;
 		r->cap_held = cap;
 	}
-	size_t off = model_tail_offset(w->m, w->spb_depth);
+	size_t off = w->grad_off;
 	held *h = &r->held[r->n_held];
 	h->g = malloc(sizeof(float) * r->n_params);
 	if (!h->g)
@@ -1258,7 +1263,7 @@ worker_main(void *p)
 		pthread_mutex_lock(&r->mu);
 		r->n_computing--;
 		pthread_cond_broadcast(&r->cv);
-		size_t off = model_tail_offset(w->m, w->spb_depth);
+		size_t off = w->grad_off;
 		double d = delay_s(w, dt, (double)(r->n_params - off) * sizeof(float));
 		if (w->delay.at_server && !local_rule(r->rule)) {
 			hold(r, w, now(r) + d);
@@ -1281,7 +1286,7 @@ worker_main(void *p)
 			/* no lock around the step: others read and write too */
 			pthread_mutex_unlock(&r->mu);
 			backend *be = r->be_ps;
-			size_t o = model_tail_offset(w->m, w->spb_depth);
+			size_t o = w->grad_off;
 			be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
 				     NULL, r->n_params - o, (float)r->cfg.lr, 0, 0);
 			pthread_mutex_lock(&r->mu);
@@ -1482,7 +1487,7 @@ v_start(run *r, worker *w)
 	/* simulated time: FLOPs at a nominal speed, scaled by the worker's
 	 * speed; never a measured time (that would break determinism) */
 	double cost = f / NOMINAL_FLOPS / (w->speed > 0 ? w->speed : 1);
-	size_t off = model_tail_offset(w->m, w->spb_depth);
+	size_t off = w->grad_off;
 	double d = delay_s(w, 0, (double)(r->n_params - off) * sizeof(float));
 	w->st = W_DELAY;
 	if (w->delay.at_server && !local_rule(r->rule)) {

@@ -26,6 +26,9 @@ typedef struct conv_geom {
 typedef struct backend_ops {
 	const char *name;
 	void (*destroy)(backend *);
+	/* Compute threads to use from now on (the CPU backend: 1, or all it
+	 * was made with); called between steps. */
+	void (*set_threads)(backend *, int n);
 
 	/* Memory: zeroed allocation, host<->backend copies, backend copies. */
 	void *(*alloc)(backend *, size_t bytes);

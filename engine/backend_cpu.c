@@ -580,7 +580,7 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	const size_t n = (size_t)g->cout * K;
 	memcpy(dw, c->part[0], sizeof(float) * n);
 	memcpy(db, c->part[0] + n, sizeof(float) * g->cout);
-	for (int t = 1; t < c->nt; t++) {
+	for (int t = 1; t < team_size(c->team); t++) {
 		const float *pp = c->part[t];
 		for (size_t i = 0; i < n; i++)
 			dw[i] += pp[i];
@@ -863,9 +863,16 @@ cpu_scal(backend *be, size_t n, float a, float *y)
 
 static void cpu_destroy(backend *be);
 
+static void
+cpu_set_threads(backend *be, int n)
+{
+	team_set_active(CTX(be)->team, n);
+}
+
 static const backend_ops cpu_ops = {
 	.name = "cpu",
 	.destroy = cpu_destroy,
+	.set_threads = cpu_set_threads,
 	.alloc = cpu_alloc,
 	.free = cpu_free,
 	.upload = cpu_copy,

@@ -55,6 +55,7 @@ typedef struct worker {
 	int64_t last_round; /* odsgd: round last pushed into (-1 none) */
 	int batch_n;
 	int depth;        /* spb_depth of the step in flight (read at pull) */
+	int want_threads, cur_threads; /* wall: team width, set at a pull */
 	size_t grad_off;  /* ... and the start of the gradient tail it sends */
 	uint32_t *idx;
 	int idx_cap;
@@ -343,9 +344,9 @@ worker_new(run *r, int id, worker **out)
 	if (r->virt) {
 		w->be = r->be_eval;
 	} else {
-		int t = r->cfg.threads;
-		if (!t)
-			t = r->cfg.workers == 1 ? r->ncpu : 1;
+		/* as wide as the machine (or threads); narrowed to one thread
+		 * while other workers share the cores (fit_threads) */
+		int t = r->cfg.threads ? r->cfg.threads : r->ncpu;
 		if (backend_cpu_new(t, &w->be) < 0) {
 			free(w);
 			return sl_fail(r->err, SL_ENOMEM, "workers: cannot start a backend");
@@ -440,6 +441,12 @@ pull(run *r, worker *w)
 	w->t_read = now(r);
 	/* the depth is fixed for this step: a change lands on the next one */
 	w->depth = w->spb_depth;
+	/* so is the team's width (the worker's own thread, between steps) */
+	if (w->want_threads && w->want_threads != w->cur_threads &&
+	    be->ops->set_threads) {
+		be->ops->set_threads(be, w->want_threads);
+		w->cur_threads = w->want_threads;
+	}
 	w->grad_off = model_tail_offset(w->m, w->depth);
 	if (r->rule == RULE_HOGWILD) {
 		w->v_read = ps_version(r->ps);
@@ -992,6 +999,18 @@ start_thread(run *r, worker *w)
 
 static void schedule(run *r, double t, int wid, int kind);
 
+/* wall clock: a lone running worker uses its whole team, several use one
+ * thread each (lock held; takes effect at each worker's next step) */
+static void
+fit_threads(run *r)
+{
+	if (r->virt || r->cfg.threads)
+		return;
+	int n = n_running(r);
+	for (int i = 0; i < r->n_slots; i++)
+		r->w[i]->want_threads = n <= 1 ? r->ncpu : 1;
+}
+
 /* set the worker count (lock held) */
 static void
 set_workers(run *r, int n)
@@ -1023,6 +1042,7 @@ set_workers(run *r, int n)
 	for (int i = n; i < r->n_slots; i++)
 		r->w[i]->active = 0; /* leaves after its current iteration */
 	r->cfg.workers = n;
+	fit_threads(r);
 	/* a sync round may be complete with fewer workers */
 	if (ps_flush_round(r->ps, round_size(r)))
 		after_version_change(r);
@@ -1130,6 +1150,7 @@ apply_cmd(run *r, const run_cmd *c)
 			w->paused = c->paused;
 			if (ps_flush_round(r->ps, round_size(r)))
 				after_version_change(r);
+			fit_threads(r);
 		}
 		override_set(r, c);
 	} else {

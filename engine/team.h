@@ -14,6 +14,10 @@ typedef struct team team;
 /* nthreads >= 1. Returns 0 or -SL_ENOMEM / -SL_EINVAL. */
 int team_new(int nthreads, team **out);
 void team_run(team *t, team_fn fn, void *arg);
+/* Threads team_run uses: 1 (run inline; the members sleep) or the whole
+ * team (any other value). For a worker that shares the machine with
+ * others. */
+void team_set_active(team *t, int n);
 int team_size(const team *t);
 void team_free(team *t);
 

@@ -12,23 +12,13 @@
 #include "dataset.h"
 
 int
-ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err)
+ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err)
 {
-	uint8_t *buf;
-	size_t len;
-	int rc = run_checkpoint(r, &buf, &len, err);
-	if (rc < 0)
-		return rc;
-	run_snapshot *s = run_snapshot_get(r);
-	*v = s->v;
-	run_snapshot_put(s);
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-	if (fd < 0) {
-		free(buf);
+	if (fd < 0)
 		return sl_fail(err, SL_EIO, "path: cannot create %s: %s", tmp, strerror(errno));
-	}
 	size_t off = 0;
 	while (off < len) {
 		ssize_t n = write(fd, buf + off, len - off);
@@ -38,7 +28,6 @@ ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err)
 			break;
 		off += (size_t)n;
 	}
-	free(buf);
 	int ok = off == len && fsync(fd) == 0;
 	ok = close(fd) == 0 && ok;
 	if (!ok || rename(tmp, path) < 0) {
@@ -54,8 +43,25 @@ ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err)
 		fsync(dfd);
 		close(dfd);
 	}
-	*bytes = len;
 	return 0;
+}
+
+int
+ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = run_checkpoint(r, &buf, &len, err);
+	if (rc < 0)
+		return rc;
+	run_snapshot *s = run_snapshot_get(r);
+	*v = s->v;
+	run_snapshot_put(s);
+	rc = ckpt_write_buf(path, buf, len, err);
+	free(buf);
+	if (rc == 0)
+		*bytes = len;
+	return rc;
 }
 
 int

@@ -9,6 +9,9 @@
 
 #include "run.h"
 
+/* Write buf to path: temporary file, fsync, rename, fsync the folder. */
+int ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err);
+
 /* Checkpoint r into path. On success *bytes and *v say what was written. */
 int ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err);
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ckpt.h"
 #include "config_json.h"
 #include "dataset.h"
 #include "model.h"
@@ -28,6 +29,9 @@ static const char run_usage[] =
 	"  -c, --config FILE     run object (JSON, see docs/formats.md)\n"
 	"  -r, --replay LOG      re-run a logged run (its run object and changes)\n"
 	"                        on the virtual clock\n"
+	"  -R, --resume CKPT     go on from a checkpoint (flags may extend its\n"
+	"                        stop); schedule entries {\"set\": {\"checkpoint\":\n"
+	"                        \"FILE\"}} write checkpoints\n"
 	"      --clock NAME      wall (threads, real sleeps) | virtual\n"
 	"                        (deterministic discrete events)\n"
 	"  -m, --model SPEC      logreg | mlp:784-256-128-10 | lenet5\n"
@@ -63,6 +67,7 @@ enum { O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD,
 static const struct option run_opts[] = {
 	{"config", required_argument, NULL, 'c'},
 	{"replay", required_argument, NULL, 'r'},
+	{"resume", required_argument, NULL, 'R'},
 	{"clock", required_argument, NULL, O_CLOCK},
 	{"model", required_argument, NULL, 'm'},
 	{"dataset", required_argument, NULL, 'd'},
@@ -172,6 +177,21 @@ on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;
 	json_decref(r);
+}
+
+static void
+on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len)
+{
+	run_ctx *c = ud;
+	char err[SL_ERR_LEN];
+	if (!buf || ckpt_write_buf(cmd->path, buf, len, err) < 0) {
+		fprintf(stderr, "stalelab run: checkpoint %s failed: %s\n", cmd->path,
+			buf ? err : "out of memory");
+		c->log_failed = 1;
+	} else if (!c->quiet) {
+		fprintf(stderr, "%sstalelab run: checkpoint in %s (%zu bytes)\n",
+			c->tty ? "\r\033[K" : "", cmd->path, len);
+	}
 }
 
 static void
@@ -331,6 +351,8 @@ cmd_run(int argc, char **argv)
 {
 	run_config cfg;
 	json_t *conf = NULL;
+	uint8_t *ckpt = NULL;
+	size_t ckpt_len = 0;
 	char err[SL_ERR_LEN] = "";
 	const char *log_path = NULL, *log_format = "jsonl";
 	int quiet = 0, opt, rc = 0;
@@ -339,26 +361,39 @@ cmd_run(int argc, char **argv)
 	/* pass 1: --help and --config first, so flags override the file */
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:r:m:d:w:b:s:e:t:l:qh", run_opts,
+	while ((opt = getopt_long(argc, argv, "c:r:R:m:d:w:b:s:e:t:l:qh", run_opts,
 				  NULL)) != -1) {
 		if (opt == 'h') {
 			fputs(run_usage, stdout);
+			free(ckpt);
+			json_decref(conf);
 			return 0;
+		}
+		if (opt == 'R') {
+			free(ckpt);
+			if (ckpt_read(optarg, &ckpt, &ckpt_len, &cfg, err) < 0) {
+				fprintf(stderr, "stalelab run: %s\n", err);
+				json_decref(conf);
+				free(ckpt);
+				return 2;
+			}
+			continue;
 		}
 		if ((opt == 'c' && load_config_file(optarg, &cfg, &conf, err) < 0) ||
 		    (opt == 'r' && load_replay(optarg, &cfg, &conf, err) < 0)) {
 			fprintf(stderr, "stalelab run: %s\n", err);
 			json_decref(conf);
+			free(ckpt);
 			return 2;
 		}
 	}
 	/* pass 2: every flag in order */
 	optind = 1;
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "c:r:m:d:w:b:s:e:t:l:qh", run_opts,
+	while ((opt = getopt_long(argc, argv, "c:r:R:m:d:w:b:s:e:t:l:qh", run_opts,
 				  NULL)) != -1) {
 		switch (opt) {
-		case 'c': case 'r': break;
+		case 'c': case 'r': case 'R': break;
 		case O_CLOCK: rc = apply_flag(&cfg, "clock", "clock", NULL, optarg, 's', err); break;
 		case 'm': rc = apply_flag(&cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(&cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
@@ -380,6 +415,8 @@ cmd_run(int argc, char **argv)
 		case O_LOGFMT:
 			if (strcmp(optarg, "jsonl") && strcmp(optarg, "csv")) {
 				fprintf(stderr, "stalelab run: --log-format: expected jsonl or csv\n");
+				free(ckpt);
+				json_decref(conf);
 				return 2;
 			}
 			log_format = optarg;
@@ -387,16 +424,22 @@ cmd_run(int argc, char **argv)
 		case 'q': quiet = 1; break;
 		default:
 			fprintf(stderr, "Try 'stalelab run --help'.\n");
+			free(ckpt);
+			json_decref(conf);
 			return 2;
 		}
 		if (rc < 0) {
 			fprintf(stderr, "stalelab run: %s\n", err);
+			free(ckpt);
+			json_decref(conf);
 			return 2;
 		}
 	}
 	if (optind < argc) {
 		fprintf(stderr, "stalelab run: unexpected argument '%s' (try --help)\n",
 			argv[optind]);
+		free(ckpt);
+		json_decref(conf);
 		return 2;
 	}
 	if (!(cfg.stop_epochs > 0) && !cfg.stop_steps && !(cfg.stop_seconds > 0) &&
@@ -408,9 +451,11 @@ cmd_run(int argc, char **argv)
 				    &n_sched, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
 		json_decref(conf);
+		free(ckpt);
 		return 2;
 	}
 	json_decref(conf);
+	conf = NULL;
 
 	run_ctx ctx = {.quiet = quiet, .tty = isatty(2), .stop_epochs = cfg.stop_epochs};
 	dataset_pair data;
@@ -419,14 +464,21 @@ cmd_run(int argc, char **argv)
 	if (ds_load(cfg.dataset, cfg.seed, &data, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
 		free(sched);
+		free(ckpt);
+		json_decref(conf);
 		return 2;
 	}
 	if (data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
 	run_callbacks cb = {.eval = on_eval, .change = on_change,
-			    .progress = on_progress, .ud = &ctx};
+			    .progress = on_progress, .checkpoint = on_checkpoint,
+			    .ud = &ctx};
 	int rc2 = run_new(&cfg, &data, sched, n_sched, &cb, &r, err);
 	free(sched);
+	if (rc2 == 0 && ckpt)
+		rc2 = run_restore(r, ckpt, ckpt_len, err);
+	free(ckpt);
+	ckpt = NULL;
 	if (rc2 < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
 		code = rc2 == -SL_ENOMEM ? 1 : 2;

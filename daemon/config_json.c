@@ -591,6 +591,14 @@ cmd_from_json(json_t *set, int worker, const run_config *cur, const char *path,
 			if (!json_is_true(v))
 				return sl_fail(err, SL_EINVAL, "%s: expected true", p);
 			c->fields |= CMD_STOP;
+		} else if (!strcmp(key, "checkpoint")) {
+			if (!json_is_string(v) || !json_string_length(v) ||
+			    json_string_length(v) >= sizeof(c->path))
+				return sl_fail(err, SL_EINVAL,
+					       "%s: expected a file name (< %zu bytes)", p,
+					       sizeof(c->path));
+			snprintf(c->path, sizeof(c->path), "%s", json_string_value(v));
+			c->fields |= CMD_CHECKPOINT;
 		} else {
 			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
 		}

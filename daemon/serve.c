@@ -154,6 +154,22 @@ on_change(void *ud, double t, uint64_t v, const run_cmd *c)
 	json_decref(r);
 }
 
+static void
+on_checkpoint(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
+{
+	server *s = ud;
+	char err[SL_ERR_LEN] = "out of memory";
+	if (buf && ckpt_write_buf(c->path, buf, len, err) == 0) {
+		json_t *ev = json_pack("{s:s,s:s,s:I,s:i}", "event", "checkpoint", "path",
+				       c->path, "bytes", (json_int_t)len, "run", s->run_id);
+		log_record(s, ev);
+		hub_publish(&s->hub, "checkpoint", ev);
+		json_decref(ev);
+	} else {
+		fprintf(stderr, "stalelab serve: checkpoint %s failed: %s\n", c->path, err);
+	}
+}
+
 /* ---- runs -------------------------------------------------------------- */
 
 static void *
@@ -200,7 +216,8 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 		if (dp->note[0])
 			fprintf(stderr, "stalelab serve: %s\n", dp->note);
 	}
-	run_callbacks cb = {.eval = on_eval, .change = on_change, .ud = s};
+	run_callbacks cb = {.eval = on_eval, .change = on_change,
+			    .checkpoint = on_checkpoint, .ud = s};
 	run *r = NULL;
 	if ((rc = run_new(cfg, dp, sched, n_sched, &cb, &r, err)) < 0 ||
 	    (ckpt && (rc = run_restore(r, ckpt, ckpt_len, err)) < 0)) {

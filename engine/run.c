@@ -1195,7 +1195,7 @@ apply_cmd(run *r, const run_cmd *c)
 		blob b = {0};
 		save_state(r, &b);
 		if (r->cb.checkpoint)
-			r->cb.checkpoint(r->cb.ud, b.oom ? NULL : b.p, b.oom ? 0 : b.n);
+			r->cb.checkpoint(r->cb.ud, c, b.oom ? NULL : b.p, b.oom ? 0 : b.n);
 		blob_free(&b);
 	}
 	if (r->cb.change && (c->fields & ~(unsigned)CMD_CHECKPOINT))

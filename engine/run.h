@@ -55,6 +55,7 @@ typedef struct run_cmd {
 	delay_cfg delay;
 	double speed;
 	char origin[16]; /* "api", "schedule", "demo", ... (for the log) */
+	char path[256];  /* CMD_CHECKPOINT: where the caller should write it */
 } run_cmd;
 
 /* A timed change from the run object's schedule. */
@@ -120,8 +121,10 @@ typedef struct run_callbacks {
 	void (*change)(void *ud, double t, uint64_t v, const run_cmd *c);
 	/* progress after updates (may be NULL; called from the run's thread) */
 	void (*progress)(void *ud, const run_eval *e);
-	/* a CMD_CHECKPOINT was reached: the serialised run (may be NULL) */
-	void (*checkpoint)(void *ud, const uint8_t *buf, size_t len);
+	/* a CMD_CHECKPOINT was reached: the serialised run (NULL when out of
+	 * memory) for the command's path */
+	void (*checkpoint)(void *ud, const run_cmd *c, const uint8_t *buf,
+			   size_t len);
 	void *ud;
 } run_callbacks;
 

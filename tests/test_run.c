@@ -394,9 +394,10 @@ typedef struct ckrec {
 } ckrec;
 
 static void
-on_ckpt(void *ud, const uint8_t *buf, size_t len)
+on_ckpt(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
 {
 	ckrec *k = ud;
+	ck_assert(c->fields & CMD_CHECKPOINT);
 	ck_assert_ptr_nonnull(buf);
 	free(k->buf);
 	k->buf = malloc(len);

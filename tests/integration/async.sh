@@ -71,6 +71,34 @@ expect_exit 0 "wall-clock asgd, 3 workers" "$SL" run --dataset synthetic:2400 --
 check=$(python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; e=r[-1]; assert e["event"]=="end" and e["v"]>=150 and e["staleness"]["mean"]>0.5, e; print("ok")' "$TMP/w.jsonl")
 expect_grep '^ok' "wall-clock workers are stale" "$check"
 
+# Headless checkpoints: a schedule entry writes one at v 150; --resume goes
+# on from it to the same end, record for record.
+python3 - "$TMP/sched.json" "$TMP/ck.json" "$TMP/mid.ckpt" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+c["schedule"].append({"at": {"v": 150}, "set": {"checkpoint": sys.argv[3]}})
+json.dump(c, open(sys.argv[2], "w"))
+PY
+expect_exit 0 "run with a checkpoint at v 150" "$SL" run --config "$TMP/ck.json" --log "$TMP/ck.jsonl" --quiet
+[ -s "$TMP/mid.ckpt" ] && ok "checkpoint written" || bad "checkpoint written"
+expect_exit 0 "resume from it" "$SL" run --resume "$TMP/mid.ckpt" --log "$TMP/res.jsonl" --quiet
+check=$(python3 - "$TMP/ck.jsonl" "$TMP/res.jsonl" <<'PY'
+import json, sys
+machine = ("samples_per_s", "updates_per_s", "train_s")
+def evals(p):
+    return [{k: v for k, v in r.items() if k not in machine}
+            for r in map(json.loads, open(p)) if "test_acc" in r]
+a, b = evals(sys.argv[1]), evals(sys.argv[2])
+assert b and a[-len(b):] == b, (len(a), len(b))
+assert all(r["v"] > 150 for r in b)
+print("ok", len(b))
+PY
+)
+expect_grep '^ok' "resumed run ends exactly as the uninterrupted one" "$check"
+expect_exit 2 "resume a missing checkpoint" "$SL" run --resume "$TMP/none.ckpt"
+expect_exit 2 "resume with another model" "$SL" run --resume "$TMP/mid.ckpt" --model logreg
+expect_grep 'differ' "model mismatch says why" "$LAST_OUT"
+
 printf '{"schedule": [{"at": {"v": 10}, "worker": 3, "set": {"spb": 1}}]}' >"$TMP/bads.json"
 expect_exit 2 "bad schedule entry" "$SL" run --config "$TMP/bads.json"
 expect_grep 'schedule\[0\]\.set\.spb' "bad schedule names the field" "$LAST_OUT"

@@ -14,7 +14,7 @@ static const char usage[] =
 	"\n"
 	"Commands:\n"
 	"  serve    the daemon: trains and serves the HTTP API, live events and\n"
-	"           Prometheus metrics (dashboard-ready) until SIGINT/SIGTERM\n"
+	"           Prometheus metrics until SIGINT/SIGTERM\n"
 	"  run      train headless: JSON-Lines log to --log or stdout, progress on\n"
 	"           stderr, exit 0 when the stop condition is met\n"
 	"  bench    throughput of the engine (samples/s, GFLOP/s vs OpenBLAS)\n"

@@ -1097,6 +1097,20 @@ cmd_serve(int argc, char **argv)
 		code = 2;
 		goto out;
 	}
+	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+					  MHD_USE_THREAD_PER_CONNECTION,
+				  0, NULL, NULL, on_request, s,
+				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  MHD_OPTION_END);
+	if (!s->mhd) {
+		fprintf(stderr, "stalelab serve: cannot listen on %s: %s\n", listen_spec,
+			strerror(errno));
+		free(sched);
+		free(ckpt);
+		goto out;
+	}
 	int rc = 0;
 	if (want_demo) {
 		if (pthread_create(&s->demo_th, NULL, demo_main, s) == 0)
@@ -1114,18 +1128,6 @@ cmd_serve(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, "stalelab serve: %s\n", err);
 		code = 2;
-		goto out;
-	}
-	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
-					  MHD_USE_THREAD_PER_CONNECTION,
-				  0, NULL, NULL, on_request, s,
-				  MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sa,
-				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-				  MHD_OPTION_END);
-	if (!s->mhd) {
-		fprintf(stderr, "stalelab serve: cannot listen on %s: %s\n", listen_spec,
-			strerror(errno));
 		goto out;
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(s->mhd, MHD_DAEMON_INFO_BIND_PORT);

@@ -246,6 +246,12 @@ printf '{"scenes": [{"seconds": 1, "caption": "x", "set": {"rule": "adam"}}]}' >
 expect_exit 2 "bad demo file" "$SL" serve --demo "$TMP/baddemo.json"
 expect_grep 'scenes\[0\]\.set\.rule' "bad demo names the field" "$LAST_OUT"
 
+# a port in use: exit 1, saying so, before any training
+start --config "$TMP/run.json"
+expect_exit 1 "port in use" "$SL" serve --listen "127.0.0.1:$port" --config "$TMP/run.json"
+expect_grep 'cannot listen on 127.0.0.1:[0-9]+: Address already in use' "port in use is named" "$LAST_OUT"
+kill -TERM $PID; wait $PID 2>/dev/null
+
 expect_exit 2 "serve: bad --listen" "$SL" serve --listen nowhere
 expect_grep -- 'listen' "bad --listen is named" "$LAST_OUT"
 expect_exit 0 "serve --help" "$SL" serve --help

@@ -90,7 +90,10 @@ typedef struct server {
 	demo demo;
 	pthread_t demo_th;
 	int demo_live;
+	json_t *past; /* earlier runs: summaries and series, for comparisons */
 } server;
+
+#define PAST_MAX 32 /* earlier runs kept (oldest dropped first) */
 
 /* ---- events ---------------------------------------------------------- */
 
@@ -182,7 +185,35 @@ run_thread(void *p)
 	return NULL;
 }
 
-/* stop and reap the current run (s->mu held) */
+/* a run's summary, with its evaluation series when series is set */
+static json_t *
+run_summary(server *s, int id, int series)
+{
+	run_snapshot *snap = run_snapshot_get(s->r);
+	json_t *o = json_object();
+	json_object_set_new(o, "run", json_integer(id));
+	json_object_set_new(o, "state", json_string(run_state_name(snap->state)));
+	json_object_set_new(o, "version", json_integer((json_int_t)snap->v));
+	json_object_set_new(o, "epoch", jsonout_real(snap->epoch));
+	json_object_set_new(o, "test_acc", jsonout_real(snap->test_acc));
+	json_object_set_new(o, "best_acc", jsonout_real(snap->best_acc));
+	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&snap->stale)));
+	json_object_set_new(o, "config", config_to_json(&snap->cfg));
+	run_snapshot_put(snap);
+	if (series) {
+		int cap = 1 << 16;
+		run_eval *ev = malloc(sizeof(run_eval) * (size_t)cap);
+		int n = ev ? run_series(s->r, 0, ev, cap) : 0;
+		json_t *arr = json_array();
+		for (int i = 0; i < n; i++)
+			json_array_append_new(arr, api_eval_json(&ev[i]));
+		free(ev);
+		json_object_set_new(o, "series", arr);
+	}
+	return o;
+}
+
+/* stop and reap the current run, keeping its summary (s->mu held) */
 static void
 stop_current(server *s)
 {
@@ -192,6 +223,11 @@ stop_current(server *s)
 	if (s->th_live)
 		pthread_join(s->th, NULL);
 	s->th_live = 0;
+	if (!s->past)
+		s->past = json_array();
+	json_array_append_new(s->past, run_summary(s, s->run_id, 1));
+	if (json_array_size(s->past) > PAST_MAX)
+		json_array_remove(s->past, 0);
 	run_free(s->r);
 	s->r = NULL;
 }
@@ -582,6 +618,7 @@ static const char index_text[] =
 	"GET   /api/v1/metrics?since=V   evaluation series\n"
 	"GET   /api/v1/staleness         histograms overall, sliding, per worker\n"
 	"GET   /api/v1/events?hz=4       Server-Sent Events\n"
+	"GET   /api/v1/runs              this and earlier runs, with their series\n"
 	"POST  /api/v1/run               start a new run from a run object, or\n"
 	"                                {\"resume\": path} from a checkpoint\n"
 	"PATCH /api/v1/run               change rule, rule_params, lr, batch, paused, stop\n"
@@ -684,6 +721,18 @@ handle_get(server *s, struct MHD_Connection *c, const char *url)
 	return ret;
 }
 
+/* GET /api/v1/runs: earlier runs (with their series) and the current one */
+static enum MHD_Result
+handle_runs(server *s, struct MHD_Connection *c)
+{
+	pthread_mutex_lock(&s->mu);
+	json_t *arr = s->past ? json_deep_copy(s->past) : json_array();
+	if (s->r)
+		json_array_append_new(arr, run_summary(s, s->run_id, 1));
+	pthread_mutex_unlock(&s->mu);
+	return send_json(c, 200, json_pack("{s:o}", "runs", arr));
+}
+
 static enum MHD_Result
 handle_post_run(server *s, struct MHD_Connection *c, json_t *body)
 {
@@ -758,7 +807,7 @@ handle_checkpoint(server *s, struct MHD_Connection *c, json_t *body)
 }
 
 typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
-	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_NONE } route;
+	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_NONE } route;
 
 static route
 match(const char *url, int *id)
@@ -771,7 +820,7 @@ match(const char *url, int *id)
 		{"/api/v1/metrics", R_METRICS}, {"/api/v1/staleness", R_STALENESS},
 		{"/api/v1/events", R_EVENTS}, {"/api/v1/run", R_RUN},
 		{"/api/v1/workers", R_WORKERS}, {"/metrics", R_PROM},
-		{"/api/v1/checkpoint", R_CKPT},
+		{"/api/v1/checkpoint", R_CKPT}, {"/api/v1/runs", R_RUNS},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(url, table[i].path))
@@ -820,6 +869,8 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 		return get ? handle_get(s, c, url) : not_allowed(c, "GET");
 	case R_EVENTS:
 		return get ? handle_events(s, c) : not_allowed(c, "GET");
+	case R_RUNS:
+		return get ? handle_runs(s, c) : not_allowed(c, "GET");
 	default:
 		break;
 	}
@@ -1175,6 +1226,7 @@ out:
 	}
 	for (int i = 0; i < HUB_N; i++)
 		free(s->hub.ev[i]);
+	json_decref(s->past);
 	pthread_mutex_destroy(&s->mu);
 	pthread_mutex_destroy(&s->log_mu);
 	pthread_mutex_destroy(&s->hub.mu);

@@ -192,6 +192,9 @@ expect_http "reads need no token" 200 GET /api/v1/status
 # a new run replaces the old; a stopped run refuses changes with 409
 AUTH=s3cret expect_http "POST /api/v1/run" 201 POST /api/v1/run '{"model": "logreg", "dataset": "synthetic:3000", "workers": 2, "clock": "virtual", "stop": {"steps": 200}}'
 [ "$(json 'd["config"]["model"], d["config"]["clock"], d["run"]')" = "logreg virtual 2" ] && ok "new run in the answer" || bad "new run" "$LAST_OUT"
+expect_http "GET /api/v1/runs" 200 GET /api/v1/runs
+[ "$(json '[r["run"] for r in d["runs"]], d["runs"][0]["config"]["model"], len(d["runs"][0]["series"]) > 0, d["runs"][1]["config"]["model"]')" = "[1, 2] mlp:784-32-10 True logreg" ] &&
+	ok "runs: the earlier one kept with its series" || bad "runs" "$(head -c 400 "$TMP/body")"
 AUTH=s3cret expect_http "POST bad run object" 400 POST /api/v1/run '{"model": "resnet"}'
 expect_grep 'model' "bad run object names the field" "$LAST_OUT"
 sleep 1

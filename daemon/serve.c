@@ -159,14 +159,31 @@ on_change(void *ud, double t, uint64_t v, const run_cmd *c)
 	json_decref(r);
 }
 
+/* where a checkpoint named by a client goes: relative names inside
+ * --checkpoint-dir, no ".." components */
+static int
+ckpt_path(const server *s, const char *name, char *out, size_t cap, char *err)
+{
+	size_t n = strlen(name);
+	if (!n || !strcmp(name, "..") || !strncmp(name, "../", 3) ||
+	    strstr(name, "/../") || (n >= 3 && !strcmp(name + n - 3, "/..")))
+		return sl_fail(err, SL_EINVAL, "path: a file name without '..' components");
+	if (name[0] == '/')
+		snprintf(out, cap, "%s", name);
+	else
+		snprintf(out, cap, "%s/%s", s->ckpt_dir ? s->ckpt_dir : ".", name);
+	return 0;
+}
+
 static void
 on_checkpoint(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
 {
 	server *s = ud;
-	char err[SL_ERR_LEN] = "out of memory";
-	if (buf && ckpt_write_buf(c->path, buf, len, err) == 0) {
+	char err[SL_ERR_LEN] = "out of memory", path[4096];
+	if (ckpt_path(s, c->path, path, sizeof(path), err) == 0 && buf &&
+	    ckpt_write_buf(path, buf, len, err) == 0) {
 		json_t *ev = json_pack("{s:s,s:s,s:I,s:i}", "event", "checkpoint", "path",
-				       c->path, "bytes", (json_int_t)len, "run", s->run_id);
+				       path, "bytes", (json_int_t)len, "run", s->run_id);
 		log_record(s, ev);
 		hub_publish(&s->hub, "checkpoint", ev);
 		json_decref(ev);
@@ -788,9 +805,13 @@ handle_checkpoint(server *s, struct MHD_Connection *c, json_t *body)
 		return send_error(c, 409, "no_run", "no run is active");
 	}
 	run_snapshot *snap = run_snapshot_get(s->r);
-	if (p)
-		snprintf(path, sizeof(path), "%s", json_string_value(p));
-	else
+	if (p) {
+		if (ckpt_path(s, json_string_value(p), path, sizeof(path), err) < 0) {
+			run_snapshot_put(snap);
+			pthread_mutex_unlock(&s->mu);
+			return send_error(c, 400, "bad_field", err);
+		}
+	} else
 		snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
 			 s->ckpt_dir ? s->ckpt_dir : ".", s->run_id,
 			 (unsigned long long)snap->v);

@@ -170,6 +170,7 @@ ckv=$(json 'd["version"]')
 [ -s "$TMP/c1.ckpt" ] && ok "checkpoint file written" || bad "checkpoint file written"
 ls "$TMP"/c1.ckpt.tmp.* >/dev/null 2>&1 && bad "temporary file left behind" || ok "no temporary file left"
 expect_http "checkpoint: bad field" 400 POST /api/v1/checkpoint '{"file": "x"}'
+expect_http "checkpoint: no .. components" 400 POST /api/v1/checkpoint '{"path": "../x.ckpt"}'
 expect_http "checkpoint: unwritable" 400 POST /api/v1/checkpoint '{"path": "/nonexistent/dir/c.ckpt"}'
 expect_http "resume" 201 POST /api/v1/run "{\"resume\": \"$TMP/c1.ckpt\"}"
 got=$(json 'd["version"] >= '"$ckv"', d["config"]["rule"], len(d["workers"]), d["run"]')

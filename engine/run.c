@@ -677,9 +677,21 @@ delay_s(worker *w, double compute_s, double bytes)
 
 /* ---- evaluation, stop, snapshots ------------------------------------- */
 
+#define SERIES_MAX 16384 /* evaluation records kept per run */
+
 static void
 series_add(run *r, const run_eval *e)
 {
+	if (r->n_series == SERIES_MAX) {
+		/* a long run: thin the older half to every other record, so the
+		 * whole curve stays, at half the resolution where it is oldest */
+		int half = SERIES_MAX / 2, k = 0;
+		for (int i = 0; i < half; i += 2)
+			r->series[k++] = r->series[i];
+		memmove(r->series + k, r->series + half,
+			sizeof(run_eval) * (size_t)(SERIES_MAX - half));
+		r->n_series = k + SERIES_MAX - half;
+	}
 	if (r->n_series == r->cap_series) {
 		int cap = r->cap_series ? 2 * r->cap_series : 64;
 		run_eval *s = realloc(r->series, sizeof(run_eval) * (size_t)cap);

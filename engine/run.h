@@ -154,7 +154,9 @@ run_snapshot *run_snapshot_get(run *r);
 void run_snapshot_put(run_snapshot *s);
 
 /* Thread-safe: copy evaluation records with v > since into out (at most
- * max); returns how many. */
+ * max); returns how many. A run keeps its latest 8192 records and, older
+ * than those, every other one of the rest (thinned again as it grows), so
+ * memory stays bounded however long it runs. */
 int run_series(run *r, uint64_t since, run_eval *out, int max);
 
 /* Thread-safe: serialise the whole run at a quiet point between steps

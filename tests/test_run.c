@@ -478,6 +478,34 @@ START_TEST(checkpoint_resumes_exactly)
 }
 END_TEST
 
+START_TEST(series_memory_is_bounded)
+{
+	/* 40,000 evaluations: the series keeps at most 16,384, spanning the
+	 * whole run, in order */
+	run_config c = base("asgd", 1);
+	snprintf(c.model, sizeof(c.model), "logreg");
+	c.batch = 4;
+	c.eval_every = 1;
+	c.stop_steps = 40000;
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_eval *ev = malloc(sizeof(run_eval) * 40000);
+	int n = run_series(r, 0, ev, 40000);
+	ck_assert_int_le(n, 16384);
+	ck_assert_int_gt(n, 8192);
+	ck_assert_uint_le(ev[0].v, 2);
+	ck_assert_uint_eq(ev[n - 1].v, 40000);
+	for (int i = 1; i < n; i++)
+		ck_assert_uint_gt(ev[i].v, ev[i - 1].v);
+	/* the latest 8,192 are all there */
+	ck_assert_uint_eq(ev[n - 8192].v, 40000 - 8191);
+	free(ev);
+	run_free(r);
+}
+END_TEST
+
 START_TEST(commands_are_checked)
 {
 	run_config c = base("asgd", 2);
@@ -523,6 +551,7 @@ run_suite(void)
 	tcase_add_test(tc, virtual_delays_cost_no_time);
 	tcase_add_test(tc, wall_clock_threads);
 	tcase_add_test(tc, checkpoint_resumes_exactly);
+	tcase_add_test(tc, series_memory_is_bounded);
 	tcase_add_test(tc, commands_are_checked);
 	suite_add_tcase(s, tc);
 	return s;

@@ -24,6 +24,7 @@
 #define WINDOW_S 5.0        /* ... of the last seconds */
 #define NOMINAL_FLOPS 10e9  /* virtual clock: a worker's nominal FLOP/s */
 #define VHIST_MAX 65        /* version-delay weight history (s <= 64) */
+#define HELD_MAX 32         /* gradients a worker may have held at the server */
 #define SNAP_EVERY_S 0.1
 #define PROGRESS_EVERY_S 0.2
 
@@ -61,6 +62,7 @@ typedef struct worker {
 	int idx_cap;
 	double loss;
 	int local_steps;  /* localsgd / easgd: steps since the last exchange */
+	int n_held;       /* its gradients held at the server ("where": "server") */
 	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
 	wstate st;
 	double due;       /* virtual: when its pending event fires */
@@ -395,6 +397,9 @@ can_begin(const run *r, const worker *w)
 	}
 	if (r->take_limit && r->taken >= r->take_limit)
 		return 0;
+	/* a worker far ahead of its held gradients waits (bounded memory) */
+	if (w->n_held >= HELD_MAX)
+		return 0;
 	return 1;
 }
 
@@ -630,6 +635,7 @@ hold(run *r, worker *w, double due)
 	h->batch = w->batch_n;
 	h->loss = w->loss;
 	r->n_held++;
+	w->n_held++;
 	w->clock++;
 	w->iterations++;
 	w->samples += (uint64_t)w->batch_n;
@@ -655,6 +661,7 @@ release_held(run *r, int force)
 		r->loss_sum += h->loss;
 		r->loss_n++;
 		record_stale(r, r->w[h->worker], res.tau, h->t_read);
+		r->w[h->worker]->n_held--;
 		if (res.applied)
 			after_version_change(r);
 		free(h->g);

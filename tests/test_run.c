@@ -193,6 +193,15 @@ START_TEST(server_held_gradients_age)
 	ck_assert_uint_eq(s->stale.n, s->v);
 	ck_assert_uint_eq(s->workers[0].iterations, s->v);
 	run_snapshot_put(s);
+	/* held 20 ms (~166 steps): a worker never has more than 32 waiting,
+	 * so it pauses and the staleness settles near 32 (the final release
+	 * of what is still held adds a tail) */
+	c.delay.mean_ms = 20;
+	s = go(&c, NULL, 0, r);
+	double p50 = stale_quantile(&s->stale, 0.5);
+	ck_assert_msg(p50 >= 28 && p50 <= 34, "p50 %g", p50);
+	ck_assert_uint_eq(s->stale.n, s->v);
+	run_snapshot_put(s);
 	free(r);
 }
 END_TEST

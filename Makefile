@@ -26,7 +26,7 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
-	dataset-fashion-mnist
+	dataset-fashion-mnist curl python3
 
 .PHONY: all deps run test unit integration bench bench-accuracy asan valgrind install uninstall clean help
 

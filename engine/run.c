@@ -478,8 +478,8 @@ pull(run *r, worker *w)
 			w->v_read = target;
 			/* DC-ASGD's backup records the current weights: a version
 			 * delay models staleness, not a real older pull */
-			uint64_t dummy = UINT64_MAX;
-			ps_pull(r->ps, w->id, NULL, &dummy);
+			uint64_t backup_v = UINT64_MAX;
+			ps_pull(r->ps, w->id, NULL, &backup_v);
 			return;
 		}
 	}

@@ -28,7 +28,7 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
 	dataset-fashion-mnist curl python3
 
-.PHONY: all deps run test unit integration bench bench-accuracy asan valgrind install uninstall clean help
+.PHONY: all deps run test unit integration bench bench-accuracy asan valgrind install install-files uninstall clean help
 
 all: $(BUILD)/stalelab
 
@@ -93,6 +93,10 @@ valgrind:
 PREFIX  ?= /usr/local
 DESTDIR ?=
 install: all
+	@$(MAKE) --no-print-directory install-files
+
+# install what is built, without building (the tests use this)
+install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/stalelab
 	install -m 755 $(BUILD)/stalelab $(DESTDIR)$(PREFIX)/bin/stalelab

@@ -61,6 +61,32 @@ api_eval_json(const run_eval *e)
 	return o;
 }
 
+json_t *
+api_log_record(const run_eval *e)
+{
+	json_t *r = json_object();
+	if (e->final)
+		json_object_set_new(r, "event", json_string("end"));
+	json_object_set_new(r, "t", jsonout_real(e->t));
+	json_object_set_new(r, "v", json_integer((json_int_t)e->v));
+	json_object_set_new(r, "epoch", jsonout_real(e->epoch));
+	json_object_set_new(r, "samples", json_integer((json_int_t)e->samples));
+	if (!e->final) {
+		json_object_set_new(r, "train_loss", jsonout_real(e->train_loss));
+		json_object_set_new(r, "test_loss", jsonout_real(e->test_loss));
+	}
+	json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
+	json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));
+	json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
+	json_object_set_new(r, "updates_per_s", jsonout_real(e->updates_per_s));
+	json_object_set_new(r, "train_s", jsonout_real(e->train_s));
+	json_object_set_new(r, "staleness", api_stale_json(&e->stale, 1));
+	json_object_set_new(r, "age_ms", api_age_json(&e->age));
+	if (e->final)
+		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));
+	return r;
+}
+
 static json_t *
 worker_json(const worker_snap *w)
 {

@@ -12,6 +12,9 @@ json_t *api_delay_json(const delay_cfg *d);
 json_t *api_stale_json(const stale_hist *h, int with_hist);
 json_t *api_age_json(const age_hist *h);
 json_t *api_eval_json(const run_eval *e);
+/* A log record (docs/formats.md) for an evaluation, or the end record when
+ * e->final: the same for `stalelab run` and `stalelab serve`. */
+json_t *api_log_record(const run_eval *e);
 /* GET /api/v1/status */
 json_t *api_status_json(const run_snapshot *s);
 /* GET /api/v1/staleness */

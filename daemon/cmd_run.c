@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "api.h"
 #include "ckpt.h"
 #include "config_json.h"
 #include "dataset.h"
@@ -103,58 +104,11 @@ typedef struct run_ctx {
 	uint32_t n_train;
 } run_ctx;
 
-static json_t *
-stale_json(const stale_hist *h)
-{
-	json_t *hist = json_array();
-	for (int i = 0; i < STALE_BUCKETS; i++)
-		json_array_append_new(hist, json_integer((json_int_t)h->b[i]));
-	return json_pack("{s:f,s:f,s:f,s:I,s:o}", "mean", stale_mean(h), "p50",
-			 stale_quantile(h, 0.5), "p99", stale_quantile(h, 0.99),
-			 "max", (json_int_t)h->max, "hist", hist);
-}
-
-static json_t *
-age_json(const age_hist *h)
-{
-	return json_pack("{s:f,s:f,s:f,s:f}", "mean", age_mean(h), "p50",
-			 age_quantile(h, 0.5), "p99", age_quantile(h, 0.99), "max",
-			 h->max_ms);
-}
-
 static void
 on_eval(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
-	json_t *r;
-	if (e->final) {
-		r = json_pack("{s:s}", "event", "end");
-		json_object_set_new(r, "t", jsonout_real(e->t));
-		json_object_set_new(r, "v", json_integer((json_int_t)e->v));
-		json_object_set_new(r, "epoch", jsonout_real(e->epoch));
-		json_object_set_new(r, "samples", json_integer((json_int_t)e->samples));
-		json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
-		json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));
-		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
-		json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
-		json_object_set_new(r, "staleness", stale_json(&e->stale));
-		json_object_set_new(r, "age_ms", age_json(&e->age));
-		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "done"));
-	} else {
-		r = json_object();
-		json_object_set_new(r, "t", jsonout_real(e->t));
-		json_object_set_new(r, "v", json_integer((json_int_t)e->v));
-		json_object_set_new(r, "epoch", jsonout_real(e->epoch));
-		json_object_set_new(r, "samples", json_integer((json_int_t)e->samples));
-		json_object_set_new(r, "train_loss", jsonout_real(e->train_loss));
-		json_object_set_new(r, "test_loss", jsonout_real(e->test_loss));
-		json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
-		json_object_set_new(r, "samples_per_s", jsonout_real(e->samples_per_s));
-		json_object_set_new(r, "updates_per_s", jsonout_real(e->updates_per_s));
-		json_object_set_new(r, "train_s", jsonout_real(e->train_s));
-		json_object_set_new(r, "staleness", stale_json(&e->stale));
-		json_object_set_new(r, "age_ms", age_json(&e->age));
-	}
+	json_t *r = api_log_record(e);
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;
 	json_decref(r);

@@ -127,16 +127,8 @@ static void
 on_eval(void *ud, const run_eval *e)
 {
 	server *s = ud;
-	json_t *r = api_eval_json(e);
-	json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));
-	json_object_set_new(r, "train_s", jsonout_real(e->train_s));
-	json_object_set_new(r, "staleness", api_stale_json(&e->stale, 1));
-	json_object_set_new(r, "age_ms", api_age_json(&e->age));
+	json_t *r = api_log_record(e);
 	json_object_set_new(r, "run", json_integer(s->run_id));
-	if (e->final) {
-		json_object_set_new(r, "event", json_string("end"));
-		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));
-	}
 	log_record(s, r);
 	hub_publish(&s->hub, e->final ? "end" : "eval", r);
 	if (!s->quiet && !e->final)

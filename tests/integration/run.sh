@@ -120,7 +120,7 @@ expect_exit 2 "bad log format" "$SL" run --log-format xml
 
 # make install into a staging root
 root="$TMP/root"
-make -s -C "$(dirname "$0")/../.." install DESTDIR="$root" PREFIX=/usr BUILD="$(cd "$(dirname "$SL")" && pwd)" >/dev/null 2>&1
+make -s -C "$(dirname "$0")/../.." install-files DESTDIR="$root" PREFIX=/usr BUILD="$(cd "$(dirname "$SL")" && pwd)" >/dev/null 2>&1
 [ -x "$root/usr/bin/stalelab" ] && [ -f "$root/usr/share/man/man1/stalelab.1" ] && [ -f "$root/usr/share/stalelab/stalelab.service" ] &&
 	ok "make install (DESTDIR, PREFIX)" || bad "make install" "$(find "$root" 2>/dev/null)"
 "$root/usr/bin/stalelab" --version | grep -q '^stalelab ' && ok "installed binary runs" || bad "installed binary runs"

@@ -2,12 +2,14 @@
 # Run every Check suite binary given as arguments, without stopping at the
 # first failure; print each suite's output, then sum the Checks/Failures/
 # Errors lines. Prints "unit: N passed, M failed" and exits non-zero on any
-# failure. With SL_VALGRIND=1 each suite runs under valgrind (CK_FORK=no).
+# failure. With SL_VALGRIND=1 each suite runs under valgrind (CK_FORK=no),
+# leaving out the cases tagged "slow" (long deterministic runs that take tens
+# of minutes under memcheck; make asan runs them).
 rc=0; total=0; bad=0
 out=${TMPDIR:-/tmp}/sl-unit.$$
 for t in "$@"; do
 	if [ -n "$SL_VALGRIND" ]; then
-		CK_FORK=no CK_DEFAULT_TIMEOUT=600 valgrind -q --error-exitcode=99 \
+		CK_FORK=no CK_EXCLUDE_TAGS=slow valgrind -q --error-exitcode=99 \
 			--leak-check=full --errors-for-leak-kinds=definite \
 			"$t" >"$out" 2>&1 || rc=1
 	else

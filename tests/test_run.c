@@ -544,25 +544,34 @@ static Suite *
 run_suite(void)
 {
 	Suite *s = suite_create("run");
-	TCase *tc = tcase_create("engine");
-	tcase_add_unchecked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, ssgd_is_never_stale);
-	tcase_add_test(tc, asgd_equal_speed_settles_at_n_minus_1);
-	tcase_add_test(tc, ssp_keeps_its_bound);
-	tcase_add_test(tc, version_delay_is_uniform);
-	tcase_add_test(tc, server_held_gradients_age);
-	tcase_add_test(tc, partial_backprop_accounting);
-	tcase_add_test(tc, workers_grow_and_shrink);
-	tcase_add_test(tc, workers_come_back);
-	tcase_add_test(tc, rule_switch_mid_run);
-	tcase_add_test(tc, virtual_clock_is_deterministic);
-	tcase_add_test(tc, virtual_delays_cost_no_time);
-	tcase_add_test(tc, wall_clock_threads);
-	tcase_add_test(tc, checkpoint_resumes_exactly);
-	tcase_add_test(tc, series_memory_is_bounded);
-	tcase_add_test(tc, commands_are_checked);
-	suite_add_tcase(s, tc);
+	/* cases by topic; the long ones are tagged "slow" (make valgrind
+	 * leaves them out: under memcheck they take tens of minutes) */
+	const struct {
+		const char *name, *tags;
+		const TTest *tests[6];
+	} cases[] = {
+		{"staleness", NULL, {ssgd_is_never_stale, asgd_equal_speed_settles_at_n_minus_1,
+				     ssp_keeps_its_bound, version_delay_is_uniform,
+				     server_held_gradients_age, NULL}},
+		{"changes", NULL, {partial_backprop_accounting, workers_grow_and_shrink,
+				   workers_come_back, rule_switch_mid_run,
+				   commands_are_checked, NULL}},
+		{"determinism", "slow", {virtual_clock_is_deterministic,
+					 virtual_delays_cost_no_time,
+					 checkpoint_resumes_exactly, NULL}},
+		{"wall", NULL, {wall_clock_threads, NULL}},
+		{"long", "slow", {series_memory_is_bounded, NULL}},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		TCase *tc = tcase_create(cases[i].name);
+		tcase_add_unchecked_fixture(tc, setup, teardown);
+		tcase_set_timeout(tc, 120);
+		if (cases[i].tags)
+			tcase_set_tags(tc, cases[i].tags);
+		for (int k = 0; cases[i].tests[k]; k++)
+			tcase_add_test(tc, cases[i].tests[k]);
+		suite_add_tcase(s, tc);
+	}
 	return s;
 }
 

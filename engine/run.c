@@ -908,6 +908,18 @@ run_snapshot_put(run_snapshot *s)
 	}
 }
 
+size_t
+run_weights(run *r, float *out, size_t max)
+{
+	if (max < r->n_params)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	r->be_ps->ops->download(r->be_ps, out, ps_weights(r->ps),
+				sizeof(float) * r->n_params);
+	pthread_mutex_unlock(&r->mu);
+	return r->n_params;
+}
+
 int
 run_series(run *r, uint64_t since, run_eval *out, int max)
 {

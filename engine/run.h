@@ -159,6 +159,10 @@ void run_snapshot_put(run_snapshot *s);
  * memory stays bounded however long it runs. */
 int run_series(run *r, uint64_t since, run_eval *out, int max);
 
+/* Thread-safe: copy the server's weights (n_params floats, host memory)
+ * into out; returns n_params, or 0 if max is too small. */
+size_t run_weights(run *r, float *out, size_t max);
+
 /* Thread-safe: serialise the whole run at a quiet point between steps
  * (*buf malloc'd, caller frees). On the virtual clock the state is exact,
  * gradients in flight included, so a restored run continues bit for bit;

@@ -515,6 +515,105 @@ START_TEST(series_memory_is_bounded)
 }
 END_TEST
 
+/* run cfg to the end and return the server's weights (caller frees) */
+static float *
+final_weights(const run_config *c, size_t *n)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	float *w = malloc(sizeof(float) * 20000);
+	*n = run_weights(r, w, 20000);
+	ck_assert_uint_gt(*n, 0);
+	run_free(r);
+	return w;
+}
+
+static double
+max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]) / (1e-3 + fabs((double)a[i]));
+		if (d > worst)
+			worst = d;
+	}
+	return worst;
+}
+
+START_TEST(rules_reduce_to_their_special_cases)
+{
+	/* each rule's worker-side arithmetic pinned by a case where it must
+	 * equal a simpler rule: bit for bit where the arithmetic is the same,
+	 * to rounding where only the order of operations differs */
+	size_t n1, n2;
+	run_config a = base("asgd", 3), b;
+	snprintf(a.model, sizeof(a.model), "logreg");
+	a.delay.dist = DELAY_EXP;
+	a.delay.mean_ms = 2;
+	a.stop_steps = 120;
+	a.eval_every = 0;
+	float *wa = final_weights(&a, &n1), *wb;
+
+	/* dcasgd with lambda 0 is asgd */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "dcasgd");
+	b.rp.lambda = 0;
+	wb = final_weights(&b, &n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	/* dcasgd with lambda > 0 is not */
+	b.rp.lambda = 2;
+	wb = final_weights(&b, &n2);
+	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
+	free(wb);
+	free(wa);
+
+	/* with one worker nothing is stale: sasgd and ssp are asgd */
+	a.workers = 1;
+	wa = final_weights(&a, &n1);
+	const char *same[] = {"sasgd", "ssp", "ssgd"};
+	for (int k = 0; k < 3; k++) {
+		b = a;
+		snprintf(b.rule, sizeof(b.rule), "%s", same[k]);
+		wb = final_weights(&b, &n2);
+		ck_assert_msg(!memcmp(wa, wb, sizeof(float) * n1), "%s differs", same[k]);
+		free(wb);
+	}
+	free(wa);
+
+	/* 3 workers: odsgd before its warm-up ends is ssgd; local SGD with
+	 * H = 1 averages W - lr g_k, which is ssgd's W - lr mean(g) */
+	a = base("ssgd", 3);
+	snprintf(a.model, sizeof(a.model), "logreg");
+	a.stop_steps = 60;
+	a.eval_every = 0;
+	wa = final_weights(&a, &n1);
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "odsgd");
+	b.rp.warmup = 1000;
+	wb = final_weights(&b, &n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "localsgd");
+	b.rp.H = 1;
+	wb = final_weights(&b, &n2);
+	ck_assert_msg(max_rel_diff(wa, wb, n1) < 1e-4, "localsgd H=1 vs ssgd: %g",
+		      max_rel_diff(wa, wb, n1));
+	free(wb);
+	/* odsgd after its warm-up makes a different, one-step-delayed run */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "odsgd");
+	b.rp.warmup = 5;
+	wb = final_weights(&b, &n2);
+	ck_assert(max_rel_diff(wa, wb, n1) > 1e-4);
+	free(wb);
+	free(wa);
+}
+END_TEST
+
 START_TEST(commands_are_checked)
 {
 	run_config c = base("asgd", 2);
@@ -556,6 +655,7 @@ run_suite(void)
 		{"changes", NULL, {partial_backprop_accounting, workers_grow_and_shrink,
 				   workers_come_back, rule_switch_mid_run,
 				   commands_are_checked, NULL}},
+		{"rules", NULL, {rules_reduce_to_their_special_cases, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

@@ -2,6 +2,8 @@
  * --config file, then flags (each flag is applied as a one-field run object,
  * so flags and files share one parser and one set of error messages). */
 #include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
@@ -172,6 +174,26 @@ on_progress(void *ud, const run_eval *e)
 		fprintf(stderr, "\r\033[Kepoch %.2f  v %llu  loss %.4f  %.0f samples/s",
 			e->epoch, (unsigned long long)e->v, e->train_loss,
 			e->samples_per_s);
+}
+
+/* SIGINT/SIGTERM stop the run cleanly (end record, summary, exit 0). The
+ * main thread waits for them in sigwait while the run trains on its own
+ * thread: a thread in sigwait is where Linux delivers a process signal
+ * first, even when other threads (OpenBLAS's pool, made before main) do not
+ * block it. The run thread wakes the main thread with SIGUSR1 when done. */
+typedef struct runner {
+	run *r;
+	pthread_t main_th;
+	int rc;
+} runner;
+
+static void *
+runner_main(void *p)
+{
+	runner *x = p;
+	x->rc = run_exec(x->r);
+	pthread_kill(x->main_th, SIGUSR1);
+	return NULL;
 }
 
 /* Apply one flag as {"key": value} or {"stop": {"key": value}}. */
@@ -429,6 +451,13 @@ cmd_run(int argc, char **argv)
 	run_callbacks cb = {.eval = on_eval, .change = on_change,
 			    .progress = on_progress, .checkpoint = on_checkpoint,
 			    .ud = &ctx};
+	/* block them before our threads exist: the main thread sigwaits */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 	int rc2 = run_new(&cfg, &data, sched, n_sched, &cb, &r, err);
 	free(sched);
 	if (rc2 == 0 && ckpt)
@@ -454,7 +483,29 @@ cmd_run(int argc, char **argv)
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock\n",
 			cfg.model, data.name, data.train.n, data.test.n, cfg.rule,
 			cfg.workers, cfg.workers == 1 ? "" : "s", cfg.clock);
-	if (run_exec(r) < 0) {
+	runner rn = {.r = r, .main_th = pthread_self(), .rc = -1};
+	pthread_t rt;
+	int exec_rc;
+	if (pthread_create(&rt, NULL, runner_main, &rn) == 0) {
+		for (int stopping = 0;;) {
+			int sig = 0;
+			sigwait(&sigs, &sig);
+			if (sig == SIGUSR1)
+				break;
+			if (stopping) /* asked twice: give up at once */
+				_exit(130);
+			stopping = 1;
+			if (!quiet)
+				fprintf(stderr, "\nstalelab run: %s, stopping (again to quit now)\n",
+					sig == SIGINT ? "SIGINT" : "SIGTERM");
+			run_stop(r);
+		}
+		pthread_join(rt, NULL);
+		exec_rc = rn.rc;
+	} else {
+		exec_rc = run_exec(r);
+	}
+	if (exec_rc < 0) {
 		fprintf(stderr, "stalelab run: the run failed\n");
 		goto out;
 	}

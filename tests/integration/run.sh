@@ -103,6 +103,15 @@ out=$("$SL" run --config "$TMP/run.json" --steps 30 --quiet 2>/dev/null)
 expect_grep '"event":"end"' "log on stdout by default" "$out"
 expect_exit 1 "unwritable log" "$SL" run --config "$TMP/run.json" --steps 5 --log /nonexistent/x.jsonl
 
+# SIGTERM stops a run cleanly: end record, summary, exit 0
+"$SL" run --config "$TMP/run.json" --epochs 1000 --log "$TMP/term.jsonl" 2>"$TMP/term.err" &
+pid=$!
+sleep 1.5
+kill -TERM $pid; wait $pid; rc=$?
+last=$(tail -n 1 "$TMP/term.jsonl" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("event"), d.get("stop"))')
+[ $rc -eq 0 ] && [ "$last" = "end stopped" ] && ok "SIGTERM: end record, exit 0" || bad "SIGTERM (rc $rc, last $last)" "$(tail -3 "$TMP/term.err")"
+expect_grep 'done \(stopped\)' "SIGTERM: summary" "$(cat "$TMP/term.err")"
+
 # CSV logs: a header and one flat row per record
 expect_exit 0 "csv log" "$SL" run --config "$TMP/run.json" --steps 100 --log "$TMP/run.csv" --log-format csv --quiet
 check=$(python3 - "$TMP/run.csv" <<'PY'

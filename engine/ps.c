@@ -312,6 +312,12 @@ ps_load(ps *p, const float *w, uint64_t v)
 	drop_round(p);
 }
 
+float *
+ps_momentum(ps *p)
+{
+	return p->mu > 0 ? p->mom : NULL;
+}
+
 void
 ps_advance(ps *p)
 {

@@ -97,8 +97,10 @@ void ps_elastic(ps *p, float *x, float alpha);
  * when the average was taken. */
 int ps_average_push(ps *p, const float *x, int round_size);
 
-/* Hogwild: the caller stepped the shared weights itself (no lock);
- * count the update. */
+/* Hogwild: the caller steps the shared weights itself, without a lock,
+ * with the server's momentum buffer (NULL when momentum is 0), then counts
+ * the update with ps_advance. */
+float *ps_momentum(ps *p);
 void ps_advance(ps *p);
 
 /* Checkpoint the server's whole state (weights, version, momentum, the

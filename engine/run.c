@@ -1336,11 +1336,14 @@ worker_main(void *p)
 			break;
 		if (r->rule == RULE_HOGWILD) {
 			/* no lock around the step: others read and write too */
-			pthread_mutex_unlock(&r->mu);
 			backend *be = r->be_ps;
 			size_t o = w->grad_off;
+			float *mom = ps_momentum(r->ps);
+			float lr = (float)r->cfg.lr, mu = (float)r->cfg.momentum;
+			float wd = (float)r->cfg.weight_decay;
+			pthread_mutex_unlock(&r->mu);
 			be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
-				     NULL, r->n_params - o, (float)r->cfg.lr, 0, 0);
+				     mom ? mom + o : NULL, r->n_params - o, lr, mu, wd);
 			pthread_mutex_lock(&r->mu);
 			uint64_t tau = ps_version(r->ps) - w->v_read;
 			ps_advance(r->ps);

@@ -66,6 +66,17 @@ for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
         print("    asgd %d worker(s): %9.0f samples/s %8.0f updates/s" % (nw, x, u))
     p = med([r["updates_per_s"] for r in psr if r["model"] == spec])
     print("    parameter server apply alone: %.0f updates/s" % p)
+    # ratios of the pairs measured in the same round (robust to a noisy
+    # neighbour that slows one round down)
+    es = [r["samples_per_s"] for r in eng if r["model"] == spec]
+    ss = [r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "single"]
+    a2s = [r["samples_per_s"] for r in asy if r["model"] == spec and r["workers"] == 2]
+    hs = [r["samples_per_s_median"] for r in peer if r["model"] == m and r["mode"] == "hogwild"]
+    rs = [x / y for x, y in zip(es, ss)]
+    rh = [x / y for x, y in zip(a2s, hs)]
+    if rs:
+        print("    per-round ratios single %s (median %.2f); hogwild %s (median %.2f)"
+              % (["%.2f" % x for x in rs], med(rs), ["%.2f" % x for x in rh], med(rh)))
     print(json.dumps({"bench": "vs_peer", "model": spec, "stalelab": round(e, 1),
                       "torch_single": s, "ratio_single": round(e / s, 3) if s == s else None,
                       "asgd_2w": round(a2, 1), "torch_hogwild": h,

@@ -87,6 +87,15 @@ api_log_record(const run_eval *e)
 	return r;
 }
 
+json_t *
+api_change_record(double t, uint64_t v, const run_cmd *c)
+{
+	json_t *r = cmd_to_json(c);
+	json_object_set_new(r, "t", jsonout_real(t));
+	json_object_set_new(r, "v", json_integer((json_int_t)v));
+	return r;
+}
+
 static json_t *
 worker_json(const worker_snap *w)
 {

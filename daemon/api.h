@@ -15,6 +15,8 @@ json_t *api_eval_json(const run_eval *e);
 /* A log record (docs/formats.md) for an evaluation, or the end record when
  * e->final: the same for `stalelab run` and `stalelab serve`. */
 json_t *api_log_record(const run_eval *e);
+/* The log record of a change applied at (t, v). */
+json_t *api_change_record(double t, uint64_t v, const run_cmd *c);
 /* GET /api/v1/status */
 json_t *api_status_json(const run_snapshot *s);
 /* GET /api/v1/staleness */

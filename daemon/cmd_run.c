@@ -129,9 +129,7 @@ static void
 on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 {
 	run_ctx *c = ud;
-	json_t *r = cmd_to_json(cmd);
-	json_object_set_new(r, "t", json_real(t));
-	json_object_set_new(r, "v", json_integer((json_int_t)v));
+	json_t *r = api_change_record(t, v, cmd);
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;
 	json_decref(r);

@@ -142,9 +142,7 @@ static void
 on_change(void *ud, double t, uint64_t v, const run_cmd *c)
 {
 	server *s = ud;
-	json_t *r = cmd_to_json(c);
-	json_object_set_new(r, "t", jsonout_real(t));
-	json_object_set_new(r, "v", json_integer((json_int_t)v));
+	json_t *r = api_change_record(t, v, c);
 	json_object_set_new(r, "run", json_integer(s->run_id));
 	log_record(s, r);
 	hub_publish(&s->hub, "change", r);

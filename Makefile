@@ -33,7 +33,16 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 all: $(BUILD)/stalelab
 
 help:
-	@echo "make deps | all | run | test | bench | asan | valgrind | clean"
+	@echo "make deps           install the Debian packages (apt-get; quick when present)"
+	@echo "make / make all     build build/stalelab"
+	@echo "make run            the daemon on the default run, http://127.0.0.1:8470"
+	@echo "make test           Check suites and integration tests"
+	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
+	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
+	@echo "make asan           the tests under ASan+UBSan"
+	@echo "make valgrind       the unit suites under memcheck (cases tagged slow left out)"
+	@echo "make install        PREFIX=/usr/local DESTDIR=: binary, man page, systemd unit"
+	@echo "make clean"
 
 # Install the Debian packages we need; quick when everything is present.
 deps:

@@ -508,6 +508,19 @@ after_version_change(run *r)
 	r->updates++;
 }
 
+/* a gradient delivered: the counters every push path shares */
+static void
+count_delivery(run *r, worker *w)
+{
+	w->seq++;
+	w->bytes_sent += (double)(r->n_params - w->grad_off) * sizeof(float);
+	r->loss_sum += w->loss;
+	r->loss_n++;
+	r->samples += (uint64_t)w->batch_n;
+	w->samples += (uint64_t)w->batch_n;
+	w->iterations++;
+}
+
 /* deliver the worker's gradient (lock held; can_push true). */
 static void
 push(run *r, worker *w)
@@ -516,13 +529,7 @@ push(run *r, worker *w)
 	size_t off = w->grad_off;
 	uint64_t v0 = ps_version(r->ps);
 	uint64_t tau = 0;
-	w->seq++;
-	w->bytes_sent += (double)(r->n_params - off) * sizeof(float);
-	r->loss_sum += w->loss;
-	r->loss_n++;
-	r->samples += (uint64_t)w->batch_n;
-	w->samples += (uint64_t)w->batch_n;
-	w->iterations++;
+	count_delivery(r, w);
 	if (local_rule(r->rule)) {
 		/* local step on the worker's own weights */
 		be->ops->sgd(be, w->m->params + off, w->m->grads + off, NULL,
@@ -1348,13 +1355,7 @@ worker_main(void *p)
 			uint64_t tau = ps_version(r->ps) - w->v_read;
 			ps_advance(r->ps);
 			after_version_change(r);
-			w->seq++;
-			w->bytes_sent += (double)(r->n_params - o) * sizeof(float);
-			r->loss_sum += w->loss;
-			r->loss_n++;
-			r->samples += (uint64_t)w->batch_n;
-			w->samples += (uint64_t)w->batch_n;
-			w->iterations++;
+			count_delivery(r, w);
 			w->clock++;
 			record_stale(r, w, tau, w->t_read);
 		} else {

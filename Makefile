@@ -5,13 +5,17 @@ CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
 PKGS    := openblas check jansson zlib libmicrohttpd
-CFLAGS_BASE := -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+# pkg-config is asked when a recipe needs the flags (recursive '='), not when
+# this file is parsed: on a fresh machine `make run` installs the packages
+# first (make deps), and only then are the flags there to read.
+PKGCONFIG = $(shell pkg-config $(1) openblas jansson zlib libmicrohttpd 2>/dev/null)
+CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
-	$(shell pkg-config --cflags openblas jansson zlib libmicrohttpd 2>/dev/null)
+	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
 ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Idaemon -Itests
-LDLIBS  := $(shell pkg-config --libs openblas jansson zlib libmicrohttpd 2>/dev/null) -lm -pthread
-CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null)
+LDLIBS  = $(call PKGCONFIG,--libs) -lm -pthread
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 ENGINE_SRC := $(wildcard engine/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
@@ -36,6 +40,7 @@ help:
 	@echo "make deps           install the Debian packages (apt-get; quick when present)"
 	@echo "make / make all     build build/stalelab"
 	@echo "make run            the daemon on the default run, http://127.0.0.1:8470"
+	@echo "                    (make run PORT=9000 ARGS=\"--demo\" for another port, flags)"
 	@echo "make test           Check suites and integration tests"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
@@ -72,8 +77,11 @@ $(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ)
 
 # The daemon on the default run (Fashion-MNIST MLP, 4 workers, asgd, mixed
 # delays), HTTP API on http://127.0.0.1:8470 until Ctrl-C.
-run: deps all
-	$(BUILD)/stalelab serve
+PORT ?= 8470
+ARGS ?=
+run: deps
+	@$(MAKE) --no-print-directory all
+	$(BUILD)/stalelab serve --listen 127.0.0.1:$(PORT) $(ARGS)
 
 unit: $(TEST_BIN)
 	@sh tests/run_unit.sh $(TEST_BIN)
@@ -82,19 +90,21 @@ test: deps
 	@$(MAKE) --no-print-directory all $(TEST_BIN)
 	@sh tests/run_all.sh $(BUILD)
 
-bench: deps all
+bench: deps
+	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
 
-bench-accuracy: deps all
+bench-accuracy: deps
+	@$(MAKE) --no-print-directory all
 	@sh bench/accuracy.sh $(BUILD)
 
-asan:
+asan: deps
 	@$(MAKE) --no-print-directory BUILD=build-asan OPT=-O1 \
 		EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" \
 		all $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BIN))
 	@SL_ASAN=1 sh tests/run_all.sh build-asan
 
-valgrind:
+valgrind: deps
 	@$(MAKE) --no-print-directory BUILD=build-vg OPT=-O0 all \
 		$(patsubst $(BUILD)/%,build-vg/%,$(TEST_BIN))
 	@SL_VALGRIND=1 sh tests/run_all.sh build-vg

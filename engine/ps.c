@@ -165,16 +165,40 @@ ps_size(const ps *p)
 	return p->n;
 }
 
+/* DC-ASGD: remember the weights `worker` reads */
+static void
+keep_backup(ps *p, int worker, const float *w)
+{
+	if (p->rule != RULE_DCASGD || worker < 0 || worker >= p->max_workers)
+		return;
+	if (!p->bak[worker])
+		p->bak[worker] = balloc(p, p->n);
+	if (p->bak[worker])
+		p->be->ops->copy(p->be, p->bak[worker], w, sizeof(float) * p->n);
+}
+
+const float *
+ps_backup(const ps *p, int worker)
+{
+	if (worker < 0 || worker >= p->max_workers)
+		return NULL;
+	return p->bak[worker];
+}
+
+void
+ps_pull_old(ps *p, int worker, const float *old, uint64_t v_old, float *dst,
+	    uint64_t *have)
+{
+	keep_backup(p, worker, old);
+	p->be->ops->copy(p->be, dst, old, sizeof(float) * p->n);
+	*have = v_old;
+}
+
 int
 ps_pull(ps *p, int worker, float *dst, uint64_t *have)
 {
 	backend *be = p->be;
-	if (p->rule == RULE_DCASGD && worker >= 0 && worker < p->max_workers) {
-		if (!p->bak[worker])
-			p->bak[worker] = balloc(p, p->n);
-		if (p->bak[worker])
-			be->ops->copy(be, p->bak[worker], p->w, sizeof(float) * p->n);
-	}
+	keep_backup(p, worker, p->w);
 	if (*have == p->v && dst)
 		return 0;
 	if (dst)
@@ -241,7 +265,7 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 			lr /= (float)r.tau;
 		break;
 	case RULE_DCASGD: {
-		float *bak = p->bak[g->worker];
+		const float *bak = g->bak ? g->bak : p->bak[g->worker];
 		if (!bak)
 			break; /* never pulled: no reference, plain step */
 		float *ms = NULL;

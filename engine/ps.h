@@ -49,6 +49,10 @@ typedef struct ps_grad {
 	size_t off;
 	int batch;
 	const float *g;
+	/* DC-ASGD: the weights g was computed on, when the server kept them
+	 * with the gradient (a gradient held at the server while its worker
+	 * pulled again); NULL: the worker's backup from its last pull */
+	const float *bak;
 } ps_grad;
 
 /* What a push did. */
@@ -78,6 +82,17 @@ size_t ps_size(const ps *p);
 /* Copy the weights into dst unless *have == v; sets *have = v. Records the
  * copy as `worker`'s backup for DC-ASGD. Returns 1 if copied, 0 if not. */
 int ps_pull(ps *p, int worker, float *dst, uint64_t *have);
+
+/* A stale read (version delays): copy old, the server's weights of version
+ * v_old (kept by the caller's version history), into dst and record them
+ * as `worker`'s DC-ASGD backup, so the compensation uses the weights the
+ * gradient is computed on. */
+void ps_pull_old(ps *p, int worker, const float *old, uint64_t v_old,
+		 float *dst, uint64_t *have);
+
+/* DC-ASGD: the weights `worker` last read (backend memory, n floats), or
+ * NULL when it never pulled under dcasgd. */
+const float *ps_backup(const ps *p, int worker);
 
 /* Apply (or, for sync rules, accumulate) one gradient. round_size is the
  * number of gradients a round needs (ssgd/odsgd: active workers;

@@ -87,6 +87,7 @@ typedef struct held {
 	int batch;
 	double loss;
 	float *g;
+	float *bak;   /* dcasgd: the weights g was computed on (else NULL) */
 } held;
 
 /* virtual clock event */
@@ -161,6 +162,8 @@ struct run {
 	int n_sched, sched_pos;
 	atomic_int stop_req;
 	int stopping, paused, eval_gate, n_computing;
+	int hog_inflight; /* hogwild steps between their check and their count */
+	int fail_rc;      /* the run failed (negative SL_E* code; r->err says why) */
 	run_state state;
 	const char *stop_reason;
 	/* virtual events */
@@ -425,6 +428,41 @@ local_rule(rule_kind k)
 	return k == RULE_LOCALSGD || k == RULE_EASGD;
 }
 
+/* Is the worker's gradient held at the server ("where": "server") while
+ * the worker moves on? Only where the rule lets a worker move on before
+ * its gradient lands. ssgd and odsgd wait for their round (odsgd's local
+ * step needs the gradient too) and local rules exchange models, so there
+ * a server-held delay is a delay of the arrival like a worker-side one:
+ * it never changes the rule's semantics. */
+static int
+held_at_server(const run *r, const worker *w)
+{
+	return w->delay.at_server && !local_rule(r->rule) &&
+	       r->rule != RULE_SSGD && r->rule != RULE_ODSGD;
+}
+
+/* may another update be applied? (a stop counted in updates stops at
+ * exactly that update, whatever is in flight) */
+static int
+steps_left(const run *r)
+{
+	return !r->cfg.stop_steps || ps_version(r->ps) < r->cfg.stop_steps;
+}
+
+/* The run cannot go on (lock held): say why in r->err, stop it; run_exec
+ * returns the code and the state becomes "failed". Returns code. */
+static int
+fail_run(run *r, int code, const char *why)
+{
+	if (!r->fail_rc) {
+		r->fail_rc = code;
+		snprintf(r->err, sizeof(r->err), "%s", why);
+	}
+	r->stopping = 1;
+	pthread_cond_broadcast(&r->cv);
+	return code;
+}
+
 /* version-delay history: keep a copy of the weights at each version */
 static void
 vhist_record(run *r)
@@ -472,14 +510,11 @@ pull(run *r, worker *w)
 		uint64_t target = (uint64_t)lag > v ? 0 : v - (uint64_t)lag;
 		int slot = (int)(target % (uint64_t)r->vh_depth);
 		if (r->vh_v[slot] == target && lag < r->vh_depth) {
-			be->ops->copy(be, w->m->params, r->vh[slot],
-				      sizeof(float) * r->n_params);
-			w->have = target;
+			/* a stale read: the weights of version `target`, which
+			 * DC-ASGD's compensation must also see */
+			ps_pull_old(r->ps, w->id, r->vh[slot], target,
+				    w->m->params, &w->have);
 			w->v_read = target;
-			/* DC-ASGD's backup records the current weights: a version
-			 * delay models staleness, not a real older pull */
-			uint64_t backup_v = UINT64_MAX;
-			ps_pull(r->ps, w->id, NULL, &backup_v);
 			return;
 		}
 	}
@@ -615,24 +650,37 @@ push(run *r, worker *w)
 	record_stale(r, w, tau, w->t_read);
 }
 
-/* hold a gradient at the server until it is old enough */
-static void
+/* hold a gradient at the server until it is old enough; a failed
+ * allocation fails the run (a dropped gradient would go unnoticed) */
+static int
 hold(run *r, worker *w, double due)
 {
 	if (r->n_held == r->cap_held) {
 		int cap = r->cap_held ? 2 * r->cap_held : 16;
 		held *h = realloc(r->held, sizeof(held) * (size_t)cap);
 		if (!h)
-			return;
+			return fail_run(r, -SL_ENOMEM,
+					"out of memory holding a gradient at the server");
 		r->held = h;
 		r->cap_held = cap;
 	}
 	size_t off = w->grad_off;
 	held *h = &r->held[r->n_held];
+	/* DC-ASGD compensates with the weights this gradient was computed
+	 * on: the worker's backup now, before its next pull replaces it */
+	const float *bak = r->rule == RULE_DCASGD ? ps_backup(r->ps, w->id) : NULL;
 	h->g = malloc(sizeof(float) * r->n_params);
-	if (!h->g)
-		return;
+	h->bak = bak ? malloc(sizeof(float) * r->n_params) : NULL;
+	if (!h->g || (bak && !h->bak)) {
+		free(h->g);
+		free(h->bak);
+		return fail_run(r, -SL_ENOMEM,
+				"out of memory holding a gradient at the server");
+	}
 	memcpy(h->g + off, w->m->grads + off, sizeof(float) * (r->n_params - off));
+	if (bak)
+		r->be_ps->ops->download(r->be_ps, h->bak, bak,
+					sizeof(float) * r->n_params);
 	h->due = due;
 	h->t_read = w->t_read;
 	h->worker = w->id;
@@ -647,21 +695,24 @@ hold(run *r, worker *w, double due)
 	w->iterations++;
 	w->samples += (uint64_t)w->batch_n;
 	w->bytes_sent += (double)(r->n_params - off) * sizeof(float);
+	return 0;
 }
 
-/* apply held gradients that are due (all of them when force) */
+/* apply held gradients that are due (all of them when force), in the
+ * order they were held, never past a stop counted in updates */
 static int
 release_held(run *r, int force)
 {
 	int applied = 0;
-	for (int i = 0; i < r->n_held;) {
+	for (int i = 0; i < r->n_held && steps_left(r);) {
 		held *h = &r->held[i];
 		if (!force && h->due > now(r)) {
 			i++;
 			continue;
 		}
 		ps_grad g = {.worker = h->worker, .seq = h->seq, .v_read = h->v_read,
-			     .off = h->off, .batch = h->batch, .g = h->g};
+			     .off = h->off, .batch = h->batch, .g = h->g,
+			     .bak = h->bak};
 		ps_result res;
 		ps_push(r->ps, &g, round_size(r), &res);
 		r->samples += (uint64_t)h->batch;
@@ -672,7 +723,11 @@ release_held(run *r, int force)
 		if (res.applied)
 			after_version_change(r);
 		free(h->g);
-		r->held[i] = r->held[--r->n_held];
+		free(h->bak);
+		/* keep the order: two gradients due at once land oldest first */
+		memmove(&r->held[i], &r->held[i + 1],
+			sizeof(held) * (size_t)(r->n_held - i - 1));
+		r->n_held--;
 		applied++;
 	}
 	return applied;
@@ -779,6 +834,10 @@ stop_met(run *r)
 {
 	const run_config *c = &r->cfg;
 	const double n = r->data->train.n;
+	if (r->fail_rc) {
+		r->stop_reason = "failed";
+		return 1;
+	}
 	if (atomic_load(&r->stop_req)) {
 		r->stop_reason = "stopped";
 		return 1;
@@ -847,6 +906,8 @@ build_snapshot(run *r)
 	s->stale = r->hist;
 	s->age = r->age;
 	s->stop_reason = r->stop_reason;
+	if (r->fail_rc)
+		snprintf(s->error, sizeof(s->error), "%s", r->err);
 	s->clock_gap_max = r->clock_gap_max;
 	double tnow = now(r);
 	for (int i = 0; i < r->win_n; i++) {
@@ -1324,8 +1385,9 @@ worker_main(void *p)
 		pthread_cond_broadcast(&r->cv);
 		size_t off = w->grad_off;
 		double d = delay_s(w, dt, (double)(r->n_params - off) * sizeof(float));
-		if (w->delay.at_server && !local_rule(r->rule)) {
-			hold(r, w, now(r) + d);
+		if (held_at_server(r, w)) {
+			if (hold(r, w, now(r) + d) < 0)
+				break;
 			w->st = W_IDLE;
 			continue;
 		}
@@ -1342,6 +1404,18 @@ worker_main(void *p)
 		if (r->stopping)
 			break;
 		if (r->rule == RULE_HOGWILD) {
+			/* a stop in updates counts the steps in flight too */
+			while (!r->stopping && r->cfg.stop_steps &&
+			       ps_version(r->ps) + (uint64_t)r->hog_inflight >=
+				       r->cfg.stop_steps) {
+				w->st = W_WAIT_PUSH;
+				timed_wait(r, 0.05);
+			}
+			if (r->stopping)
+				break;
+		}
+		if (r->rule == RULE_HOGWILD) {
+			r->hog_inflight++;
 			/* no lock around the step: others read and write too */
 			backend *be = r->be_ps;
 			size_t o = w->grad_off;
@@ -1352,6 +1426,7 @@ worker_main(void *p)
 			be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
 				     mom ? mom + o : NULL, r->n_params - o, lr, mu, wd);
 			pthread_mutex_lock(&r->mu);
+			r->hog_inflight--;
 			uint64_t tau = ps_version(r->ps) - w->v_read;
 			ps_advance(r->ps);
 			after_version_change(r);
@@ -1546,7 +1621,7 @@ v_start(run *r, worker *w)
 	size_t off = w->grad_off;
 	double d = delay_s(w, 0, (double)(r->n_params - off) * sizeof(float));
 	w->st = W_DELAY;
-	if (w->delay.at_server && !local_rule(r->rule)) {
+	if (held_at_server(r, w)) {
 		w->due = d; /* held this long at the server after arriving */
 		schedule(r, r->vtime + cost, w->id, EV_ARRIVE);
 	} else {
@@ -1558,10 +1633,18 @@ v_start(run *r, worker *w)
 static void
 v_arrive(run *r, worker *w)
 {
-	if (w->delay.at_server && !local_rule(r->rule) && w->due > 0) {
-		hold(r, w, r->vtime + w->due);
-		schedule(r, r->vtime + w->due, w->id, EV_HELD);
+	if (w->due > 0) {
+		double due = w->due;
 		w->due = 0;
+		if (!held_at_server(r, w)) {
+			/* the rule changed while it travelled: the rest of its
+			 * delay delays the arrival */
+			schedule(r, r->vtime + due, w->id, EV_ARRIVE);
+			return;
+		}
+		if (hold(r, w, r->vtime + due) < 0)
+			return;
+		schedule(r, r->vtime + due, w->id, EV_HELD);
 	} else if (!can_push(r, w)) {
 		w->st = W_WAIT_PUSH;
 		return;
@@ -1737,10 +1820,15 @@ run_exec(run *r)
 	r->state = r->paused ? RUN_PAUSED : RUN_RUNNING;
 	publish(r);
 	int rc = r->virt ? exec_virtual(r) : exec_wall(r);
-	/* deliver what is in flight, close a partial round, final record */
-	release_held(r, 1);
-	if (ps_flush_round(r->ps, 1))
-		after_version_change(r);
+	/* deliver what is in flight, close a partial round, final record
+	 * (never past a stop in updates) */
+	if (!r->fail_rc) {
+		release_held(r, 1);
+		if (steps_left(r) && ps_flush_round(r->ps, 1))
+			after_version_change(r);
+	}
+	if (r->fail_rc)
+		rc = r->fail_rc;
 	if (!r->n_series || r->series[r->n_series - 1].v != ps_version(r->ps) ||
 	    r->series[r->n_series - 1].samples != r->samples)
 		evaluate(r);
@@ -1749,7 +1837,7 @@ run_exec(run *r)
 	fill_eval(r, &e);
 	e.final = 1;
 	e.stop_reason = r->stop_reason ? r->stop_reason : "stopped";
-	r->state = RUN_FINISHED;
+	r->state = r->fail_rc ? RUN_FAILED : RUN_FINISHED;
 	if (r->cb.eval)
 		r->cb.eval(r->cb.ud, &e);
 	serve_checkpoint(r);
@@ -1778,8 +1866,10 @@ run_free(run *r)
 		SL_ASSERT(!r->w[i]->thread_live);
 	for (int i = 0; i < r->n_slots; i++)
 		worker_destroy(r, r->w[i]);
-	for (int i = 0; i < r->n_held; i++)
+	for (int i = 0; i < r->n_held; i++) {
 		free(r->held[i].g);
+		free(r->held[i].bak);
+	}
 	free(r->held);
 	for (int i = 0; i < r->vh_depth; i++)
 		r->be_ps->ops->free(r->be_ps, r->vh[i]);
@@ -1874,8 +1964,10 @@ save_state(run *r, blob *b)
 	ps_save(r->ps, b);
 	for (int i = 0; i < r->n_held; i++) {
 		held *h = &r->held[i];
-		blob_put(b, h, sizeof(*h)); /* the pointer is rewritten on load */
+		blob_put(b, h, sizeof(*h)); /* the pointers are rewritten on load */
 		blob_put(b, h->g + h->off, sizeof(float) * (r->n_params - h->off));
+		if (h->bak)
+			blob_put(b, h->bak, sizeof(float) * r->n_params);
 	}
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];
@@ -2041,9 +2133,14 @@ restore_state(run *r, cursor *c, char *err)
 		if (cur_get(c, &h, sizeof(h)) < 0 || h.off >= r->n_params ||
 		    h.worker < 0 || h.worker >= n_slots)
 			goto bad;
+		int has_bak = h.bak != NULL;
 		h.g = malloc(sizeof(float) * r->n_params);
-		if (!h.g || cur_get(c, h.g + h.off, sizeof(float) * (r->n_params - h.off)) < 0) {
+		h.bak = has_bak ? malloc(sizeof(float) * r->n_params) : NULL;
+		if (!h.g || (has_bak && !h.bak) ||
+		    cur_get(c, h.g + h.off, sizeof(float) * (r->n_params - h.off)) < 0 ||
+		    (has_bak && cur_get(c, h.bak, sizeof(float) * r->n_params) < 0)) {
 			free(h.g);
+			free(h.bak);
 			goto bad;
 		}
 		if (r->n_held == r->cap_held) {
@@ -2051,6 +2148,7 @@ restore_state(run *r, cursor *c, char *err)
 			held *nh = realloc(r->held, sizeof(held) * (size_t)cap);
 			if (!nh) {
 				free(h.g);
+				free(h.bak);
 				goto bad;
 			}
 			r->held = nh;

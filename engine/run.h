@@ -110,6 +110,7 @@ typedef struct run_snapshot {
 	stale_hist window;   /* the last few seconds */
 	age_hist age;        /* time-staleness (ms) */
 	const char *stop_reason; /* once finished: epochs, steps, ... */
+	char error[SL_ERR_LEN];  /* why the run failed ("" unless failed) */
 	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
 	int n_workers;
 	worker_snap *workers;

@@ -173,6 +173,39 @@ START_TEST(dcasgd_constant_lambda)
 }
 END_TEST
 
+START_TEST(dcasgd_compensates_from_the_weights_read)
+{
+	/* a stale read (version delay) hands worker 0 the weights of an older
+	 * version; DC-ASGD's compensation must use those, not the current */
+	backend *be = cpu();
+	float w0[] = {1, 1, 1}, old[] = {1.5f, 1.5f, 1.5f}, g[] = {0.5f, 0.5f, 0.5f};
+	rule_params rp = {.lambda = 0.04};
+	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	float local[3];
+	uint64_t have = 99;
+	ps_pull_old(p, 0, old, 7, local, &have);
+	ck_assert_uint_eq(have, 7);
+	ck_assert_float_eq(local[0], 1.5f);
+	ck_assert_float_eq(ps_backup(p, 0)[2], 1.5f);
+	ps_result r;
+	ps_grad a = {.worker = 0, .v_read = 0, .g = g};
+	ps_push(p, &a, 1, &r);
+	/* g' = 0.5 + 0.04 * 0.25 * (1 - 1.5) = 0.495; w = 1 - 0.0495 */
+	ck_assert_float_eq_tol(W(p, 0), 1.0f - 0.0495f, 1e-7);
+	/* a gradient that carries its own weights (held at the server while
+	 * its worker pulled again) is compensated from those: here the
+	 * worker's backup is the current w, the carried one 0.5 */
+	float w1 = W(p, 0), carried[] = {0.5f, 0.5f, 0.5f};
+	ps_pull(p, 0, local, &have);
+	ps_grad c = {.worker = 0, .v_read = 1, .g = g, .bak = carried};
+	ps_push(p, &c, 1, &r);
+	double gp = 0.5 + 0.04 * 0.25 * (w1 - 0.5);
+	ck_assert_float_eq_tol(W(p, 0), (float)(w1 - 0.1 * gp), 1e-7);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(dcasgd_adaptive_lambda)
 {
 	backend *be = cpu();
@@ -254,6 +287,7 @@ ps_suite(void)
 	tcase_add_test(tc, softsync_and_flush);
 	tcase_add_test(tc, dcasgd_constant_lambda);
 	tcase_add_test(tc, dcasgd_adaptive_lambda);
+	tcase_add_test(tc, dcasgd_compensates_from_the_weights_read);
 	tcase_add_test(tc, momentum_at_server);
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_names);

@@ -189,9 +189,12 @@ START_TEST(server_held_gradients_age)
 			mode = s->stale.b[k];
 	ck_assert_msg(mode * 10 >= s->stale.n * 8, "mode %llu of %llu",
 		      (unsigned long long)mode, (unsigned long long)s->stale.n);
-	/* every held gradient was applied in the end */
+	/* the run stops at exactly 300 updates; what was still held then
+	 * (at most 32) is never applied */
+	ck_assert_uint_eq(s->v, 300);
 	ck_assert_uint_eq(s->stale.n, s->v);
-	ck_assert_uint_eq(s->workers[0].iterations, s->v);
+	ck_assert_uint_ge(s->workers[0].iterations, s->v);
+	ck_assert_uint_le(s->workers[0].iterations, s->v + 32);
 	run_snapshot_put(s);
 	/* held 20 ms (~166 steps): a worker never has more than 32 waiting,
 	 * so it pauses and the staleness settles near 32 (the final release
@@ -203,6 +206,122 @@ START_TEST(server_held_gradients_age)
 	ck_assert_uint_eq(s->stale.n, s->v);
 	run_snapshot_put(s);
 	free(r);
+}
+END_TEST
+
+/* the eval records of two runs are the same, bit for bit */
+static int
+same_records(const rec *a, const rec *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (int i = 0; i < a->n; i++)
+		if (a->ev[i].v != b->ev[i].v || a->ev[i].samples != b->ev[i].samples ||
+		    memcmp(&a->ev[i].test_acc, &b->ev[i].test_acc, sizeof(double)) ||
+		    memcmp(&a->ev[i].train_loss, &b->ev[i].train_loss, sizeof(double)))
+			return 0;
+	return 1;
+}
+
+START_TEST(server_delays_keep_sync_rules)
+{
+	/* a server-held delay delays the arrival and never changes the rule:
+	 * ssgd stays at staleness 0 and odsgd at most 1, on both clocks, and
+	 * on the virtual clock the run is the same as with the delay on the
+	 * worker's side, bit for bit */
+	const char *rules[] = {"ssgd", "odsgd"};
+	const uint64_t bound[] = {0, 1};
+	for (int k = 0; k < 2; k++) {
+		for (int clk = 0; clk < 2; clk++) {
+			run_config c = base(rules[k], 4);
+			c.delay.dist = DELAY_CONST;
+			c.delay.mean_ms = clk ? 3 : 20;
+			c.delay.at_server = 1;
+			c.rp.warmup = 20;
+			c.rp.local_lr = 0.01;
+			if (clk) {
+				snprintf(c.clock, sizeof(c.clock), "wall");
+				c.stop_steps = 60;
+			}
+			rec *a = calloc(1, sizeof(*a));
+			run_snapshot *s = go(&c, NULL, 0, a);
+			ck_assert_msg(s->stale.max <= bound[k], "%s on the %s clock: staleness up to %llu",
+				      rules[k], c.clock, (unsigned long long)s->stale.max);
+			ck_assert_uint_eq(s->v, c.stop_steps);
+			run_snapshot_put(s);
+			if (!clk) {
+				rec *b = calloc(1, sizeof(*b));
+				c.delay.at_server = 0;
+				run_snapshot_put(go(&c, NULL, 0, b));
+				ck_assert_msg(same_records(a, b), "%s: server-held != worker-side", rules[k]);
+				free(b);
+			}
+			free(a);
+		}
+	}
+	/* an asynchronous rule does move on while its gradient is held */
+	run_config c = base("asgd", 2);
+	c.delay.dist = DELAY_CONST;
+	c.delay.mean_ms = 2;
+	c.delay.at_server = 1;
+	rec *a = calloc(1, sizeof(*a));
+	run_snapshot *s = go(&c, NULL, 0, a);
+	ck_assert_msg(stale_mean(&s->stale) > 5, "asgd held: mean %g", stale_mean(&s->stale));
+	run_snapshot_put(s);
+	free(a);
+}
+END_TEST
+
+START_TEST(dcasgd_compensates_version_staleness)
+{
+	/* one worker, staleness drawn in versions: the gradient is computed
+	 * on old weights and DC-ASGD corrects it (so its run differs from
+	 * asgd's), while with lambda 0 it is asgd exactly */
+	run_config c = base("asgd", 1);
+	c.delay.dist = DELAY_VERSION;
+	c.delay.s = 16;
+	c.eval_every = 100;
+	rec *a = calloc(1, sizeof(*a)), *d = calloc(1, sizeof(*d)), *z = calloc(1, sizeof(*z));
+	run_snapshot_put(go(&c, NULL, 0, a));
+	snprintf(c.rule, sizeof(c.rule), "dcasgd");
+	c.rp.lambda = 2;
+	run_snapshot_put(go(&c, NULL, 0, d));
+	c.rp.lambda = 0;
+	run_snapshot_put(go(&c, NULL, 0, z));
+	ck_assert_msg(!same_records(a, d), "dcasgd equals asgd under version staleness");
+	ck_assert(same_records(a, z));
+	free(a);
+	free(d);
+	free(z);
+}
+END_TEST
+
+START_TEST(steps_stop_exactly)
+{
+	/* --steps N ends at version N, whatever is in flight: held gradients
+	 * (wall and virtual), hogwild's unlocked steps, sync rounds */
+	const struct {
+		const char *rule, *clock;
+		int at_server;
+	} k[] = {{"asgd", "wall", 1}, {"asgd", "virtual", 1}, {"dcasgd", "wall", 1},
+		 {"hogwild", "wall", 0}, {"ssgd", "wall", 1}, {"softsync", "virtual", 1}};
+	for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		run_config c = base(k[i].rule, 3);
+		snprintf(c.clock, sizeof(c.clock), "%s", k[i].clock);
+		c.delay.dist = DELAY_CONST;
+		c.delay.mean_ms = 5;
+		c.delay.at_server = k[i].at_server;
+		c.rp.n = 3;
+		c.stop_steps = 40;
+		c.eval_every = 0;
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		ck_assert_msg(s->v == 40, "%s on %s: ended at version %llu", k[i].rule,
+			      k[i].clock, (unsigned long long)s->v);
+		ck_assert_str_eq(s->stop_reason, "steps");
+		run_snapshot_put(s);
+		free(r);
+	}
 }
 END_TEST
 
@@ -647,11 +766,14 @@ run_suite(void)
 	 * leaves them out: under memcheck they take tens of minutes) */
 	const struct {
 		const char *name, *tags;
-		const TTest *tests[6];
+		const TTest *tests[8];
 	} cases[] = {
 		{"staleness", NULL, {ssgd_is_never_stale, asgd_equal_speed_settles_at_n_minus_1,
 				     ssp_keeps_its_bound, version_delay_is_uniform,
 				     server_held_gradients_age, NULL}},
+		{"server_delays", NULL, {server_delays_keep_sync_rules,
+					 dcasgd_compensates_version_staleness,
+					 steps_stop_exactly, NULL}},
 		{"changes", NULL, {partial_backprop_accounting, workers_grow_and_shrink,
 				   workers_come_back, rule_switch_mid_run,
 				   commands_are_checked, NULL}},

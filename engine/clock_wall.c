@@ -1,0 +1,180 @@
+/* clock_wall.c - the wall clock: one thread per worker that really
+ * computes and sleeps its delay; the control loop (run_exec's thread)
+ * applies commands, releases held gradients and evaluates. */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *worker_main(void *p);
+static void wall_after_push(run *r);
+
+struct wargs {
+	run *r;
+	worker *w;
+};
+
+int
+wall_start_thread(run *r, worker *w)
+{
+	if (r->virt)
+		return 0;
+	if (w->thread_live) {
+		if (!w->exited)
+			return 0; /* still in its loop: it sees active again */
+		/* it left (it released the lock for good): reap it */
+		pthread_join(w->th, NULL);
+		w->thread_live = 0;
+	}
+	w->exited = 0;
+	struct wargs *a = malloc(sizeof(*a));
+	if (!a)
+		return -SL_ENOMEM;
+	a->r = r;
+	a->w = w;
+	if (pthread_create(&w->th, NULL, worker_main, a)) {
+		free(a);
+		return -SL_ENOMEM;
+	}
+	w->thread_live = 1;
+	return 0;
+}
+
+/* wall clock: a lone running worker uses its whole team, several use one
+ * thread each (lock held; takes effect at each worker's next step) */
+void
+wall_fit_threads(run *r)
+{
+	if (r->virt || r->cfg.threads)
+		return;
+	int n = run_n_running(r);
+	for (int i = 0; i < r->n_slots; i++)
+		r->w[i]->want_threads = n <= 1 ? r->ncpu : 1;
+}
+
+static void *
+worker_main(void *p)
+{
+	struct wargs a = *(struct wargs *)p;
+	free(p);
+	run *r = a.r;
+	worker *w = a.w;
+	pthread_mutex_lock(&r->mu);
+	while (!r->stopping && w->active) {
+		if (r->eval_gate || !step_begin(r, w)) {
+			w->st = W_WAIT_BEGIN;
+			pthread_cond_broadcast(&r->cv);
+			run_timed_wait(r, 0.05);
+			continue;
+		}
+		r->n_computing++;
+		w->st = W_COMPUTE;
+		pthread_mutex_unlock(&r->mu);
+		double t0 = sl_now();
+		step_compute(r, w);
+		double dt = sl_now() - t0;
+		pthread_mutex_lock(&r->mu);
+		r->n_computing--;
+		pthread_cond_broadcast(&r->cv);
+		double d = step_delay(r, w, dt);
+		if (step_held_at_server(r, w)) {
+			if (step_hold(r, w, run_now(r) + d) < 0)
+				break;
+			w->st = W_IDLE;
+			continue;
+		}
+		if (d > 0) {
+			w->st = W_DELAY;
+			double until = sl_now() + d;
+			while (!r->stopping && sl_now() < until)
+				run_timed_wait(r, until - sl_now());
+		}
+		while (!r->stopping && !step_can_push(r, w)) {
+			w->st = W_WAIT_PUSH;
+			run_timed_wait(r, 0.05);
+		}
+		if (r->stopping)
+			break;
+		step_deliver(r, w);
+		w->st = W_IDLE;
+		wall_after_push(r);
+		pthread_cond_broadcast(&r->cv);
+	}
+	w->st = W_IDLE;
+	w->exited = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return NULL;
+}
+
+/* every active worker between iterations and nothing in flight (lock held) */
+static int
+all_idle(const run *r)
+{
+	if (r->n_computing || r->n_held)
+		return 0;
+	for (int i = 0; i < r->n_slots; i++) {
+		const worker *w = r->w[i];
+		if (w->active && w->st != W_IDLE && w->st != W_WAIT_BEGIN)
+			return 0;
+	}
+	return 1;
+}
+
+/* after a push on the wall clock: evaluation or stop due? (lock held) */
+static void
+wall_after_push(run *r)
+{
+	cmd_drain_schedule(r); /* entries due at this version, now */
+	if (report_stop_met(r)) {
+		r->stopping = 1;
+		pthread_cond_broadcast(&r->cv);
+	} else if (!r->eval_gate && report_eval_due(r)) {
+		r->eval_gate = 2; /* 2: requested, the control thread evaluates */
+		pthread_cond_broadcast(&r->cv);
+	}
+}
+
+int
+wall_exec(run *r)
+{
+	workers_set(r, r->cfg.workers);
+	for (int i = 0; i < r->n_slots; i++) /* workers of a checkpoint */
+		if (r->w[i]->active)
+			wall_start_thread(r, r->w[i]);
+	for (;;) {
+		cmd_drain(r);
+		ckpt_serve(r);
+		if (r->n_held && step_release_held(r, 0))
+			wall_after_push(r);
+		if (r->eval_gate == 2 || (!r->eval_gate && report_eval_due(r)))
+			report_evaluate(r);
+		if (r->stopping || report_stop_met(r))
+			break;
+		if (r->take_limit && r->taken >= r->take_limit && all_idle(r)) {
+			/* the data is spent: apply what is pending, then stop */
+			if (ps_flush_round(r->ps, 1))
+				step_version_changed(r);
+			if (report_stop_met(r))
+				break;
+		}
+		if (sl_now() - r->last_snap >= SNAP_EVERY_S)
+			report_publish(r);
+		report_progress(r);
+		run_timed_wait(r, r->n_held ? 0.002 : 0.01);
+	}
+	r->stopping = 1;
+	pthread_cond_broadcast(&r->cv);
+	for (int i = 0; i < r->n_slots; i++) {
+		worker *w = r->w[i];
+		if (!w->thread_live)
+			continue;
+		pthread_mutex_unlock(&r->mu);
+		pthread_join(w->th, NULL);
+		pthread_mutex_lock(&r->mu);
+		w->thread_live = 0;
+	}
+	return 0;
+}

@@ -1,0 +1,262 @@
+/* command.c - control: changes checked (run_command), queued, and
+ * applied between steps; the schedule's timed changes; each reported
+ * through the change callback so a log replays the run. */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- commands ------------------------------------------------------------ */
+
+static int
+check_cmd(const run *r, const run_cmd *c, char *err)
+{
+	if (c->worker >= CFG_MAX_WORKERS)
+		return sl_fail(err, SL_EINVAL, "worker: id %d out of range", c->worker);
+	if (c->worker >= 0 && (c->worker >= r->cfg.workers))
+		return sl_fail(err, SL_EINVAL, "worker: no worker %d (the run has %d)",
+			       c->worker, r->cfg.workers);
+	if ((c->fields & CMD_RULE) && rule_from_name(c->rule) < 0)
+		return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\"", c->rule);
+	if ((c->fields & CMD_RULE) && !strcmp(c->rule, "hogwild") && r->virt)
+		return sl_fail(err, SL_EINVAL,
+			       "rule: hogwild needs threads (the wall clock)");
+	if ((c->fields & CMD_LR) && !(c->lr > 0 && c->lr <= 100))
+		return sl_fail(err, SL_EINVAL, "lr: must be in (0, 100]");
+	if ((c->fields & CMD_MOMENTUM) && !(c->momentum >= 0 && c->momentum < 1))
+		return sl_fail(err, SL_EINVAL, "momentum: must be in [0, 1)");
+	if ((c->fields & CMD_BATCH) && (c->batch < 1 || c->batch > r->cfg.batch))
+		return sl_fail(err, SL_EINVAL,
+			       "batch: must be in 1..%d (the run's starting batch)",
+			       r->cfg.batch);
+	if ((c->fields & CMD_WORKERS) && (c->workers < 1 || c->workers > CFG_MAX_WORKERS))
+		return sl_fail(err, SL_EINVAL, "workers: must be in 1..%d", CFG_MAX_WORKERS);
+	if ((c->fields & CMD_SPB) && (c->spb_depth < 0 || c->spb_depth > 64))
+		return sl_fail(err, SL_EINVAL, "spb_depth: must be in 0..64");
+	if ((c->fields & CMD_SPEED) && !(c->speed > 0 && c->speed <= 100))
+		return sl_fail(err, SL_EINVAL, "speed: must be in (0, 100]");
+	if ((c->fields & CMD_DELAY) && c->delay.dist == DELAY_VERSION &&
+	    c->delay.s >= VHIST_MAX)
+		return sl_fail(err, SL_EINVAL, "delay.s: at most %d", VHIST_MAX - 1);
+	return 0;
+}
+
+int
+run_command(run *r, const run_cmd *c, char *err)
+{
+	int rc = check_cmd(r, c, err);
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&r->qmu);
+	if (r->n_q == r->cap_q) {
+		int cap = r->cap_q ? 2 * r->cap_q : 16;
+		run_cmd *q = realloc(r->q, sizeof(run_cmd) * (size_t)cap);
+		if (!q) {
+			pthread_mutex_unlock(&r->qmu);
+			return sl_fail(err, SL_ENOMEM, "out of memory");
+		}
+		r->q = q;
+		r->cap_q = cap;
+	}
+	r->q[r->n_q++] = *c;
+	pthread_mutex_unlock(&r->qmu);
+	pthread_mutex_lock(&r->mu);
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
+static void
+cmd_apply_rule(run *r, const char *name, const rule_params *rp)
+{
+	int k = rule_from_name(name);
+	if (k < 0)
+		return;
+	snprintf(r->cfg.rule, sizeof(r->cfg.rule), "%s", name);
+	if (rp)
+		r->cfg.rp = *rp;
+	r->rule = (rule_kind)k;
+	ps_set_rule(r->ps, r->rule, &r->cfg.rp);
+	for (int i = 0; i < r->n_slots; i++) {
+		worker *w = r->w[i];
+		w->waiting = 0;
+		w->have = UINT64_MAX; /* re-read the server's weights */
+		w->last_round = -1;
+		w->local_steps = 0;
+	}
+}
+
+static void
+override_set(run *r, const run_cmd *c)
+{
+	worker_override *o = NULL;
+	for (int i = 0; i < r->cfg.n_overrides; i++)
+		if (r->cfg.overrides[i].id == c->worker)
+			o = &r->cfg.overrides[i];
+	if (!o && r->cfg.n_overrides < CFG_MAX_OVERRIDES) {
+		o = &r->cfg.overrides[r->cfg.n_overrides++];
+		memset(o, 0, sizeof(*o));
+		o->id = c->worker;
+	}
+	if (!o)
+		return;
+	if (c->fields & CMD_DELAY) {
+		o->has_delay = 1;
+		o->delay = c->delay;
+	}
+	if (c->fields & CMD_SPB) {
+		o->has_spb = 1;
+		o->spb_depth = c->spb_depth;
+	}
+	if (c->fields & CMD_SPEED) {
+		o->has_speed = 1;
+		o->speed = c->speed;
+	}
+	if (c->fields & CMD_PAUSED) {
+		o->has_paused = 1;
+		o->paused = c->paused;
+	}
+}
+
+static int
+need_vhist(const run *r)
+{
+	int d = 0;
+	for (int i = 0; i < r->n_slots; i++)
+		if (r->w[i]->delay.dist == DELAY_VERSION && r->w[i]->delay.s + 1 > d)
+			d = r->w[i]->delay.s + 1;
+	if (r->cfg.delay.dist == DELAY_VERSION && r->cfg.delay.s + 1 > d)
+		d = r->cfg.delay.s + 1;
+	return d > VHIST_MAX ? VHIST_MAX : d;
+}
+
+void
+cmd_ensure_vhist(run *r)
+{
+	int d = need_vhist(r);
+	for (int i = r->vh_depth; i < d; i++) {
+		r->vh[i] = r->be_ps->ops->alloc(r->be_ps, sizeof(float) * r->n_params);
+		if (!r->vh[i]) {
+			d = i;
+			break;
+		}
+		r->vh_v[i] = UINT64_MAX;
+	}
+	if (d > r->vh_depth) {
+		r->vh_depth = d;
+		for (int i = 0; i < d; i++)
+			r->vh_v[i] = UINT64_MAX;
+		step_vhist_record(r);
+	}
+}
+
+/* apply one change (lock held) and report it */
+static void
+cmd_apply(run *r, const run_cmd *c)
+{
+	if (c->worker >= 0) {
+		if (c->worker >= r->n_slots)
+			return;
+		worker *w = r->w[c->worker];
+		if (c->fields & CMD_DELAY)
+			w->delay = c->delay;
+		if (c->fields & CMD_SPB)
+			w->spb_depth = c->spb_depth;
+		if (c->fields & CMD_SPEED)
+			w->speed = c->speed;
+		if (c->fields & CMD_PAUSED) {
+			w->paused = c->paused;
+			if (ps_flush_round(r->ps, step_round_size(r)))
+				step_version_changed(r);
+			wall_fit_threads(r);
+		}
+		override_set(r, c);
+	} else {
+		if (c->fields & CMD_RULE)
+			cmd_apply_rule(r, c->rule, (c->fields & CMD_RULE_PARAMS) ? &c->rp : NULL);
+		else if (c->fields & CMD_RULE_PARAMS) {
+			r->cfg.rp = c->rp;
+			ps_set_rule(r->ps, r->rule, &r->cfg.rp);
+		}
+		if (c->fields & (CMD_LR | CMD_MOMENTUM | CMD_WEIGHT_DECAY)) {
+			if (c->fields & CMD_LR)
+				r->cfg.lr = c->lr;
+			if (c->fields & CMD_MOMENTUM)
+				r->cfg.momentum = c->momentum;
+			if (c->fields & CMD_WEIGHT_DECAY)
+				r->cfg.weight_decay = c->weight_decay;
+			ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum,
+				   (float)r->cfg.weight_decay);
+		}
+		if (c->fields & CMD_BATCH)
+			r->cfg.batch = c->batch;
+		if (c->fields & CMD_EVAL_EVERY)
+			r->cfg.eval_every = c->eval_every;
+		if (c->fields & CMD_DELAY) {
+			r->cfg.delay = c->delay;
+			for (int i = 0; i < r->n_slots; i++)
+				r->w[i]->delay = c->delay;
+			r->cfg.n_overrides = 0;
+		}
+		if (c->fields & CMD_PAUSED) {
+			r->paused = c->paused;
+			r->state = c->paused ? RUN_PAUSED : RUN_RUNNING;
+		}
+		if (c->fields & CMD_WORKERS)
+			workers_set(r, c->workers);
+		if (c->fields & CMD_STOP)
+			atomic_store(&r->stop_req, 1);
+	}
+	if (c->fields & CMD_DELAY)
+		cmd_ensure_vhist(r);
+	if (c->fields & CMD_CHECKPOINT) {
+		blob b = {0};
+		ckpt_save_state(r, &b);
+		if (r->cb.checkpoint)
+			r->cb.checkpoint(r->cb.ud, c, b.oom ? NULL : b.p, b.oom ? 0 : b.n);
+		blob_free(&b);
+	}
+	if (r->cb.change && (c->fields & ~(unsigned)CMD_CHECKPOINT))
+		r->cb.change(r->cb.ud, run_now(r), ps_version(r->ps), c);
+	pthread_cond_broadcast(&r->cv);
+}
+
+/* due schedule entries (lock held) */
+int
+cmd_drain_schedule(run *r)
+{
+	int n = 0;
+	while (r->sched_pos < r->n_sched) {
+		const run_sched *s = &r->sched[r->sched_pos];
+		if (s->by_version ? ps_version(r->ps) < s->v : run_now(r) < s->t)
+			break;
+		r->sched_pos++; /* counted first: a checkpoint taken by this
+				 * entry must not fire it again on resume */
+		cmd_apply(r, &s->cmd);
+		n++;
+	}
+	return n;
+}
+
+/* queued commands and due schedule entries (lock held) */
+int
+cmd_drain(run *r)
+{
+	int n = cmd_drain_schedule(r);
+	pthread_mutex_lock(&r->qmu);
+	int nq = r->n_q;
+	run_cmd *q = nq ? malloc(sizeof(run_cmd) * (size_t)nq) : NULL;
+	if (q) {
+		memcpy(q, r->q, sizeof(run_cmd) * (size_t)nq);
+		r->n_q = 0;
+	} else {
+		nq = 0; /* out of memory: the queue waits for the next round */
+	}
+	pthread_mutex_unlock(&r->qmu);
+	for (int i = 0; i < nq; i++)
+		cmd_apply(r, &q[i]);
+	free(q);
+	return n + nq;
+}

@@ -1,0 +1,276 @@
+/* report.c - evaluation, stop conditions, the series of evaluation
+ * records, progress and refcounted snapshots for readers. */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- evaluation, stop, snapshots ------------------------------------- */
+
+#define SERIES_MAX 16384 /* evaluation records kept per run */
+
+static void
+series_add(run *r, const run_eval *e)
+{
+	if (r->n_series == SERIES_MAX) {
+		/* a long run: thin the older half to every other record, so the
+		 * whole curve stays, at half the resolution where it is oldest */
+		int half = SERIES_MAX / 2, k = 0;
+		for (int i = 0; i < half; i += 2)
+			r->series[k++] = r->series[i];
+		memmove(r->series + k, r->series + half,
+			sizeof(run_eval) * (size_t)(SERIES_MAX - half));
+		r->n_series = k + SERIES_MAX - half;
+	}
+	if (r->n_series == r->cap_series) {
+		int cap = r->cap_series ? 2 * r->cap_series : 64;
+		run_eval *s = realloc(r->series, sizeof(run_eval) * (size_t)cap);
+		if (!s)
+			return;
+		r->series = s;
+		r->cap_series = cap;
+	}
+	r->series[r->n_series++] = *e;
+}
+
+void
+report_fill(run *r, run_eval *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->t = run_now(r);
+	e->v = ps_version(r->ps);
+	e->samples = r->samples;
+	e->epoch = (double)r->samples / r->data->train.n;
+	e->train_s = run_train_seconds(r);
+	e->samples_per_s = e->train_s > 0 ? r->samples / e->train_s : 0;
+	e->updates_per_s = e->train_s > 0 ? r->updates / e->train_s : 0;
+	e->stale = r->hist;
+	e->age = r->age;
+	e->best_acc = r->best_acc;
+	e->test_acc = r->last_acc;
+	e->test_loss = r->last_test_loss;
+	e->train_loss = r->last_train_loss;
+}
+
+/* evaluate the server's weights (lock held on entry and exit; on the wall
+ * clock the lock is dropped while evaluating and workers are gated) */
+void
+report_evaluate(run *r)
+{
+	double t_start = sl_now();
+	if (!r->virt) {
+		r->eval_gate = 1;
+		while (r->n_computing > 0)
+			pthread_cond_wait(&r->cv, &r->mu);
+		t_start = sl_now();
+	}
+	r->be_eval->ops->copy(r->be_eval, r->evm->params, ps_weights(r->ps),
+			      sizeof(float) * r->n_params);
+	run_eval e;
+	r->last_train_loss = r->loss_n ? r->loss_sum / r->loss_n : NAN;
+	r->loss_sum = 0;
+	r->loss_n = 0;
+	if (!r->virt)
+		pthread_mutex_unlock(&r->mu);
+	double loss, acc;
+	model_evaluate(r->evm, NULL, &r->data->test, &loss, &acc);
+	if (!r->virt) {
+		pthread_mutex_lock(&r->mu);
+		r->eval_gate = 0;
+		pthread_cond_broadcast(&r->cv);
+	}
+	r->eval_s += sl_now() - t_start;
+	r->last_acc = acc;
+	r->last_test_loss = loss;
+	if (acc > r->best_acc)
+		r->best_acc = acc;
+	report_fill(r, &e);
+	series_add(r, &e);
+	if (r->cb.eval)
+		r->cb.eval(r->cb.ud, &e);
+}
+
+int
+report_stop_met(run *r)
+{
+	const run_config *c = &r->cfg;
+	const double n = r->data->train.n;
+	if (r->fail_rc) {
+		r->stop_reason = "failed";
+		return 1;
+	}
+	if (atomic_load(&r->stop_req)) {
+		r->stop_reason = "stopped";
+		return 1;
+	}
+	if (c->stop_steps && ps_version(r->ps) >= c->stop_steps) {
+		r->stop_reason = "steps";
+		return 1;
+	}
+	if (c->stop_epochs > 0 && r->samples >= c->stop_epochs * n - 0.5) {
+		r->stop_reason = "epochs";
+		return 1;
+	}
+	double t = r->virt ? run_now(r) : run_train_seconds(r);
+	if (c->stop_seconds > 0 && t >= c->stop_seconds) {
+		r->stop_reason = "seconds";
+		return 1;
+	}
+	if (c->stop_target_acc > 0 && r->best_acc >= c->stop_target_acc) {
+		r->stop_reason = "target_acc";
+		return 1;
+	}
+	return 0;
+}
+
+/* evaluation due after progress? (every eval_every updates, each epoch) */
+int
+report_eval_due(run *r)
+{
+	uint64_t epochs = r->samples / r->data->train.n;
+	if (epochs > r->epochs_done) {
+		r->epochs_done = epochs;
+		return 1;
+	}
+	if (r->cfg.eval_every > 0 && ps_version(r->ps) >= r->next_eval_v) {
+		uint64_t e = (uint64_t)r->cfg.eval_every;
+		r->next_eval_v = (ps_version(r->ps) / e + 1) * e;
+		return 1;
+	}
+	return 0;
+}
+
+static run_snapshot *
+build_snapshot(run *r)
+{
+	run_snapshot *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->workers = calloc((size_t)(r->n_slots ? r->n_slots : 1), sizeof(worker_snap));
+	if (!s->workers) {
+		free(s);
+		return NULL;
+	}
+	s->refs = 1;
+	s->state = r->state;
+	s->cfg = r->cfg;
+	s->t = run_now(r);
+	s->train_s = run_train_seconds(r);
+	s->v = ps_version(r->ps);
+	s->samples = r->samples;
+	s->epoch = (double)r->samples / r->data->train.n;
+	s->samples_per_s = s->train_s > 0 ? r->samples / s->train_s : 0;
+	s->updates_per_s = s->train_s > 0 ? r->updates / s->train_s : 0;
+	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
+	s->test_acc = r->last_acc;
+	s->best_acc = r->best_acc;
+	s->stale = r->hist;
+	s->age = r->age;
+	s->stop_reason = r->stop_reason;
+	if (r->fail_rc)
+		snprintf(s->error, sizeof(s->error), "%s", r->err);
+	s->clock_gap_max = r->clock_gap_max;
+	double tnow = run_now(r);
+	for (int i = 0; i < r->win_n; i++) {
+		int j = (r->win_pos - 1 - i + WINDOW_N) % WINDOW_N;
+		if (tnow - r->win_t[j] > WINDOW_S)
+			break;
+		stale_add(&s->window, r->win_tau[j]);
+	}
+	for (int i = 0; i < r->n_slots; i++) {
+		const worker *w = r->w[i];
+		if (!w->active)
+			continue;
+		worker_snap *ws = &s->workers[s->n_workers++];
+		ws->id = w->id;
+		ws->state = w->paused ? "paused"
+			    : w->st == W_DELAY ? "delayed"
+			    : (w->st == W_WAIT_BEGIN || w->st == W_WAIT_PUSH) ? "waiting"
+			    : "running";
+		ws->delay = w->delay;
+		ws->spb_depth = w->spb_depth;
+		ws->speed = w->speed;
+		ws->iterations = w->iterations;
+		ws->samples = w->samples;
+		ws->staleness_mean = stale_mean(&w->hist);
+		double up = (r->virt ? tnow : s->train_s) - w->t_joined;
+		ws->samples_per_s = up > 0 ? w->samples / up : 0;
+		ws->bytes_sent = w->bytes_sent;
+		ws->flops = w->flops;
+		ws->flops_saved = w->flops_saved;
+		ws->stale = w->hist;
+		ws->age = w->age;
+	}
+	return s;
+}
+
+void
+report_publish(run *r)
+{
+	run_snapshot *s = build_snapshot(r);
+	if (!s)
+		return;
+	pthread_mutex_lock(&r->smu);
+	run_snapshot *old = r->snap;
+	r->snap = s;
+	pthread_mutex_unlock(&r->smu);
+	run_snapshot_put(old);
+	r->last_snap = sl_now();
+}
+
+run_snapshot *
+run_snapshot_get(run *r)
+{
+	pthread_mutex_lock(&r->smu);
+	run_snapshot *s = r->snap;
+	__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&r->smu);
+	return s;
+}
+
+void
+run_snapshot_put(run_snapshot *s)
+{
+	if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		free(s->workers);
+		free(s);
+	}
+}
+
+size_t
+run_weights(run *r, float *out, size_t max)
+{
+	if (max < r->n_params)
+		return 0;
+	pthread_mutex_lock(&r->mu);
+	r->be_ps->ops->download(r->be_ps, out, ps_weights(r->ps),
+				sizeof(float) * r->n_params);
+	pthread_mutex_unlock(&r->mu);
+	return r->n_params;
+}
+
+int
+run_series(run *r, uint64_t since, run_eval *out, int max)
+{
+	int n = 0;
+	pthread_mutex_lock(&r->mu);
+	for (int i = 0; i < r->n_series && n < max; i++)
+		if (r->series[i].v > since || (since == 0 && i == 0))
+			out[n++] = r->series[i];
+	pthread_mutex_unlock(&r->mu);
+	return n;
+}
+
+void
+report_progress(run *r)
+{
+	if (!r->cb.progress || sl_now() - r->last_progress < PROGRESS_EVERY_S)
+		return;
+	r->last_progress = sl_now();
+	run_eval e;
+	report_fill(r, &e);
+	e.train_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
+	r->cb.progress(r->cb.ud, &e);
+}

@@ -1,0 +1,247 @@
+/* run_impl.h - the run's private state, shared by the files of the engine
+ * that make up a run (never included outside engine/):
+ *
+ *   run.c            lifetime: run_new, run_exec, run_stop, run_free; time
+ *   step.c           one worker step: begin (batch, pull), compute, deliver
+ *                    (push, or hold at the server), staleness accounting
+ *   workers.c        workers: create, settings, join and leave
+ *   command.c        control: check, queue and apply changes; the schedule
+ *   report.c         evaluation, stop conditions, series, snapshots
+ *   clock_wall.c     the wall clock: a thread per worker, real sleeps
+ *   clock_virtual.c  the virtual clock: a deterministic event queue
+ *   checkpoint.c     save and restore the whole run
+ *
+ * Every function here runs with r->mu held unless it says otherwise. */
+#ifndef SL_RUN_IMPL_H
+#define SL_RUN_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "backend.h"
+#include "blob.h"
+#include "delay.h"
+#include "model.h"
+#include "ps.h"
+#include "rng.h"
+#include "run.h"
+
+#define WINDOW_N 4096       /* sliding staleness window: last updates ... */
+#define WINDOW_S 5.0        /* ... of the last seconds */
+#define NOMINAL_FLOPS 10e9  /* virtual clock: a worker's nominal FLOP/s */
+#define VHIST_MAX 65        /* version-delay weight history (s <= 64) */
+#define HELD_MAX 32         /* gradients a worker may have held at the server */
+#define SNAP_EVERY_S 0.1
+#define PROGRESS_EVERY_S 0.2
+
+typedef enum wstate {
+	W_IDLE,       /* between iterations */
+	W_WAIT_BEGIN, /* blocked by the rule, a pause, or the end of data */
+	W_COMPUTE,
+	W_DELAY,
+	W_WAIT_PUSH,  /* odsgd: previous round not complete yet */
+} wstate;
+
+typedef struct worker {
+	int id;
+	int active;       /* counted in the run's workers */
+	int paused;
+	delay_cfg delay;
+	int spb_depth;
+	double speed;
+	rng rng_delay;
+	model *m;         /* replica: m->params holds the weights it computes on */
+	backend *be;
+	uint64_t have;    /* version held in m->params (UINT64_MAX: none) */
+	uint64_t v_read;  /* version the current gradient is computed on */
+	double t_read;    /* when it read those weights (run seconds) */
+	uint64_t clock;   /* iterations pushed (the SSP clock) */
+	uint64_t seq;
+	int waiting;      /* in a sync round or an average */
+	uint64_t wait_v;  /* ... released when the version passes this */
+	int64_t last_round; /* odsgd: round last pushed into (-1 none) */
+	int batch_n;
+	int depth;        /* spb_depth of the step in flight (read at pull) */
+	int want_threads, cur_threads; /* wall: team width, set at a pull */
+	size_t grad_off;  /* ... and the start of the gradient tail it sends */
+	uint32_t *idx;
+	int idx_cap;
+	double loss;
+	int local_steps;  /* localsgd / easgd: steps since the last exchange */
+	int n_held;       /* its gradients held at the server ("where": "server") */
+	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
+	wstate st;
+	double due;       /* virtual: when its pending event fires */
+	pthread_t th;
+	int thread_live;  /* wall: a thread was started and not yet joined */
+	int exited;       /* wall: ... and it has left its loop */
+	int pending;      /* virtual: a START or ARRIVE event is queued */
+	/* statistics */
+	uint64_t iterations, samples;
+	double bytes_sent, flops, flops_saved;
+	double active_s, t_joined;
+	stale_hist hist;
+	age_hist age;
+} worker;
+
+/* a gradient held at the server until it is old enough ("where": "server") */
+typedef struct held {
+	double due, t_read;
+	int worker;
+	uint64_t v_read, seq;
+	size_t off;
+	int batch;
+	double loss;
+	float *g;
+	float *bak;   /* dcasgd: the weights g was computed on (else NULL) */
+} held;
+
+/* virtual clock event */
+typedef struct vevent {
+	double t;
+	uint64_t seq;
+	int worker;
+	int kind;
+} vevent;
+enum { EV_START, EV_ARRIVE, EV_HELD };
+
+struct run {
+	run_config cfg;
+	const dataset_pair *data;
+	run_callbacks cb;
+	int virt;
+	int ncpu;
+	backend *be_ps;   /* parameter server arithmetic (one thread) */
+	backend *be_eval; /* evaluation; all compute on the virtual clock */
+	model *evm;
+	ps *ps;
+	rule_kind rule;
+	size_t n_params;
+	double full_flops; /* per sample, full depth */
+	worker *w[CFG_MAX_WORKERS];
+	int n_slots;
+	/* sampler: one permutation per epoch, shared by all workers */
+	uint32_t *perm;
+	uint32_t pos;
+	uint64_t shuffles;
+	rng shuf;
+	uint64_t taken, take_limit;
+	uint64_t clock_gap_max;
+	/* progress */
+	uint64_t samples, updates;
+	double loss_sum;
+	long loss_n;
+	stale_hist hist;
+	age_hist age;
+	uint64_t win_tau[WINDOW_N];
+	double win_t[WINDOW_N];
+	int win_pos, win_n;
+	/* version-delay history */
+	float *vh[VHIST_MAX];
+	uint64_t vh_v[VHIST_MAX];
+	int vh_depth;
+	/* held gradients (server-side delay) */
+	held *held;
+	int n_held, cap_held;
+	/* time */
+	double t0;        /* wall start */
+	double t_base;    /* run seconds before t0 (a resumed run) */
+	int ckpt_req;     /* run_checkpoint() waits for the loop */
+	blob ckpt;
+	int exec_live;    /* run_exec() is running the loop */
+	int restored;     /* state loaded from a checkpoint */
+	double vtime;     /* virtual now */
+	double eval_s;    /* wall seconds spent evaluating */
+	/* evaluation */
+	uint64_t next_eval_v;
+	uint64_t epochs_done;
+	double best_acc, last_acc, last_test_loss, last_train_loss;
+	run_eval *series;
+	int n_series, cap_series;
+	/* control */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_mutex_t qmu;
+	run_cmd *q;
+	int n_q, cap_q;
+	run_sched *sched;
+	int n_sched, sched_pos;
+	atomic_int stop_req;
+	int stopping, paused, eval_gate, n_computing;
+	int hog_inflight; /* hogwild steps between their check and their count */
+	int fail_rc;      /* the run failed (negative SL_E* code; r->err says why) */
+	run_state state;
+	const char *stop_reason;
+	/* virtual events */
+	vevent *ev;
+	int n_ev, cap_ev;
+	uint64_t ev_seq;
+	/* snapshots */
+	pthread_mutex_t smu;
+	run_snapshot *snap;
+	double last_snap, last_progress;
+	char err[SL_ERR_LEN];
+};
+
+/* run.c: time and lifetime */
+double run_now(const run *r);
+double run_train_seconds(const run *r);
+double run_wall(const run *r);
+int run_fail(run *r, int code, const char *why);
+int run_n_running(const run *r);
+int run_steps_left(const run *r);
+uint64_t run_min_clock(const run *r);
+void run_timed_wait(run *r, double seconds);
+
+/* step.c: one worker step */
+double step_compute(run *r, worker *w);
+/* Begin a step: may the worker begin (the rule, a pause, the data), take
+ * its batch, read the weights it computes on. 1 if begun, 0 if not now. */
+int step_begin(run *r, worker *w);
+/* The step's delivery delay in seconds (compute_s: measured compute time
+ * on the wall clock, 0 on the virtual clock). */
+double step_delay(run *r, worker *w, double compute_s);
+/* Deliver the gradient through the rule (step_can_push true). hogwild
+ * steps the shared weights and drops the lock while it does. */
+void step_deliver(run *r, worker *w);
+int step_can_begin(const run *r, const worker *w);
+int step_can_push(const run *r, const worker *w);
+int step_held_at_server(const run *r, const worker *w);
+int step_hold(run *r, worker *w, double due);
+int step_release_held(run *r, int force);
+int step_round_size(const run *r);
+void step_version_changed(run *r);
+void step_vhist_record(run *r);
+
+/* workers.c */
+int worker_new(run *r, int id, worker **out);
+void worker_destroy(run *r, worker *w);
+void workers_set(run *r, int n);
+
+/* command.c: control */
+int cmd_drain(run *r);
+int cmd_drain_schedule(run *r);
+void cmd_ensure_vhist(run *r);
+
+/* report.c: evaluation, stop, snapshots */
+int report_eval_due(run *r);
+int report_stop_met(run *r);
+void report_evaluate(run *r);
+void report_fill(run *r, run_eval *e);
+void report_progress(run *r);
+void report_publish(run *r);
+
+/* clock_wall.c */
+int wall_exec(run *r);
+int wall_start_thread(run *r, worker *w);
+void wall_fit_threads(run *r);
+
+/* clock_virtual.c */
+int virt_exec(run *r);
+void virt_schedule(run *r, double t, int wid, int kind);
+
+/* checkpoint.c */
+void ckpt_save_state(run *r, blob *b);
+void ckpt_serve(run *r);
+
+#endif

@@ -1,0 +1,480 @@
+/* step.c - one worker step, the same for both clocks: may it begin,
+ * take a batch, pull (the version it reads), compute, and deliver the
+ * gradient (push through the rule, or hold it at the server), with the
+ * staleness of every applied gradient recorded. */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int step_take(run *r, int want, uint32_t *idx);
+static void step_note_begin(run *r, const worker *w);
+static void step_pull(run *r, worker *w);
+static void step_push(run *r, worker *w);
+static void step_record_stale(run *r, worker *w, uint64_t tau, double t_read);
+static void step_count_delivery(run *r, worker *w);
+
+int
+step_round_size(const run *r)
+{
+	int n = run_n_running(r);
+	if (r->rule == RULE_SOFTSYNC) {
+		int c = (int)((double)n / r->cfg.rp.n);
+		return c < 1 ? 1 : c;
+	}
+	return n < 1 ? 1 : n;
+}
+
+static void
+window_add(run *r, uint64_t tau)
+{
+	r->win_tau[r->win_pos] = tau;
+	r->win_t[r->win_pos] = run_now(r);
+	r->win_pos = (r->win_pos + 1) % WINDOW_N;
+	if (r->win_n < WINDOW_N)
+		r->win_n++;
+}
+
+static void
+step_record_stale(run *r, worker *w, uint64_t tau, double t_read)
+{
+	double ms = (run_now(r) - t_read) * 1e3;
+	stale_add(&r->hist, tau);
+	stale_add(&w->hist, tau);
+	age_add(&r->age, ms);
+	age_add(&w->age, ms);
+	window_add(r, tau);
+}
+
+/* a worker starts an iteration: track the widest clock gap (SSP) */
+static void
+step_note_begin(run *r, const worker *w)
+{
+	uint64_t mc = run_min_clock(r);
+	if (mc != UINT64_MAX && w->clock > mc && w->clock - mc > r->clock_gap_max)
+		r->clock_gap_max = w->clock - mc;
+}
+
+/* take up to want sample indices; 0 when the stop limit is reached */
+static int
+step_take(run *r, int want, uint32_t *idx)
+{
+	const uint32_t n = r->data->train.n;
+	int got = 0;
+	if (r->take_limit && r->taken >= r->take_limit)
+		return 0;
+	if (r->take_limit && r->taken + (uint64_t)want > r->take_limit)
+		want = (int)(r->take_limit - r->taken);
+	if (r->pos >= n) {
+		for (uint32_t i = 0; i < n; i++)
+			r->perm[i] = i;
+		rng_seed(&r->shuf, r->cfg.seed, 1000 + r->shuffles);
+		rng_shuffle(&r->shuf, r->perm, n);
+		r->shuffles++;
+		r->pos = 0;
+	}
+	/* a batch never straddles an epoch: the last one may be short */
+	while (got < want && r->pos < n)
+		idx[got++] = r->perm[r->pos++];
+	r->taken += (uint64_t)got;
+	return got;
+}
+
+/* may the worker start an iteration now? */
+int
+step_can_begin(const run *r, const worker *w)
+{
+	if (!w->active || w->paused || r->paused || r->stopping)
+		return 0;
+	if (w->waiting && ps_version(r->ps) <= w->wait_v)
+		return 0;
+	if (r->rule == RULE_SSP) {
+		uint64_t mc = run_min_clock(r);
+		if (mc != UINT64_MAX && w->clock > mc + (uint64_t)r->cfg.rp.s)
+			return 0;
+	}
+	if (r->take_limit && r->taken >= r->take_limit)
+		return 0;
+	/* a worker far ahead of its held gradients waits (bounded memory) */
+	if (w->n_held >= HELD_MAX)
+		return 0;
+	return 1;
+}
+
+/* odsgd after warm-up: a worker pushes once per round */
+static int
+step_odsgd_local(const run *r, const worker *w)
+{
+	return r->rule == RULE_ODSGD && w->clock >= (uint64_t)r->cfg.rp.warmup;
+}
+
+int
+step_can_push(const run *r, const worker *w)
+{
+	if (step_odsgd_local(r, w) && w->last_round >= 0 &&
+	    (uint64_t)w->last_round >= ps_version(r->ps))
+		return 0;
+	/* hogwild: a stop in updates counts the unlocked steps in flight */
+	if (r->rule == RULE_HOGWILD && r->cfg.stop_steps &&
+	    ps_version(r->ps) + (uint64_t)r->hog_inflight >= r->cfg.stop_steps)
+		return 0;
+	return 1;
+}
+
+static int
+step_local_rule(rule_kind k)
+{
+	return k == RULE_LOCALSGD || k == RULE_EASGD;
+}
+
+/* Is the worker's gradient held at the server ("where": "server") while
+ * the worker moves on? Only where the rule lets a worker move on before
+ * its gradient lands. ssgd and odsgd wait for their round (odsgd's local
+ * step needs the gradient too) and local rules exchange models, so there
+ * a server-held delay is a delay of the arrival like a worker-side one:
+ * it never changes the rule's semantics. */
+int
+step_held_at_server(const run *r, const worker *w)
+{
+	return w->delay.at_server && !step_local_rule(r->rule) &&
+	       r->rule != RULE_SSGD && r->rule != RULE_ODSGD;
+}
+
+/* version-delay history: keep a copy of the weights at each version */
+void
+step_vhist_record(run *r)
+{
+	if (!r->vh_depth)
+		return;
+	uint64_t v = ps_version(r->ps);
+	int slot = (int)(v % (uint64_t)r->vh_depth);
+	r->be_ps->ops->copy(r->be_ps, r->vh[slot], ps_weights(r->ps),
+			    sizeof(float) * r->n_params);
+	r->vh_v[slot] = v;
+}
+
+/* fetch the weights this iteration computes on (lock held) */
+static void
+step_pull(run *r, worker *w)
+{
+	backend *be = w->be;
+	w->t_read = run_now(r);
+	/* the depth is fixed for this step: a change lands on the next one */
+	w->depth = w->spb_depth;
+	/* so is the team's width (the worker's own thread, between steps) */
+	if (w->want_threads && w->want_threads != w->cur_threads &&
+	    be->ops->set_threads) {
+		be->ops->set_threads(be, w->want_threads);
+		w->cur_threads = w->want_threads;
+	}
+	w->grad_off = model_tail_offset(w->m, w->depth);
+	if (r->rule == RULE_HOGWILD) {
+		w->v_read = ps_version(r->ps);
+		return; /* computes on the shared weights directly */
+	}
+	if (step_local_rule(r->rule) || step_odsgd_local(r, w)) {
+		/* local weights; first iteration (or after a rule switch)
+		 * starts from the server's */
+		if (w->have == UINT64_MAX)
+			ps_pull(r->ps, w->id, w->m->params, &w->have);
+		if (!step_odsgd_local(r, w))
+			w->v_read = ps_version(r->ps);
+		return;
+	}
+	int lag = delay_draw_version(&w->delay, &w->rng_delay);
+	uint64_t v = ps_version(r->ps);
+	if (lag > 0 && r->vh_depth) {
+		uint64_t target = (uint64_t)lag > v ? 0 : v - (uint64_t)lag;
+		int slot = (int)(target % (uint64_t)r->vh_depth);
+		if (r->vh_v[slot] == target && lag < r->vh_depth) {
+			/* a stale read: the weights of version `target`, which
+			 * DC-ASGD's compensation must also see */
+			ps_pull_old(r->ps, w->id, r->vh[slot], target,
+				    w->m->params, &w->have);
+			w->v_read = target;
+			return;
+		}
+	}
+	ps_pull(r->ps, w->id, w->m->params, &w->have);
+	w->v_read = w->have;
+}
+
+/* forward + backward on the loaded batch; returns compute FLOPs */
+double
+step_compute(run *r, worker *w)
+{
+	const float *p = r->rule == RULE_HOGWILD ? ps_weights(r->ps) : w->m->params;
+	model_load_batch(w->m, r->data->train.x, r->data->train.y, w->idx,
+			 w->batch_n);
+	w->loss = model_step(w->m, p, w->batch_n, w->depth);
+	double f = model_step_flops(w->m, w->depth) * w->batch_n;
+	w->flops += f;
+	w->flops_saved += r->full_flops * w->batch_n - f;
+	return f;
+}
+
+void
+step_version_changed(run *r)
+{
+	step_vhist_record(r);
+	r->updates++;
+}
+
+/* a gradient delivered: the counters every push path shares */
+static void
+step_count_delivery(run *r, worker *w)
+{
+	w->seq++;
+	w->bytes_sent += (double)(r->n_params - w->grad_off) * sizeof(float);
+	r->loss_sum += w->loss;
+	r->loss_n++;
+	r->samples += (uint64_t)w->batch_n;
+	w->samples += (uint64_t)w->batch_n;
+	w->iterations++;
+}
+
+/* deliver the worker's gradient (lock held; can_push true). */
+static void
+step_push(run *r, worker *w)
+{
+	backend *be = w->be;
+	size_t off = w->grad_off;
+	uint64_t v0 = ps_version(r->ps);
+	uint64_t tau = 0;
+	step_count_delivery(r, w);
+	if (step_local_rule(r->rule)) {
+		/* local step on the worker's own weights */
+		be->ops->sgd(be, w->m->params + off, w->m->grads + off, NULL,
+			     r->n_params - off, (float)r->cfg.lr, 0, 0);
+		tau = (uint64_t)w->local_steps;
+		w->local_steps++;
+		if (r->rule == RULE_LOCALSGD &&
+		    w->local_steps >= (int)r->cfg.rp.H) {
+			w->local_steps = 0;
+			w->waiting = 1;
+			w->wait_v = v0;
+			w->have = UINT64_MAX; /* take the average when released */
+			if (ps_average_push(r->ps, w->m->params, run_n_running(r)))
+				step_version_changed(r);
+		} else if (r->rule == RULE_EASGD &&
+			   w->local_steps >= (int)r->cfg.rp.period) {
+			w->local_steps = 0;
+			int n = run_n_running(r);
+			ps_elastic(r->ps, w->m->params,
+				   (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)));
+			step_version_changed(r);
+		}
+	} else if (step_odsgd_local(r, w)) {
+		ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
+			     .off = off, .batch = w->batch_n, .g = w->m->grads};
+		ps_result res;
+		/* local update from the newest global weights W(R), which
+		 * the pending round R will advance */
+		uint64_t R = ps_version(r->ps);
+		float *x = w->m->params;
+		const float *W = ps_weights(r->ps);
+		int n = run_n_running(r);
+		float llr = (float)(r->cfg.rp.local_lr / (n < 1 ? 1 : n));
+		if (!strcmp(r->cfg.rp.local_opt, "cadcasgd") && !w->ms) {
+			w->ms = be->ops->alloc(be, sizeof(float) * r->n_params);
+			w->wprev = be->ops->alloc(be, sizeof(float) * r->n_params);
+			w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params);
+			if (w->wprev)
+				be->ops->copy(be, w->wprev, W, sizeof(float) * r->n_params);
+		}
+		be->ops->copy(be, x, W, sizeof(float) * r->n_params);
+		if (w->ms && w->wprev && w->tmp &&
+		    !strcmp(r->cfg.rp.local_opt, "cadcasgd")) {
+			/* compensated local step (CADCASGD): the drift is the last
+			 * global step this worker saw, W - W_prev */
+			be->ops->dc_grad(be, r->n_params - off, w->m->grads + off,
+					 W + off, w->wprev + off, w->ms + off,
+					 (float)r->cfg.rp.lambda, (float)r->cfg.rp.m,
+					 1e-7f, w->tmp + off);
+			be->ops->sgd(be, x + off, w->tmp + off, NULL, r->n_params - off,
+				     llr, 0, 0);
+			be->ops->copy(be, w->wprev, W, sizeof(float) * r->n_params);
+		} else {
+			be->ops->sgd(be, x + off, w->m->grads + off, NULL,
+				     r->n_params - off, llr, 0, 0);
+		}
+		/* push after the local step: the round may complete now and
+		 * move W on to W(R+1) */
+		ps_push(r->ps, &g, step_round_size(r), &res);
+		tau = res.tau;
+		w->have = R;      /* global part of the local weights */
+		w->v_read = R;
+		w->last_round = (int64_t)R;
+		if (res.applied)
+			step_version_changed(r);
+	} else {
+		ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
+			     .off = off, .batch = w->batch_n, .g = w->m->grads};
+		ps_result res;
+		ps_push(r->ps, &g, step_round_size(r), &res);
+		tau = res.tau;
+		if (r->rule == RULE_SSGD || r->rule == RULE_ODSGD) {
+			/* wait for the round (odsgd warm-up is plain ssgd) */
+			if (!res.applied) {
+				w->waiting = 1;
+				w->wait_v = v0;
+			}
+		}
+		if (res.applied)
+			step_version_changed(r);
+	}
+	w->clock++;
+	step_record_stale(r, w, tau, w->t_read);
+}
+
+/* hold a gradient at the server until it is old enough; a failed
+ * allocation fails the run (a dropped gradient would go unnoticed) */
+int
+step_hold(run *r, worker *w, double due)
+{
+	if (r->n_held == r->cap_held) {
+		int cap = r->cap_held ? 2 * r->cap_held : 16;
+		held *h = realloc(r->held, sizeof(held) * (size_t)cap);
+		if (!h)
+			return run_fail(r, -SL_ENOMEM,
+					"out of memory holding a gradient at the server");
+		r->held = h;
+		r->cap_held = cap;
+	}
+	size_t off = w->grad_off;
+	held *h = &r->held[r->n_held];
+	/* DC-ASGD compensates with the weights this gradient was computed
+	 * on: the worker's backup now, before its next pull replaces it */
+	const float *bak = r->rule == RULE_DCASGD ? ps_backup(r->ps, w->id) : NULL;
+	h->g = malloc(sizeof(float) * r->n_params);
+	h->bak = bak ? malloc(sizeof(float) * r->n_params) : NULL;
+	if (!h->g || (bak && !h->bak)) {
+		free(h->g);
+		free(h->bak);
+		return run_fail(r, -SL_ENOMEM,
+				"out of memory holding a gradient at the server");
+	}
+	memcpy(h->g + off, w->m->grads + off, sizeof(float) * (r->n_params - off));
+	if (bak)
+		r->be_ps->ops->download(r->be_ps, h->bak, bak,
+					sizeof(float) * r->n_params);
+	h->due = due;
+	h->t_read = w->t_read;
+	h->worker = w->id;
+	h->v_read = w->v_read;
+	h->seq = ++w->seq;
+	h->off = off;
+	h->batch = w->batch_n;
+	h->loss = w->loss;
+	r->n_held++;
+	w->n_held++;
+	w->clock++;
+	w->iterations++;
+	w->samples += (uint64_t)w->batch_n;
+	w->bytes_sent += (double)(r->n_params - off) * sizeof(float);
+	return 0;
+}
+
+/* apply held gradients that are due (all of them when force), in the
+ * order they were held, never past a stop counted in updates */
+int
+step_release_held(run *r, int force)
+{
+	int applied = 0;
+	for (int i = 0; i < r->n_held && run_steps_left(r);) {
+		held *h = &r->held[i];
+		if (!force && h->due > run_now(r)) {
+			i++;
+			continue;
+		}
+		ps_grad g = {.worker = h->worker, .seq = h->seq, .v_read = h->v_read,
+			     .off = h->off, .batch = h->batch, .g = h->g,
+			     .bak = h->bak};
+		ps_result res;
+		ps_push(r->ps, &g, step_round_size(r), &res);
+		r->samples += (uint64_t)h->batch;
+		r->loss_sum += h->loss;
+		r->loss_n++;
+		step_record_stale(r, r->w[h->worker], res.tau, h->t_read);
+		r->w[h->worker]->n_held--;
+		if (res.applied)
+			step_version_changed(r);
+		free(h->g);
+		free(h->bak);
+		/* keep the order: two gradients due at once land oldest first */
+		memmove(&r->held[i], &r->held[i + 1],
+			sizeof(held) * (size_t)(r->n_held - i - 1));
+		r->n_held--;
+		applied++;
+	}
+	return applied;
+}
+
+/* delay before the push, in seconds: injected delay, transfer time, and
+ * the straggler's extra compute (compute_s at speed 1) */
+static double
+step_delay_s(worker *w, double compute_s, double bytes)
+{
+	double ms = delay_draw_ms(&w->delay, &w->rng_delay) +
+		    delay_transfer_ms(&w->delay, bytes);
+	double extra = w->speed > 0 ? compute_s * (1.0 / w->speed - 1.0) : 0;
+	return ms * 1e-3 + (extra > 0 ? extra : 0);
+}
+
+/* the step's delivery delay in seconds (compute_s: its measured compute
+ * time on the wall clock, 0 on the virtual clock) */
+double
+step_delay(run *r, worker *w, double compute_s)
+{
+	double bytes = (double)(r->n_params - w->grad_off) * sizeof(float);
+	return step_delay_s(w, compute_s, bytes);
+}
+
+int
+step_begin(run *r, worker *w)
+{
+	if (!step_can_begin(r, w))
+		return 0;
+	int b = r->cfg.batch < w->idx_cap ? r->cfg.batch : w->idx_cap;
+	w->batch_n = step_take(r, b, w->idx);
+	if (!w->batch_n)
+		return 0;
+	step_note_begin(r, w);
+	step_pull(r, w);
+	return 1;
+}
+
+/* hogwild: a step on the server's weights in shared memory, without the
+ * lock (others read and write them too); wall clock, in-process only */
+static void
+deliver_shared(run *r, worker *w)
+{
+	r->hog_inflight++;
+	backend *be = r->be_ps;
+	size_t o = w->grad_off;
+	float *mom = ps_momentum(r->ps);
+	float lr = (float)r->cfg.lr, mu = (float)r->cfg.momentum;
+	float wd = (float)r->cfg.weight_decay;
+	pthread_mutex_unlock(&r->mu);
+	be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
+		     mom ? mom + o : NULL, r->n_params - o, lr, mu, wd);
+	pthread_mutex_lock(&r->mu);
+	r->hog_inflight--;
+	uint64_t tau = ps_version(r->ps) - w->v_read;
+	ps_advance(r->ps);
+	step_version_changed(r);
+	step_count_delivery(r, w);
+	w->clock++;
+	step_record_stale(r, w, tau, w->t_read);
+}
+
+void
+step_deliver(run *r, worker *w)
+{
+	if (r->rule == RULE_HOGWILD)
+		deliver_shared(r, w);
+	else
+		step_push(r, w);
+}

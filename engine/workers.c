@@ -1,0 +1,136 @@
+/* workers.c - a run's workers: create and free them, their settings
+ * (the run's, then their own overrides), join and leave mid-run. */
+#include "run_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- workers ------------------------------------------------------------ */
+
+static void
+worker_free(worker *w)
+{
+	if (!w)
+		return;
+	backend *be = w->be;
+	if (w->m) {
+		be->ops->free(be, w->ms);
+		be->ops->free(be, w->wprev);
+		be->ops->free(be, w->tmp);
+	}
+	model_free(w->m);
+	free(w->idx);
+	free(w);
+}
+
+/* make the worker's settings those of cfg (override for its id, if any) */
+static void
+worker_settings(run *r, worker *w)
+{
+	w->delay = r->cfg.delay;
+	w->spb_depth = 0;
+	w->speed = 1.0;
+	w->paused = 0;
+	for (int i = 0; i < r->cfg.n_overrides; i++) {
+		const worker_override *o = &r->cfg.overrides[i];
+		if (o->id != w->id)
+			continue;
+		if (o->has_delay)
+			w->delay = o->delay;
+		if (o->has_spb)
+			w->spb_depth = o->spb_depth;
+		if (o->has_speed)
+			w->speed = o->speed;
+		if (o->has_paused)
+			w->paused = o->paused;
+	}
+}
+
+int
+worker_new(run *r, int id, worker **out)
+{
+	*out = NULL;
+	worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return sl_fail(r->err, SL_ENOMEM, "out of memory");
+	w->id = id;
+	w->have = UINT64_MAX;
+	w->last_round = -1;
+	rng_seed(&w->rng_delay, r->cfg.seed, 100 + (uint64_t)id);
+	if (r->virt) {
+		w->be = r->be_eval;
+	} else {
+		/* as wide as the machine (or threads); narrowed to one thread
+		 * while other workers share the cores (fit_threads) */
+		int t = r->cfg.threads ? r->cfg.threads : r->ncpu;
+		if (backend_cpu_new(t, &w->be) < 0) {
+			free(w);
+			return sl_fail(r->err, SL_ENOMEM, "workers: cannot start a backend");
+		}
+	}
+	const dataset *tr = &r->data->train;
+	int rc = model_new(r->cfg.model, tr->c, tr->h, tr->w, tr->classes,
+			   r->cfg.batch, r->cfg.seed, w->be, &w->m, r->err);
+	w->idx_cap = r->cfg.batch;
+	w->idx = malloc(sizeof(uint32_t) * (size_t)w->idx_cap);
+	if (rc < 0 || !w->idx) {
+		if (!r->virt)
+			backend_free(w->be);
+		free(w->idx);
+		model_free(w->m);
+		free(w);
+		return rc < 0 ? rc : sl_fail(r->err, SL_ENOMEM, "out of memory");
+	}
+	worker_settings(r, w);
+	w->t_joined = run_now(r);
+	*out = w;
+	return 0;
+}
+
+void
+worker_destroy(run *r, worker *w)
+{
+	backend *be = w->be;
+	worker_free(w);
+	if (!r->virt)
+		backend_free(be);
+}
+
+/* set the worker count (lock held) */
+void
+workers_set(run *r, int n)
+{
+	for (int i = 0; i < n; i++) {
+		if (i >= r->n_slots) {
+			worker *w;
+			if (worker_new(r, i, &w) < 0)
+				break;
+			r->w[i] = w;
+			r->n_slots = i + 1;
+		}
+		worker *w = r->w[i];
+		if (!w->active) {
+			w->active = 1;
+			w->st = W_IDLE;
+			w->t_joined = run_now(r);
+			w->have = UINT64_MAX;
+			w->waiting = 0;
+			w->clock = run_min_clock(r) == UINT64_MAX ? 0 : run_min_clock(r);
+			if (r->virt) {
+				if (!w->pending)
+					virt_schedule(r, run_now(r), i, EV_START);
+			} else {
+				wall_start_thread(r, w);
+			}
+		}
+	}
+	for (int i = n; i < r->n_slots; i++)
+		r->w[i]->active = 0; /* leaves after its current iteration */
+	r->cfg.workers = n;
+	wall_fit_threads(r);
+	/* a sync round may be complete with fewer workers */
+	if (ps_flush_round(r->ps, step_round_size(r)))
+		step_version_changed(r);
+}

@@ -13,11 +13,11 @@ CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Idaemon -Itests
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Iengine/rules -Idaemon -Itests
 LDLIBS  = $(call PKGCONFIG,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-ENGINE_SRC := $(wildcard engine/*.c)
+ENGINE_SRC := $(wildcard engine/*.c engine/rules/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 

@@ -96,7 +96,7 @@ ps_rate(model *m, double seconds)
 	ps *p = NULL;
 	if (w && g && ps_new(be, m->n_params, w, layers, np, 4, &p) == 0) {
 		rule_params rp = {0};
-		ps_set_rule(p, RULE_ASGD, &rp);
+		ps_set_rule(p, rule_find("asgd"), &rp);
 		ps_set_opt(p, 1e-6f, 0, 0);
 		ps_grad pg = {.worker = 0, .g = g, .batch = 64};
 		long n = 0;

@@ -56,7 +56,7 @@ ckpt_save_state(run *r, blob *b)
 	uint64_t u[] = {r->samples, r->updates, (uint64_t)r->loss_n, r->taken,
 			r->take_limit, r->pos, r->shuffles, r->next_eval_v,
 			r->epochs_done, r->clock_gap_max, (uint64_t)r->sched_pos,
-			r->ev_seq, (uint64_t)r->rule, (uint64_t)r->n_slots,
+			r->ev_seq, (uint64_t)rule_index(r->rule), (uint64_t)r->n_slots,
 			(uint64_t)r->win_pos, (uint64_t)r->win_n, (uint64_t)r->paused,
 			(uint64_t)r->n_series, (uint64_t)r->n_ev, (uint64_t)r->n_held,
 			(uint64_t)r->vh_depth};
@@ -145,7 +145,7 @@ restore_state(run *r, cursor *c, char *err)
 	what = "counters";
 	if (u[13] > CFG_MAX_WORKERS || u[14] >= WINDOW_N || u[15] > WINDOW_N ||
 	    u[17] > (1u << 24) || u[18] > (1u << 24) || u[19] > (1u << 20) ||
-	    u[20] > VHIST_MAX || u[5] > r->data->train.n || u[12] >= RULE_COUNT)
+	    u[20] > VHIST_MAX || u[5] > r->data->train.n || u[12] >= (uint64_t)rule_count())
 		goto bad;
 	r->cfg = cfg;
 	r->samples = u[0];
@@ -160,7 +160,9 @@ restore_state(run *r, cursor *c, char *err)
 	r->clock_gap_max = u[9];
 	r->sched_pos = (int)u[10];
 	r->ev_seq = u[11];
-	r->rule = (rule_kind)u[12];
+	if (u[12] >= (uint64_t)rule_count())
+		goto bad;
+	r->rule = rule_table[u[12]];
 	int n_slots = (int)u[13];
 	r->win_pos = (int)u[14];
 	r->win_n = (int)u[15];

@@ -81,7 +81,7 @@ v_start(run *r, worker *w)
 {
 	if (!w->active)
 		return;
-	if (!step_begin(r, w)) {
+	if (step_begin(r, w) <= 0) {
 		w->st = W_WAIT_BEGIN;
 		return;
 	}

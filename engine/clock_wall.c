@@ -63,9 +63,11 @@ worker_main(void *p)
 	worker *w = a.w;
 	pthread_mutex_lock(&r->mu);
 	while (!r->stopping && w->active) {
-		if (r->eval_gate || !step_begin(r, w)) {
+		int begun = r->eval_gate ? 0 : step_begin(r, w);
+		if (begun <= 0) {
 			w->st = W_WAIT_BEGIN;
-			pthread_cond_broadcast(&r->cv);
+			if (begun < 0) /* the control loop may stop the run now */
+				pthread_cond_broadcast(&r->cv);
 			run_timed_wait(r, 0.05);
 			continue;
 		}

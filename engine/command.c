@@ -18,11 +18,17 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 	if (c->worker >= 0 && (c->worker >= r->cfg.workers))
 		return sl_fail(err, SL_EINVAL, "worker: no worker %d (the run has %d)",
 			       c->worker, r->cfg.workers);
-	if ((c->fields & CMD_RULE) && rule_from_name(c->rule) < 0)
-		return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\"", c->rule);
-	if ((c->fields & CMD_RULE) && !strcmp(c->rule, "hogwild") && r->virt)
-		return sl_fail(err, SL_EINVAL,
-			       "rule: hogwild needs threads (the wall clock)");
+	if (c->fields & CMD_RULE) {
+		const rule_class *rc = rule_find(c->rule);
+		char names[256];
+		if (!rc)
+			return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\" (expected %s)",
+				       c->rule, rule_names(names, sizeof(names)));
+		if ((rc->flags & RULE_SHARED) && r->virt)
+			return sl_fail(err, SL_EINVAL,
+				       "rule: %s needs threads sharing memory (the wall clock)",
+				       rc->name);
+	}
 	if ((c->fields & CMD_LR) && !(c->lr > 0 && c->lr <= 100))
 		return sl_fail(err, SL_EINVAL, "lr: must be in (0, 100]");
 	if ((c->fields & CMD_MOMENTUM) && !(c->momentum >= 0 && c->momentum < 1))
@@ -71,13 +77,13 @@ run_command(run *r, const run_cmd *c, char *err)
 static void
 cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 {
-	int k = rule_from_name(name);
-	if (k < 0)
+	const rule_class *rc = rule_find(name);
+	if (!rc)
 		return;
 	snprintf(r->cfg.rule, sizeof(r->cfg.rule), "%s", name);
 	if (rp)
 		r->cfg.rp = *rp;
-	r->rule = (rule_kind)k;
+	r->rule = rc;
 	ps_set_rule(r->ps, r->rule, &r->cfg.rp);
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];

@@ -7,8 +7,6 @@
 #include "blob.h"
 #include "sl.h"
 
-#define DC_EPS 1e-7f
-
 struct ps {
 	backend *be;
 	size_t n;
@@ -24,39 +22,10 @@ struct ps {
 	float **bak;     /* DC-ASGD: weights each worker last pulled */
 	float **ms;      /* DC-ASGD adaptive: mean square per worker */
 	uint64_t v;
-	rule_kind rule;
+	const rule_class *rule;
 	rule_params rp;
 	float lr, mu, wd;
 };
-
-static const char *const names[RULE_COUNT] = {
-	[RULE_SSGD] = "ssgd", [RULE_ASGD] = "asgd",
-	[RULE_SOFTSYNC] = "softsync", [RULE_SSP] = "ssp",
-	[RULE_SASGD] = "sasgd", [RULE_DCASGD] = "dcasgd",
-	[RULE_ODSGD] = "odsgd", [RULE_LOCALSGD] = "localsgd",
-	[RULE_EASGD] = "easgd", [RULE_HOGWILD] = "hogwild",
-};
-
-int
-rule_from_name(const char *name)
-{
-	for (int i = 0; i < RULE_COUNT; i++)
-		if (!strcmp(name, names[i]))
-			return i;
-	return -1;
-}
-
-const char *
-rule_name(rule_kind r)
-{
-	return (unsigned)r < RULE_COUNT ? names[r] : "?";
-}
-
-int
-rule_is_sync(rule_kind r)
-{
-	return r == RULE_SSGD || r == RULE_SOFTSYNC || r == RULE_ODSGD;
-}
 
 static void *
 balloc(ps *p, size_t floats)
@@ -92,7 +61,7 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	}
 	memcpy(p->layers, layers, sizeof(ps_layer) * (size_t)n_layers);
 	be->ops->upload(be, p->w, w0, sizeof(float) * n);
-	p->rule = RULE_ASGD;
+	p->rule = rule_find("asgd");
 	p->lr = 0.05f;
 	*out = p;
 	return 0;
@@ -130,9 +99,9 @@ drop_round(ps *p)
 }
 
 void
-ps_set_rule(ps *p, rule_kind r, const rule_params *rp)
+ps_set_rule(ps *p, const rule_class *rc, const rule_params *rp)
 {
-	p->rule = r;
+	p->rule = rc;
 	p->rp = *rp;
 	drop_round(p);
 }
@@ -169,7 +138,7 @@ ps_size(const ps *p)
 static void
 keep_backup(ps *p, int worker, const float *w)
 {
-	if (p->rule != RULE_DCASGD || worker < 0 || worker >= p->max_workers)
+	if (!(p->rule->flags & RULE_BACKUP) || worker < 0 || worker >= p->max_workers)
 		return;
 	if (!p->bak[worker])
 		p->bak[worker] = balloc(p, p->n);
@@ -207,12 +176,52 @@ ps_pull(ps *p, int worker, float *dst, uint64_t *have)
 	return 1;
 }
 
-/* One optimiser step on [off, n) with the gradient g (same indexing). */
-static void
-step(ps *p, const float *g, size_t off, float lr)
+void
+ps_step(ps *p, const float *g, size_t off, float lr)
 {
 	p->be->ops->sgd(p->be, p->w + off, g + off, p->mom ? p->mom + off : NULL,
 			p->n - off, lr, p->mu, p->wd);
+	p->v++;
+}
+
+int
+ps_round_pending(const ps *p)
+{
+	return p->round;
+}
+
+float
+ps_lr(const ps *p)
+{
+	return p->lr;
+}
+
+const rule_params *
+ps_params(const ps *p)
+{
+	return &p->rp;
+}
+
+backend *
+ps_backend(const ps *p)
+{
+	return p->be;
+}
+
+float *
+ps_scratch(ps *p)
+{
+	return p->tmp;
+}
+
+float *
+ps_worker_state(ps *p, int worker)
+{
+	if (worker < 0 || worker >= p->max_workers)
+		return NULL;
+	if (!p->ms[worker])
+		p->ms[worker] = balloc(p, p->n);
+	return p->ms[worker];
 }
 
 static void
@@ -234,58 +243,35 @@ apply_round(ps *p)
 }
 
 int
-ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
+ps_round_add(ps *p, const ps_grad *g, int round_size)
 {
 	backend *be = p->be;
+	be->ops->axpy(be, p->n - g->off, 1.0f, g->g + g->off, p->acc + g->off);
+	for (int l = 0; l < p->n_layers; l++)
+		if (p->layers[l].off >= g->off)
+			p->layer_count[l]++;
+	p->round++;
+	if (p->round < (round_size < 1 ? 1 : round_size))
+		return 0;
+	apply_round(p);
+	return 1;
+}
+
+int
+ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
+{
 	ps_result r = {0};
 	if (g->off >= p->n || g->worker < 0 || g->worker >= p->max_workers)
 		return -SL_EINVAL;
 	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
-	if (rule_is_sync(p->rule)) {
-		be->ops->axpy(be, p->n - g->off, 1.0f, g->g + g->off, p->acc + g->off);
-		for (int l = 0; l < p->n_layers; l++)
-			if (p->layers[l].off >= g->off)
-				p->layer_count[l]++;
-		p->round++;
-		r.round_count = p->round;
-		if (p->round >= (round_size < 1 ? 1 : round_size)) {
-			apply_round(p);
-			r.applied = 1;
-			r.round_count = 0;
-		}
-		if (res)
-			*res = r;
-		return 0;
+	if (p->rule->server_push) {
+		int rc = p->rule->server_push(p, g, round_size, &r);
+		if (rc < 0)
+			return rc;
+	} else {
+		ps_step(p, g->g, g->off, p->lr);
+		r.applied = 1;
 	}
-	float lr = p->lr;
-	const float *grad = g->g;
-	switch (p->rule) {
-	case RULE_SASGD:
-		if (r.tau > 0)
-			lr /= (float)r.tau;
-		break;
-	case RULE_DCASGD: {
-		const float *bak = g->bak ? g->bak : p->bak[g->worker];
-		if (!bak)
-			break; /* never pulled: no reference, plain step */
-		float *ms = NULL;
-		if (p->rp.adaptive) {
-			if (!p->ms[g->worker])
-				p->ms[g->worker] = balloc(p, p->n);
-			ms = p->ms[g->worker] ? p->ms[g->worker] + g->off : NULL;
-		}
-		be->ops->dc_grad(be, p->n - g->off, g->g + g->off, p->w + g->off,
-				 bak + g->off, ms, (float)p->rp.lambda,
-				 (float)p->rp.m, DC_EPS, p->tmp + g->off);
-		grad = p->tmp;
-		break;
-	}
-	default:
-		break;
-	}
-	step(p, grad, g->off, lr);
-	p->v++;
-	r.applied = 1;
 	if (res)
 		*res = r;
 	return 0;
@@ -294,22 +280,22 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 int
 ps_flush_round(ps *p, int round_size)
 {
-	if (!rule_is_sync(p->rule) || p->round == 0 || p->round < round_size)
+	if (!(p->rule->flags & RULE_ROUND) || p->round == 0 || p->round < round_size)
 		return 0;
 	apply_round(p);
 	return 1;
 }
 
 void
-ps_elastic(ps *p, float *x, float alpha)
+ps_elastic(ps *p, const float *x, float alpha, float *diff)
 {
 	backend *be = p->be;
-	/* tmp = alpha (x - w); x -= tmp; w += tmp */
+	/* diff = alpha (x - w); w += diff (the worker then takes x -= diff) */
 	be->ops->copy(be, p->tmp, x, sizeof(float) * p->n);
 	be->ops->axpy(be, p->n, -1.0f, p->w, p->tmp);
 	be->ops->scal(be, p->n, alpha, p->tmp);
-	be->ops->axpy(be, p->n, -1.0f, p->tmp, x);
 	be->ops->axpy(be, p->n, 1.0f, p->tmp, p->w);
+	be->ops->copy(be, diff, p->tmp, sizeof(float) * p->n);
 	p->v++;
 }
 

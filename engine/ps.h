@@ -14,26 +14,8 @@
 
 #include "backend.h"
 #include "config.h"
+#include "rule.h"
 
-typedef enum rule_kind {
-	RULE_SSGD,
-	RULE_ASGD,
-	RULE_SOFTSYNC,
-	RULE_SSP,
-	RULE_SASGD,
-	RULE_DCASGD,
-	RULE_ODSGD,
-	RULE_LOCALSGD,
-	RULE_EASGD,
-	RULE_HOGWILD,
-	RULE_COUNT
-} rule_kind;
-
-/* "asgd" -> RULE_ASGD; -1 if unknown. */
-int rule_from_name(const char *name);
-const char *rule_name(rule_kind r);
-/* Rules whose server applies one averaged step per round of gradients. */
-int rule_is_sync(rule_kind r);
 
 /* A parameterised layer's slice of the flat buffer. */
 typedef struct ps_layer {
@@ -72,7 +54,7 @@ void ps_free(ps *p);
 
 /* Switch rule (pending round state is dropped: its gradients were never
  * applied). lr, momentum, weight decay apply to every rule's global step. */
-void ps_set_rule(ps *p, rule_kind r, const rule_params *rp);
+void ps_set_rule(ps *p, const rule_class *rc, const rule_params *rp);
 void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
 
 uint64_t ps_version(const ps *p);
@@ -99,13 +81,34 @@ const float *ps_backup(const ps *p, int worker);
  * softsync: max(1, active / n)); ignored by asynchronous rules. */
 int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
 
+/* ---- for the rules' server hooks (engine/rules/) ---- */
+
+/* One optimiser step (momentum, weight decay) with g on [off, n) at
+ * learning rate lr; the version advances. */
+void ps_step(ps *p, const float *g, size_t off, float lr);
+/* Add g to the pending round, per layer; when the round holds round_size
+ * gradients, apply each layer's average over its senders. 1 if applied. */
+int ps_round_add(ps *p, const ps_grad *g, int round_size);
+/* gradients in the pending round */
+int ps_round_pending(const ps *p);
+float ps_lr(const ps *p);
+const rule_params *ps_params(const ps *p);
+backend *ps_backend(const ps *p);
+/* n floats of scratch in the server's memory (overwritten by any call) */
+float *ps_scratch(ps *p);
+/* a per-worker buffer of n floats the rule may keep (zeroed when made;
+ * saved in checkpoints), or NULL when out of memory */
+float *ps_worker_state(ps *p, int worker);
+
 /* Sync rules: apply the pending round now if it holds at least round_size
  * gradients (after workers left). Returns 1 if applied. */
 int ps_flush_round(ps *p, int round_size);
 
-/* Elastic averaging: x (a worker's weights, n floats) moves toward the
- * centre and the centre toward x by alpha (x - centre); v advances. */
-void ps_elastic(ps *p, float *x, float alpha);
+/* Elastic averaging, a model message: the worker sends its weights x (n
+ * floats); the centre moves toward x by diff = alpha (x - centre), the
+ * reply is diff (n floats, the worker's memory) for the worker to take
+ * x -= diff; v advances. */
+void ps_elastic(ps *p, const float *x, float alpha, float *diff);
 
 /* Model averaging (local SGD): add x to the round's sum; when round_size
  * models are in, the weights become their mean and v advances. Returns 1

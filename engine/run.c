@@ -104,9 +104,13 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		return rc;
 	if (!strcmp(cfg->device, "cuda"))
 		return sl_fail(err, SL_EUNSUP, "device: the cuda backend is not built in");
-	if (!strcmp(cfg->rule, "hogwild") && !strcmp(cfg->clock, "virtual"))
+	const rule_class *rule = rule_find(cfg->rule);
+	if (!rule)
+		return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\"", cfg->rule);
+	if ((rule->flags & RULE_SHARED) && !strcmp(cfg->clock, "virtual"))
 		return sl_fail(err, SL_EINVAL,
-			       "rule: hogwild needs threads sharing memory (clock \"wall\")");
+			       "rule: %s needs threads sharing memory (clock \"wall\")",
+			       rule->name);
 	if (cfg->delay.dist == DELAY_VERSION && cfg->delay.s >= VHIST_MAX)
 		return sl_fail(err, SL_EINVAL, "delay.s: at most %d", VHIST_MAX - 1);
 	run *r = calloc(1, sizeof(*r));
@@ -165,7 +169,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	r->pos = tr->n; /* shuffle on first take */
 	if (cfg->stop_epochs > 0)
 		r->take_limit = (uint64_t)ceil(cfg->stop_epochs * tr->n - 0.5);
-	r->rule = (rule_kind)rule_from_name(cfg->rule);
+	r->rule = rule;
 	ps_set_rule(r->ps, r->rule, &cfg->rp);
 	ps_set_opt(r->ps, (float)cfg->lr, (float)cfg->momentum,
 		   (float)cfg->weight_decay);

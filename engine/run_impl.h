@@ -115,7 +115,7 @@ struct run {
 	backend *be_eval; /* evaluation; all compute on the virtual clock */
 	model *evm;
 	ps *ps;
-	rule_kind rule;
+	const rule_class *rule;
 	size_t n_params;
 	double full_flops; /* per sample, full depth */
 	worker *w[CFG_MAX_WORKERS];
@@ -195,8 +195,9 @@ void run_timed_wait(run *r, double seconds);
 
 /* step.c: one worker step */
 double step_compute(run *r, worker *w);
-/* Begin a step: may the worker begin (the rule, a pause, the data), take
- * its batch, read the weights it computes on. 1 if begun, 0 if not now. */
+/* Begin a step: may the worker begin (the rule, a pause), take its batch,
+ * read the weights it computes on. 1 if begun, 0 if it may not begin now,
+ * -1 if the data is spent (the stop's epochs are all taken). */
 int step_begin(run *r, worker *w);
 /* The step's delivery delay in seconds (compute_s: measured compute time
  * on the wall clock, 0 on the virtual clock). */
@@ -204,6 +205,20 @@ double step_delay(run *r, worker *w, double compute_s);
 /* Deliver the gradient through the rule (step_can_push true). hogwild
  * steps the shared weights and drops the lock while it does. */
 void step_deliver(run *r, worker *w);
+
+/* ---- for the rules' worker hooks (engine/rules/) ---- */
+
+/* The default pull: the server's weights, or under a version delay those
+ * of an older version (w->v_read is the version read). */
+void step_pull_server(run *r, worker *w);
+/* Local weights, taken from the server on the first step (or the first
+ * after a rule switch); w->v_read is left to the caller. */
+void step_pull_local(run *r, worker *w);
+/* The default delivery: the gradient message; under RULE_WAIT the worker
+ * waits for the round. Returns its staleness. */
+uint64_t step_push_grad(run *r, worker *w);
+/* One plain SGD step on the worker's own weights from w->grad_off. */
+void step_local_sgd(run *r, worker *w, const float *g, float lr);
 int step_can_begin(const run *r, const worker *w);
 int step_can_push(const run *r, const worker *w);
 int step_held_at_server(const run *r, const worker *w);

@@ -12,19 +12,13 @@
 static int step_take(run *r, int want, uint32_t *idx);
 static void step_note_begin(run *r, const worker *w);
 static void step_pull(run *r, worker *w);
-static void step_push(run *r, worker *w);
 static void step_record_stale(run *r, worker *w, uint64_t tau, double t_read);
 static void step_count_delivery(run *r, worker *w);
 
 int
 step_round_size(const run *r)
 {
-	int n = run_n_running(r);
-	if (r->rule == RULE_SOFTSYNC) {
-		int c = (int)((double)n / r->cfg.rp.n);
-		return c < 1 ? 1 : c;
-	}
-	return n < 1 ? 1 : n;
+	return rule_round_size(r->rule, run_n_running(r), &r->cfg.rp);
 }
 
 static void
@@ -90,11 +84,8 @@ step_can_begin(const run *r, const worker *w)
 		return 0;
 	if (w->waiting && ps_version(r->ps) <= w->wait_v)
 		return 0;
-	if (r->rule == RULE_SSP) {
-		uint64_t mc = run_min_clock(r);
-		if (mc != UINT64_MAX && w->clock > mc + (uint64_t)r->cfg.rp.s)
-			return 0;
-	}
+	if (r->rule->may_begin && !r->rule->may_begin(r, w))
+		return 0;
 	if (r->take_limit && r->taken >= r->take_limit)
 		return 0;
 	/* a worker far ahead of its held gradients waits (bounded memory) */
@@ -103,30 +94,10 @@ step_can_begin(const run *r, const worker *w)
 	return 1;
 }
 
-/* odsgd after warm-up: a worker pushes once per round */
-static int
-step_odsgd_local(const run *r, const worker *w)
-{
-	return r->rule == RULE_ODSGD && w->clock >= (uint64_t)r->cfg.rp.warmup;
-}
-
 int
 step_can_push(const run *r, const worker *w)
 {
-	if (step_odsgd_local(r, w) && w->last_round >= 0 &&
-	    (uint64_t)w->last_round >= ps_version(r->ps))
-		return 0;
-	/* hogwild: a stop in updates counts the unlocked steps in flight */
-	if (r->rule == RULE_HOGWILD && r->cfg.stop_steps &&
-	    ps_version(r->ps) + (uint64_t)r->hog_inflight >= r->cfg.stop_steps)
-		return 0;
-	return 1;
-}
-
-static int
-step_local_rule(rule_kind k)
-{
-	return k == RULE_LOCALSGD || k == RULE_EASGD;
+	return !r->rule->may_push || r->rule->may_push(r, w);
 }
 
 /* Is the worker's gradient held at the server ("where": "server") while
@@ -138,8 +109,7 @@ step_local_rule(rule_kind k)
 int
 step_held_at_server(const run *r, const worker *w)
 {
-	return w->delay.at_server && !step_local_rule(r->rule) &&
-	       r->rule != RULE_SSGD && r->rule != RULE_ODSGD;
+	return w->delay.at_server && !(r->rule->flags & (RULE_LOCAL | RULE_WAIT));
 }
 
 /* version-delay history: keep a copy of the weights at each version */
@@ -170,19 +140,24 @@ step_pull(run *r, worker *w)
 		w->cur_threads = w->want_threads;
 	}
 	w->grad_off = model_tail_offset(w->m, w->depth);
-	if (r->rule == RULE_HOGWILD) {
-		w->v_read = ps_version(r->ps);
-		return; /* computes on the shared weights directly */
-	}
-	if (step_local_rule(r->rule) || step_odsgd_local(r, w)) {
-		/* local weights; first iteration (or after a rule switch)
-		 * starts from the server's */
-		if (w->have == UINT64_MAX)
-			ps_pull(r->ps, w->id, w->m->params, &w->have);
-		if (!step_odsgd_local(r, w))
-			w->v_read = ps_version(r->ps);
-		return;
-	}
+	if (r->rule->pull)
+		r->rule->pull(r, w);
+	else
+		step_pull_server(r, w);
+}
+
+void
+step_pull_local(run *r, worker *w)
+{
+	/* local weights; the first step (or the first after a rule
+	 * switch) starts from the server's */
+	if (w->have == UINT64_MAX)
+		ps_pull(r->ps, w->id, w->m->params, &w->have);
+}
+
+void
+step_pull_server(run *r, worker *w)
+{
 	int lag = delay_draw_version(&w->delay, &w->rng_delay);
 	uint64_t v = ps_version(r->ps);
 	if (lag > 0 && r->vh_depth) {
@@ -205,7 +180,7 @@ step_pull(run *r, worker *w)
 double
 step_compute(run *r, worker *w)
 {
-	const float *p = r->rule == RULE_HOGWILD ? ps_weights(r->ps) : w->m->params;
+	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->m->params;
 	model_load_batch(w->m, r->data->train.x, r->data->train.y, w->idx,
 			 w->batch_n);
 	w->loss = model_step(w->m, p, w->batch_n, w->depth);
@@ -235,96 +210,41 @@ step_count_delivery(run *r, worker *w)
 	w->iterations++;
 }
 
-/* deliver the worker's gradient (lock held; can_push true). */
-static void
-step_push(run *r, worker *w)
+uint64_t
+step_push_grad(run *r, worker *w)
+{
+	uint64_t v0 = ps_version(r->ps);
+	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
+		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
+	ps_result res;
+	ps_push(r->ps, &g, step_round_size(r), &res);
+	if ((r->rule->flags & RULE_WAIT) && !res.applied) {
+		/* wait for the round */
+		w->waiting = 1;
+		w->wait_v = v0;
+	}
+	if (res.applied)
+		step_version_changed(r);
+	return res.tau;
+}
+
+void
+step_local_sgd(run *r, worker *w, const float *g, float lr)
 {
 	backend *be = w->be;
 	size_t off = w->grad_off;
-	uint64_t v0 = ps_version(r->ps);
-	uint64_t tau = 0;
+	be->ops->sgd(be, w->m->params + off, g + off, NULL, r->n_params - off,
+		     lr, 0, 0);
+}
+
+/* deliver the worker's gradient through the rule (lock held; can_push
+ * true) and account for it */
+void
+step_deliver(run *r, worker *w)
+{
 	step_count_delivery(r, w);
-	if (step_local_rule(r->rule)) {
-		/* local step on the worker's own weights */
-		be->ops->sgd(be, w->m->params + off, w->m->grads + off, NULL,
-			     r->n_params - off, (float)r->cfg.lr, 0, 0);
-		tau = (uint64_t)w->local_steps;
-		w->local_steps++;
-		if (r->rule == RULE_LOCALSGD &&
-		    w->local_steps >= (int)r->cfg.rp.H) {
-			w->local_steps = 0;
-			w->waiting = 1;
-			w->wait_v = v0;
-			w->have = UINT64_MAX; /* take the average when released */
-			if (ps_average_push(r->ps, w->m->params, run_n_running(r)))
-				step_version_changed(r);
-		} else if (r->rule == RULE_EASGD &&
-			   w->local_steps >= (int)r->cfg.rp.period) {
-			w->local_steps = 0;
-			int n = run_n_running(r);
-			ps_elastic(r->ps, w->m->params,
-				   (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)));
-			step_version_changed(r);
-		}
-	} else if (step_odsgd_local(r, w)) {
-		ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
-			     .off = off, .batch = w->batch_n, .g = w->m->grads};
-		ps_result res;
-		/* local update from the newest global weights W(R), which
-		 * the pending round R will advance */
-		uint64_t R = ps_version(r->ps);
-		float *x = w->m->params;
-		const float *W = ps_weights(r->ps);
-		int n = run_n_running(r);
-		float llr = (float)(r->cfg.rp.local_lr / (n < 1 ? 1 : n));
-		if (!strcmp(r->cfg.rp.local_opt, "cadcasgd") && !w->ms) {
-			w->ms = be->ops->alloc(be, sizeof(float) * r->n_params);
-			w->wprev = be->ops->alloc(be, sizeof(float) * r->n_params);
-			w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params);
-			if (w->wprev)
-				be->ops->copy(be, w->wprev, W, sizeof(float) * r->n_params);
-		}
-		be->ops->copy(be, x, W, sizeof(float) * r->n_params);
-		if (w->ms && w->wprev && w->tmp &&
-		    !strcmp(r->cfg.rp.local_opt, "cadcasgd")) {
-			/* compensated local step (CADCASGD): the drift is the last
-			 * global step this worker saw, W - W_prev */
-			be->ops->dc_grad(be, r->n_params - off, w->m->grads + off,
-					 W + off, w->wprev + off, w->ms + off,
-					 (float)r->cfg.rp.lambda, (float)r->cfg.rp.m,
-					 1e-7f, w->tmp + off);
-			be->ops->sgd(be, x + off, w->tmp + off, NULL, r->n_params - off,
-				     llr, 0, 0);
-			be->ops->copy(be, w->wprev, W, sizeof(float) * r->n_params);
-		} else {
-			be->ops->sgd(be, x + off, w->m->grads + off, NULL,
-				     r->n_params - off, llr, 0, 0);
-		}
-		/* push after the local step: the round may complete now and
-		 * move W on to W(R+1) */
-		ps_push(r->ps, &g, step_round_size(r), &res);
-		tau = res.tau;
-		w->have = R;      /* global part of the local weights */
-		w->v_read = R;
-		w->last_round = (int64_t)R;
-		if (res.applied)
-			step_version_changed(r);
-	} else {
-		ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
-			     .off = off, .batch = w->batch_n, .g = w->m->grads};
-		ps_result res;
-		ps_push(r->ps, &g, step_round_size(r), &res);
-		tau = res.tau;
-		if (r->rule == RULE_SSGD || r->rule == RULE_ODSGD) {
-			/* wait for the round (odsgd warm-up is plain ssgd) */
-			if (!res.applied) {
-				w->waiting = 1;
-				w->wait_v = v0;
-			}
-		}
-		if (res.applied)
-			step_version_changed(r);
-	}
+	uint64_t tau = r->rule->deliver ? r->rule->deliver(r, w)
+					: step_push_grad(r, w);
 	w->clock++;
 	step_record_stale(r, w, tau, w->t_read);
 }
@@ -347,7 +267,7 @@ step_hold(run *r, worker *w, double due)
 	held *h = &r->held[r->n_held];
 	/* DC-ASGD compensates with the weights this gradient was computed
 	 * on: the worker's backup now, before its next pull replaces it */
-	const float *bak = r->rule == RULE_DCASGD ? ps_backup(r->ps, w->id) : NULL;
+	const float *bak = (r->rule->flags & RULE_BACKUP) ? ps_backup(r->ps, w->id) : NULL;
 	h->g = malloc(sizeof(float) * r->n_params);
 	h->bak = bak ? malloc(sizeof(float) * r->n_params) : NULL;
 	if (!h->g || (bak && !h->bak)) {
@@ -440,41 +360,8 @@ step_begin(run *r, worker *w)
 	int b = r->cfg.batch < w->idx_cap ? r->cfg.batch : w->idx_cap;
 	w->batch_n = step_take(r, b, w->idx);
 	if (!w->batch_n)
-		return 0;
+		return -1;
 	step_note_begin(r, w);
 	step_pull(r, w);
 	return 1;
-}
-
-/* hogwild: a step on the server's weights in shared memory, without the
- * lock (others read and write them too); wall clock, in-process only */
-static void
-deliver_shared(run *r, worker *w)
-{
-	r->hog_inflight++;
-	backend *be = r->be_ps;
-	size_t o = w->grad_off;
-	float *mom = ps_momentum(r->ps);
-	float lr = (float)r->cfg.lr, mu = (float)r->cfg.momentum;
-	float wd = (float)r->cfg.weight_decay;
-	pthread_mutex_unlock(&r->mu);
-	be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
-		     mom ? mom + o : NULL, r->n_params - o, lr, mu, wd);
-	pthread_mutex_lock(&r->mu);
-	r->hog_inflight--;
-	uint64_t tau = ps_version(r->ps) - w->v_read;
-	ps_advance(r->ps);
-	step_version_changed(r);
-	step_count_delivery(r, w);
-	w->clock++;
-	step_record_stale(r, w, tau, w->t_read);
-}
-
-void
-step_deliver(run *r, worker *w)
-{
-	if (r->rule == RULE_HOGWILD)
-		deliver_shared(r, w);
-	else
-		step_push(r, w);
 }

@@ -3,6 +3,7 @@
 #include <math.h>
 
 #include "ps.h"
+#include "rule.h"
 #include "testutil.h"
 
 static backend *
@@ -15,14 +16,14 @@ cpu(void)
 
 /* two layers: [0,2) and [2,3) */
 static ps *
-mk(backend *be, const float *w0, rule_kind r, const rule_params *rp,
+mk(backend *be, const float *w0, const char *rule, const rule_params *rp,
    float lr, float mu)
 {
 	ps_layer layers[] = {{0, 2}, {2, 1}};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
 	rule_params def = {0};
-	ps_set_rule(p, r, rp ? rp : &def);
+	ps_set_rule(p, rule_find(rule), rp ? rp : &def);
 	ps_set_opt(p, lr, mu, 0);
 	return p;
 }
@@ -33,7 +34,7 @@ START_TEST(asgd_applies_on_arrival)
 {
 	backend *be = cpu();
 	float w0[] = {1, 2, 3}, g[] = {0.5f, -1, 2};
-	ps *p = mk(be, w0, RULE_ASGD, NULL, 0.1f, 0);
+	ps *p = mk(be, w0, "asgd", NULL, 0.1f, 0);
 	float local[3];
 	uint64_t have = 99;
 	ck_assert_int_eq(ps_pull(p, 0, local, &have), 1);
@@ -62,7 +63,7 @@ START_TEST(sasgd_divides_by_staleness)
 {
 	backend *be = cpu();
 	float w0[] = {0, 0, 0}, g[] = {1, 1, 1};
-	ps *p = mk(be, w0, RULE_SASGD, NULL, 0.3f, 0);
+	ps *p = mk(be, w0, "sasgd", NULL, 0.3f, 0);
 	ps_grad fresh = {.worker = 0, .v_read = 0, .g = g};
 	ps_result r;
 	ps_push(p, &fresh, 1, &r); /* tau 0: full lr: w = -0.3 */
@@ -80,7 +81,7 @@ START_TEST(ssgd_averages_a_round)
 {
 	backend *be = cpu();
 	float w0[] = {1, 1, 1}, g1[] = {1, 2, 3}, g2[] = {3, 2, 1};
-	ps *p = mk(be, w0, RULE_SSGD, NULL, 0.5f, 0);
+	ps *p = mk(be, w0, "ssgd", NULL, 0.5f, 0);
 	ps_result r;
 	ps_grad a = {.worker = 0, .v_read = 0, .g = g1};
 	ps_grad b = {.worker = 1, .v_read = 0, .g = g2};
@@ -107,7 +108,7 @@ START_TEST(ssgd_partial_layers_average_over_senders)
 	 * layer 0 is averaged over 1 sender, layer 1 over 2 */
 	backend *be = cpu();
 	float w0[] = {0, 0, 0}, g1[] = {2, 4, 6}, g2[] = {100, 100, 2};
-	ps *p = mk(be, w0, RULE_SSGD, NULL, 1.0f, 0);
+	ps *p = mk(be, w0, "ssgd", NULL, 1.0f, 0);
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g1, .off = 0};
 	ps_grad b = {.worker = 1, .g = g2, .off = 2};
@@ -130,7 +131,7 @@ START_TEST(softsync_and_flush)
 {
 	backend *be = cpu();
 	float w0[] = {0, 0, 0}, g[] = {1, 1, 1}, h[] = {3, 3, 3};
-	ps *p = mk(be, w0, RULE_SOFTSYNC, NULL, 1.0f, 0);
+	ps *p = mk(be, w0, "softsync", NULL, 1.0f, 0);
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g}, b = {.worker = 2, .g = h};
 	ps_push(p, &a, 3, &r);
@@ -154,7 +155,7 @@ START_TEST(dcasgd_constant_lambda)
 	backend *be = cpu();
 	float w0[] = {1, 1, 1}, g0[] = {0.5f, 0.5f, 0.5f}, g1[] = {1, 1, 1};
 	rule_params rp = {.lambda = 0.04};
-	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	ps *p = mk(be, w0, "dcasgd", &rp, 0.1f, 0);
 	float local[3];
 	uint64_t h0 = 99, h1 = 99;
 	ps_pull(p, 0, local, &h0); /* backup_0 = 1 */
@@ -180,7 +181,7 @@ START_TEST(dcasgd_compensates_from_the_weights_read)
 	backend *be = cpu();
 	float w0[] = {1, 1, 1}, old[] = {1.5f, 1.5f, 1.5f}, g[] = {0.5f, 0.5f, 0.5f};
 	rule_params rp = {.lambda = 0.04};
-	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	ps *p = mk(be, w0, "dcasgd", &rp, 0.1f, 0);
 	float local[3];
 	uint64_t have = 99;
 	ps_pull_old(p, 0, old, 7, local, &have);
@@ -211,7 +212,7 @@ START_TEST(dcasgd_adaptive_lambda)
 	backend *be = cpu();
 	float w0[] = {1, 1, 1}, g[] = {0.5f, 0.5f, 0.5f}, g1[] = {1, 1, 1};
 	rule_params rp = {.lambda = 2, .m = 0.5, .adaptive = 1};
-	ps *p = mk(be, w0, RULE_DCASGD, &rp, 0.1f, 0);
+	ps *p = mk(be, w0, "dcasgd", &rp, 0.1f, 0);
 	float local[3];
 	uint64_t h0 = 99, h1 = 99;
 	ps_pull(p, 0, local, &h0);
@@ -235,7 +236,7 @@ START_TEST(momentum_at_server)
 {
 	backend *be = cpu();
 	float w0[] = {0, 0, 0}, g[] = {1, 1, 1};
-	ps *p = mk(be, w0, RULE_ASGD, NULL, 0.1f, 0.9f);
+	ps *p = mk(be, w0, "asgd", NULL, 0.1f, 0.9f);
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g};
 	ps_push(p, &a, 1, &r); /* m = 1, w = -0.1 */
@@ -250,10 +251,13 @@ START_TEST(elastic_and_average)
 {
 	backend *be = cpu();
 	float w0[] = {0, 0, 0};
-	ps *p = mk(be, w0, RULE_EASGD, NULL, 0.1f, 0);
+	ps *p = mk(be, w0, "easgd", NULL, 0.1f, 0);
 	float x[] = {1, 2, 4};
-	ps_elastic(p, x, 0.25f); /* d = 0.25 x; x -= d; centre += d */
-	ck_assert_float_eq_tol(x[2], 3.0f, 1e-7);
+	float d[3];
+	ps_elastic(p, x, 0.25f, d); /* d = 0.25 (x - centre); centre += d */
+	ck_assert_float_eq_tol(d[2], 1.0f, 1e-7);
+	ck_assert_float_eq_tol(d[1], 0.5f, 1e-7);
+	ck_assert_float_eq(x[2], 4.0f); /* the worker's own to change */
 	ck_assert_float_eq_tol(W(p, 2), 1.0f, 1e-7);
 	ck_assert_uint_eq(ps_version(p), 1);
 	float y[] = {3, 3, 3}, z[] = {1, 1, 1};
@@ -266,12 +270,19 @@ START_TEST(elastic_and_average)
 }
 END_TEST
 
-START_TEST(rule_names)
+START_TEST(rule_table_lookup)
 {
-	for (int r = 0; r < RULE_COUNT; r++)
-		ck_assert_int_eq(rule_from_name(rule_name((rule_kind)r)), r);
-	ck_assert_int_eq(rule_from_name("adam"), -1);
-	ck_assert(rule_is_sync(RULE_SSGD) && !rule_is_sync(RULE_ASGD));
+	ck_assert_int_eq(rule_count(), 10);
+	for (int i = 0; rule_table[i]; i++) {
+		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
+		ck_assert_int_eq(rule_index(rule_table[i]), i);
+	}
+	ck_assert_ptr_null(rule_find("adam"));
+	ck_assert(rule_find("ssgd")->flags & RULE_ROUND);
+	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
+	char buf[256];
+	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild");
 }
 END_TEST
 
@@ -290,7 +301,7 @@ ps_suite(void)
 	tcase_add_test(tc, dcasgd_compensates_from_the_weights_read);
 	tcase_add_test(tc, momentum_at_server);
 	tcase_add_test(tc, elastic_and_average);
-	tcase_add_test(tc, rule_names);
+	tcase_add_test(tc, rule_table_lookup);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,6 +4,7 @@
  * determinism, and a wall-clock run with real threads. */
 #include <math.h>
 
+#include "rule.h"
 #include "run.h"
 #include "testutil.h"
 
@@ -383,7 +384,9 @@ START_TEST(workers_come_back)
 			c.delay.dist = DELAY_CONST;
 			c.delay.mean_ms = 1;
 		}
-		c.stop_steps = 200;
+		/* on the wall clock a long last stint, so a loaded machine
+		 * still schedules the rejoined worker's thread */
+		c.stop_steps = wall ? 600 : 200;
 		c.eval_every = 0;
 		const int counts[] = {4, 1, 3};
 		run_sched s[3] = {0};
@@ -397,7 +400,7 @@ START_TEST(workers_come_back)
 		run_snapshot *snap = go(&c, s, 3, r);
 		ck_assert_int_eq(r->n_change, 3);
 		ck_assert_int_eq(snap->n_workers, 3);
-		ck_assert_uint_ge(snap->v, 200);
+		ck_assert_uint_eq(snap->v, c.stop_steps);
 		/* worker 2 worked in two stints */
 		ck_assert_uint_gt(snap->workers[2].iterations, 0);
 		/* one worker alone from v 60 to 90: fresh gradients there, once
@@ -539,6 +542,53 @@ on_eval_ck(void *ud, const run_eval *e)
 	on_eval(&((ckrec *)ud)->r, e);
 }
 
+/* Run c straight through (A), checkpointing at version `at`, then resume a
+ * new run from that checkpoint (B): B's records must be A's from the
+ * checkpoint on, bit for bit. Returns A's records (caller frees); the
+ * checkpoint stays in *ck (caller frees ck->buf). */
+static ckrec *
+resume_matches(const run_config *c, uint64_t at, ckrec **ck)
+{
+	run_sched s = {.by_version = 1, .v = at,
+		       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	ckrec *a = calloc(1, sizeof(*a));
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
+	ck_assert_msg(run_new(c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_free(r);
+	ck_assert_ptr_nonnull(a->buf);
+
+	run_config c2;
+	ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
+	ck_assert_str_eq(c2.rule, c->rule);
+	ckrec *b = calloc(1, sizeof(*b));
+	cb.ud = b;
+	ck_assert_msg(run_new(&c2, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_restore(r, a->buf, a->len, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_free(r);
+	/* B's records are A's from the checkpoint on */
+	int off = a->r.n - b->r.n;
+	ck_assert_int_gt(b->r.n, 2);
+	ck_assert_int_ge(off, 1);
+	for (int i = 0; i < b->r.n; i++) {
+		const run_eval *x = &a->r.ev[off + i], *y = &b->r.ev[i];
+		ck_assert_msg(x->v == y->v && x->samples == y->samples &&
+				      x->t == y->t && x->test_acc == y->test_acc &&
+				      x->test_loss == y->test_loss &&
+				      x->best_acc == y->best_acc,
+			      "%s: record %d (v %llu vs %llu) differs", c->rule, i,
+			      (unsigned long long)x->v, (unsigned long long)y->v);
+		ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
+	}
+	free(b->buf);
+	free(b);
+	*ck = a;
+	return a;
+}
+
 START_TEST(checkpoint_resumes_exactly)
 {
 	/* run A straight through, taking a checkpoint at v = 140; run B from
@@ -554,40 +604,12 @@ START_TEST(checkpoint_resumes_exactly)
 		c.n_overrides = 1;
 		c.overrides[0] = (worker_override){.id = 2, .has_delay = 1,
 			.delay = {.dist = DELAY_CONST, .mean_ms = 2, .at_server = 1}};
-		run_sched s = {.by_version = 1, .v = 140,
-			       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
-		ckrec *a = calloc(1, sizeof(*a));
+		ckrec *a;
+		resume_matches(&c, 140, &a);
+		run_config c2;
 		run *r;
 		char err[SL_ERR_LEN] = "";
-		run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
-		ck_assert_msg(run_new(&c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
-		ck_assert_int_eq(run_exec(r), 0);
-		run_free(r);
-		ck_assert_ptr_nonnull(a->buf);
-
-		run_config c2;
 		ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
-		ck_assert_str_eq(c2.rule, rules[k]);
-		ckrec *b = calloc(1, sizeof(*b));
-		cb.ud = b;
-		ck_assert_msg(run_new(&c2, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
-		ck_assert_msg(run_restore(r, a->buf, a->len, err) == 0, "%s", err);
-		ck_assert_int_eq(run_exec(r), 0);
-		run_free(r);
-		/* B's records are A's from the checkpoint on */
-		int off = a->r.n - b->r.n;
-		ck_assert_int_gt(b->r.n, 2);
-		ck_assert_int_ge(off, 1);
-		for (int i = 0; i < b->r.n; i++) {
-			const run_eval *x = &a->r.ev[off + i], *y = &b->r.ev[i];
-			ck_assert_msg(x->v == y->v && x->samples == y->samples &&
-					      x->t == y->t && x->test_acc == y->test_acc &&
-					      x->test_loss == y->test_loss &&
-					      x->best_acc == y->best_acc,
-				      "%s: record %d (v %llu vs %llu) differs", rules[k], i,
-				      (unsigned long long)x->v, (unsigned long long)y->v);
-			ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
-		}
 		/* damaged checkpoints are refused, never read out of bounds */
 		size_t cuts[] = {0, 7, 8, 100, a->len / 3, a->len / 2, a->len - 9, a->len - 1};
 		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
@@ -599,9 +621,82 @@ START_TEST(checkpoint_resumes_exactly)
 		ck_assert_int_eq(run_checkpoint_config(a->buf, a->len, &c2, err), -SL_EFORMAT);
 		ck_assert_ptr_nonnull(strstr(err, "not a stalelab checkpoint"));
 		free(a->buf);
-		free(b->buf);
 		free(a);
-		free(b);
+	}
+}
+END_TEST
+
+START_TEST(odsgd_local_step_is_pinned)
+{
+	/* one worker after its warm-up, local_lr = lr: the local step
+	 * x = W(R) - (local_lr / 1) g is exactly the server's next step, so
+	 * the worker computes on W(R+1) as ssgd does: the same run, bit for
+	 * bit, with each gradient pushed one version late (staleness 1). A
+	 * local step of twice (or half) that size makes another run. */
+	run_config c = base("ssgd", 1);
+	rec *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	run_snapshot_put(go(&c, NULL, 0, a));
+	snprintf(c.rule, sizeof(c.rule), "odsgd");
+	c.rp.warmup = 0;
+	c.rp.local_lr = c.lr;
+	run_snapshot *s = go(&c, NULL, 0, b);
+	ck_assert_msg(same_records(a, b), "odsgd's local step is not W - local_lr/N g");
+	ck_assert_uint_eq(s->stale.max, 1);
+	ck_assert_uint_eq(s->stale.b[0], 1);
+	ck_assert_uint_eq(s->stale.b[1], s->stale.n - 1);
+	run_snapshot_put(s);
+	c.rp.local_lr = 2 * c.lr;
+	memset(b, 0, sizeof(*b));
+	run_snapshot_put(go(&c, NULL, 0, b));
+	ck_assert(!same_records(a, b));
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(every_rule_in_the_table)
+{
+	/* each row of the rule table: the parameters it lists are rule_params
+	 * keys, a short run learns, and (on the virtual clock) a checkpoint
+	 * resumes to the same records bit for bit */
+	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
+					   "beta", "period", "warmup", "adaptive",
+					   "local_opt", NULL};
+	for (int i = 0; rule_table[i]; i++) {
+		const rule_class *rc = rule_table[i];
+		ck_assert_ptr_nonnull(rc->doc);
+		ck_assert_ptr_nonnull(rc->params);
+		for (int k = 0; rc->params[k]; k++) {
+			int known = 0;
+			for (int j = 0; keys[j]; j++)
+				known |= !strcmp(keys[j], rc->params[k]);
+			ck_assert_msg(known, "%s lists unknown parameter %s", rc->name,
+				      rc->params[k]);
+		}
+		run_config c = base(rc->name, 3);
+		c.delay.dist = DELAY_EXP;
+		c.delay.mean_ms = 2;
+		c.rp.warmup = 10;
+		c.rp.H = 4;
+		c.rp.period = 4;
+		c.stop_steps = rc->flags & RULE_LOCAL ? 60 : 240;
+		c.eval_every = c.stop_steps / 4;
+		if (rc->flags & RULE_SHARED) {
+			snprintf(c.clock, sizeof(c.clock), "wall");
+			rec *r = calloc(1, sizeof(*r));
+			run_snapshot *s = go(&c, NULL, 0, r);
+			ck_assert_msg(s->test_acc > 0.5, "%s: acc %g", rc->name, s->test_acc);
+			run_snapshot_put(s);
+			free(r);
+			continue;
+		}
+		ckrec *a;
+		resume_matches(&c, c.stop_steps / 2, &a);
+		double acc = a->r.ev[a->r.n - 1].test_acc;
+		ck_assert_msg(acc > 0.5, "%s: acc %g after %llu updates", rc->name, acc,
+			      (unsigned long long)c.stop_steps);
+		free(a->buf);
+		free(a);
 	}
 }
 END_TEST
@@ -777,7 +872,8 @@ run_suite(void)
 		{"changes", NULL, {partial_backprop_accounting, workers_grow_and_shrink,
 				   workers_come_back, rule_switch_mid_run,
 				   commands_are_checked, NULL}},
-		{"rules", NULL, {rules_reduce_to_their_special_cases, NULL}},
+		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
+				 odsgd_local_step_is_pinned, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

@@ -1,0 +1,38 @@
+/* easgd.c - elastic averaging SGD (Zhang, Choromanska, LeCun, NIPS 2015):
+ * each worker trains its own weights x; every `period` steps it exchanges
+ * with the centre: diff = alpha (x - centre), the centre moves by +diff
+ * and x by -diff, with alpha = beta / N. */
+#include "run_impl.h"
+#include "rules.h"
+
+static uint64_t
+deliver(run *r, worker *w)
+{
+	backend *be = w->be;
+	step_local_sgd(r, w, w->m->grads, (float)r->cfg.lr);
+	uint64_t tau = (uint64_t)w->local_steps;
+	if (++w->local_steps >= (int)r->cfg.rp.period) {
+		w->local_steps = 0;
+		if (!w->tmp)
+			w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params);
+		if (!w->tmp) {
+			run_fail(r, -SL_ENOMEM, "out of memory for an elastic exchange");
+			return tau;
+		}
+		int n = run_n_running(r);
+		ps_elastic(r->ps, w->m->params, (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)),
+			   w->tmp);
+		be->ops->axpy(be, r->n_params, -1.0f, w->tmp, w->m->params);
+		step_version_changed(r);
+	}
+	return tau;
+}
+
+const rule_class rule_easgd = {
+	.name = "easgd",
+	.doc = "elastic averaging: every period steps, x and the centre pulled together",
+	.flags = RULE_LOCAL,
+	.params = (const char *const[]){"beta", "period", NULL},
+	.pull = rule_pull_model,
+	.deliver = deliver,
+};

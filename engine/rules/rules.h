@@ -1,0 +1,22 @@
+/* rules.h - the rule classes (engine/rules/), for the table and tests.
+ * Each rule's own file says what it does and where it comes from. */
+#ifndef SL_RULES_H
+#define SL_RULES_H
+
+#include "rule.h"
+
+extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
+	rule_sasgd, rule_dcasgd, rule_odsgd, rule_localsgd, rule_easgd,
+	rule_hogwild;
+
+/* The server side every round-based rule shares: add the gradient to the
+ * round, apply the average when it is complete. */
+int rule_server_round(struct ps *p, const struct ps_grad *g, int round_size,
+		      struct ps_result *res);
+
+/* The pull of the rules that train local weights and exchange models
+ * (localsgd, easgd): the worker's own weights, the server's at first;
+ * staleness counts local steps, so v_read is the current version. */
+void rule_pull_model(struct run *r, struct worker *w);
+
+#endif

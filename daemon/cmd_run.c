@@ -504,7 +504,10 @@ cmd_run(int argc, char **argv)
 		exec_rc = run_exec(r);
 	}
 	if (exec_rc < 0) {
-		fprintf(stderr, "stalelab run: the run failed\n");
+		run_snapshot *f = run_snapshot_get(r);
+		fprintf(stderr, "stalelab run: the run failed at version %llu: %s\n",
+			(unsigned long long)f->v, f->error[0] ? f->error : "unknown error");
+		run_snapshot_put(f);
 		goto out;
 	}
 	run_snapshot *s = run_snapshot_get(r);

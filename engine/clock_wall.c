@@ -145,7 +145,8 @@ wall_exec(run *r)
 	workers_set(r, r->cfg.workers);
 	for (int i = 0; i < r->n_slots; i++) /* workers of a checkpoint */
 		if (r->w[i]->active)
-			wall_start_thread(r, r->w[i]);
+			if (wall_start_thread(r, r->w[i]) < 0)
+				run_fail(r, -SL_ENOMEM, "workers: cannot start a thread");
 	for (;;) {
 		cmd_drain(r);
 		ckpt_serve(r);

@@ -105,8 +105,16 @@ workers_set(run *r, int n)
 	for (int i = 0; i < n; i++) {
 		if (i >= r->n_slots) {
 			worker *w;
-			if (worker_new(r, i, &w) < 0)
+			int rc = worker_new(r, i, &w);
+			if (rc < 0) {
+				/* the run cannot have the workers it was asked for */
+				char why[2 * SL_ERR_LEN];
+				snprintf(why, sizeof(why), "workers: cannot add worker %d: %s",
+					 i, r->err);
+				r->err[0] = 0;
+				run_fail(r, rc, why);
 				break;
+			}
 			r->w[i] = w;
 			r->n_slots = i + 1;
 		}
@@ -122,7 +130,8 @@ workers_set(run *r, int n)
 				if (!w->pending)
 					virt_schedule(r, run_now(r), i, EV_START);
 			} else {
-				wall_start_thread(r, w);
+				if (wall_start_thread(r, w) < 0)
+					run_fail(r, -SL_ENOMEM, "workers: cannot start a thread");
 			}
 		}
 	}

@@ -86,6 +86,8 @@ v_start(run *r, worker *w)
 		return;
 	}
 	double f = step_compute(r, w);
+	if (step_computed(r, w) < 0)
+		return;
 	/* simulated time: FLOPs at a nominal speed, scaled by the worker's
 	 * speed; never a measured time (that would break determinism) */
 	double cost = f / NOMINAL_FLOPS / (w->speed > 0 ? w->speed : 1);

@@ -22,6 +22,17 @@ struct ps {
 	float **bak;     /* DC-ASGD: weights each worker last pulled */
 	float **ms;      /* DC-ASGD adaptive: mean square per worker */
 	uint64_t v;
+	/* zero-copy reads: workers computing on w in place (pins); a write
+	 * while w is pinned goes to a copy, and the pinned buffer is retired
+	 * until its last reader is done */
+	int pins;
+	struct retired {
+		float *buf;
+		int pins;
+	} *old;
+	int n_old, cap_old;
+	float *spare;
+	int oom;         /* a copy could not be made: written in place */
 	const rule_class *rule;
 	rule_params rp;
 	float lr, mu, wd;
@@ -80,6 +91,10 @@ ps_free(ps *p)
 			be->ops->free(be, p->ms[k]);
 	}
 	be->ops->free(be, p->w);
+	for (int i = 0; i < p->n_old; i++)
+		be->ops->free(be, p->old[i].buf);
+	free(p->old);
+	be->ops->free(be, p->spare);
 	be->ops->free(be, p->mom);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
@@ -134,6 +149,35 @@ ps_size(const ps *p)
 	return p->n;
 }
 
+/* Before the weights change: if readers compute on them in place, move
+ * the current buffer aside for them and write to a copy. */
+static void
+writable(ps *p)
+{
+	if (!p->pins)
+		return;
+	if (p->n_old == p->cap_old) {
+		int cap = p->cap_old ? 2 * p->cap_old : 8;
+		struct retired *o = realloc(p->old, sizeof(*o) * (size_t)cap);
+		if (!o) {
+			p->oom = 1;
+			return;
+		}
+		p->old = o;
+		p->cap_old = cap;
+	}
+	float *nw = p->spare ? p->spare : balloc(p, p->n);
+	if (!nw) {
+		p->oom = 1;
+		return;
+	}
+	p->spare = NULL;
+	p->be->ops->copy(p->be, nw, p->w, sizeof(float) * p->n);
+	p->old[p->n_old++] = (struct retired){p->w, p->pins};
+	p->w = nw;
+	p->pins = 0;
+}
+
 /* DC-ASGD: remember the weights `worker` reads */
 static void
 keep_backup(ps *p, int worker, const float *w)
@@ -163,6 +207,44 @@ ps_pull_old(ps *p, int worker, const float *old, uint64_t v_old, float *dst,
 	*have = v_old;
 }
 
+const float *
+ps_pin(ps *p, int worker, uint64_t *v)
+{
+	keep_backup(p, worker, p->w);
+	p->pins++;
+	*v = p->v;
+	return p->w;
+}
+
+void
+ps_unpin(ps *p, const float *buf)
+{
+	if (buf == p->w) {
+		if (p->pins > 0)
+			p->pins--;
+		return;
+	}
+	for (int i = 0; i < p->n_old; i++) {
+		if (p->old[i].buf != buf)
+			continue;
+		if (--p->old[i].pins == 0) {
+			/* keep one buffer for the next copy, free the rest */
+			if (!p->spare)
+				p->spare = p->old[i].buf;
+			else
+				p->be->ops->free(p->be, p->old[i].buf);
+			p->old[i] = p->old[--p->n_old];
+		}
+		return;
+	}
+}
+
+int
+ps_failed(const ps *p)
+{
+	return p->oom;
+}
+
 int
 ps_pull(ps *p, int worker, float *dst, uint64_t *have)
 {
@@ -179,6 +261,7 @@ ps_pull(ps *p, int worker, float *dst, uint64_t *have)
 void
 ps_step(ps *p, const float *g, size_t off, float lr)
 {
+	writable(p);
 	p->be->ops->sgd(p->be, p->w + off, g + off, p->mom ? p->mom + off : NULL,
 			p->n - off, lr, p->mu, p->wd);
 	p->v++;
@@ -228,6 +311,7 @@ static void
 apply_round(ps *p)
 {
 	backend *be = p->be;
+	writable(p);
 	for (int l = 0; l < p->n_layers; l++) {
 		int c = p->layer_count[l];
 		if (!c)
@@ -294,6 +378,7 @@ ps_elastic(ps *p, const float *x, float alpha, float *diff)
 	be->ops->copy(be, p->tmp, x, sizeof(float) * p->n);
 	be->ops->axpy(be, p->n, -1.0f, p->w, p->tmp);
 	be->ops->scal(be, p->n, alpha, p->tmp);
+	writable(p);
 	be->ops->axpy(be, p->n, 1.0f, p->tmp, p->w);
 	be->ops->copy(be, diff, p->tmp, sizeof(float) * p->n);
 	p->v++;
@@ -308,6 +393,7 @@ ps_average_push(ps *p, const float *x, int round_size)
 	if (p->round < (round_size < 1 ? 1 : round_size))
 		return 0;
 	be->ops->scal(be, p->n, 1.0f / (float)p->round, p->acc);
+	writable(p);
 	be->ops->copy(be, p->w, p->acc, sizeof(float) * p->n);
 	p->v++;
 	drop_round(p);
@@ -317,6 +403,7 @@ ps_average_push(ps *p, const float *x, int round_size)
 void
 ps_load(ps *p, const float *w, uint64_t v)
 {
+	writable(p);
 	p->be->ops->upload(p->be, p->w, w, sizeof(float) * p->n);
 	p->v = v;
 	drop_round(p);

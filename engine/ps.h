@@ -65,6 +65,18 @@ size_t ps_size(const ps *p);
  * copy as `worker`'s backup for DC-ASGD. Returns 1 if copied, 0 if not. */
 int ps_pull(ps *p, int worker, float *dst, uint64_t *have);
 
+/* A zero-copy read for a worker that computes in the server's memory (an
+ * in-process worker on the server's backend): the current weights, pinned
+ * until ps_unpin; their version in *v; recorded as the worker's DC-ASGD
+ * backup. A write while they are pinned goes to a copy (copy on write), so
+ * a pinned buffer never changes under its readers. One worker costs no
+ * copy at all; N workers cost one copy per write made while others read. */
+const float *ps_pin(ps *p, int worker, uint64_t *v);
+void ps_unpin(ps *p, const float *buf);
+/* 1 once a copy on write could not be allocated (the write went in place;
+ * the caller should fail the run) */
+int ps_failed(const ps *p);
+
 /* A stale read (version delays): copy old, the server's weights of version
  * v_old (kept by the caller's version history), into dst and record them
  * as `worker`'s DC-ASGD backup, so the compensation uses the weights the

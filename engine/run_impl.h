@@ -70,6 +70,8 @@ typedef struct worker {
 	int local_steps;  /* localsgd / easgd: steps since the last exchange */
 	int n_held;       /* its gradients held at the server ("where": "server") */
 	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
+	const float *cw;  /* the weights this step computes on */
+	const float *pinned; /* ... when they are the server's, read in place */
 	wstate st;
 	double due;       /* virtual: when its pending event fires */
 	pthread_t th;
@@ -211,6 +213,12 @@ void step_deliver(run *r, worker *w);
 /* The default pull: the server's weights, or under a version delay those
  * of an older version (w->v_read is the version read). */
 void step_pull_server(run *r, worker *w);
+/* The same into the worker's own weights, a copy (rules that go on from
+ * them, as odsgd after its warm-up). */
+void step_pull_copy(run *r, worker *w);
+/* After the compute (lock held): release weights read in place. 0, or the
+ * run failed (a copy on write could not be made). */
+int step_computed(run *r, worker *w);
 /* Local weights, taken from the server on the first step (or the first
  * after a rule switch); w->v_read is left to the caller. */
 void step_pull_local(run *r, worker *w);

@@ -140,6 +140,7 @@ step_pull(run *r, worker *w)
 		w->cur_threads = w->want_threads;
 	}
 	w->grad_off = model_tail_offset(w->m, w->depth);
+	w->cw = w->m->params;
 	if (r->rule->pull)
 		r->rule->pull(r, w);
 	else
@@ -155,8 +156,8 @@ step_pull_local(run *r, worker *w)
 		ps_pull(r->ps, w->id, w->m->params, &w->have);
 }
 
-void
-step_pull_server(run *r, worker *w)
+static void
+pull_server(run *r, worker *w, int in_place)
 {
 	int lag = delay_draw_version(&w->delay, &w->rng_delay);
 	uint64_t v = ps_version(r->ps);
@@ -172,15 +173,45 @@ step_pull_server(run *r, worker *w)
 			return;
 		}
 	}
+	if (in_place) {
+		/* read the server's weights where they are: no copy */
+		w->pinned = w->cw = ps_pin(r->ps, w->id, &w->v_read);
+		return;
+	}
 	ps_pull(r->ps, w->id, w->m->params, &w->have);
 	w->v_read = w->have;
+}
+
+void
+step_pull_server(run *r, worker *w)
+{
+	/* in place where the worker computes in the server's memory */
+	pull_server(r, w, w->be->ops == r->be_ps->ops);
+}
+
+void
+step_pull_copy(run *r, worker *w)
+{
+	pull_server(r, w, 0);
+}
+
+int
+step_computed(run *r, worker *w)
+{
+	if (w->pinned) {
+		ps_unpin(r->ps, w->pinned);
+		w->pinned = NULL;
+	}
+	if (ps_failed(r->ps))
+		return run_fail(r, -SL_ENOMEM, "out of memory for the server's copy on write");
+	return 0;
 }
 
 /* forward + backward on the loaded batch; returns compute FLOPs */
 double
 step_compute(run *r, worker *w)
 {
-	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->m->params;
+	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->cw;
 	model_load_batch(w->m, r->data->train.x, r->data->train.y, w->idx,
 			 w->batch_n);
 	w->loss = model_step(w->m, p, w->batch_n, w->depth);

@@ -270,6 +270,48 @@ START_TEST(elastic_and_average)
 }
 END_TEST
 
+START_TEST(pinned_reads_copy_on_write)
+{
+	backend *be = cpu();
+	float w0[] = {1, 2, 3}, g[] = {1, 1, 1};
+	ps *p = mk(be, w0, "asgd", NULL, 0.5f, 0);
+	uint64_t v;
+	/* a read in place: the server's own buffer, no copy */
+	const float *a = ps_pin(p, 0, &v);
+	ck_assert_ptr_eq(a, ps_weights(p));
+	ck_assert_uint_eq(v, 0);
+	/* a second reader of the same version shares it */
+	const float *b = ps_pin(p, 1, &v);
+	ck_assert_ptr_eq(a, b);
+	/* a write while pinned goes to a copy: the readers' buffer stays */
+	ps_grad pg = {.worker = 2, .g = g};
+	ck_assert_int_eq(ps_push(p, &pg, 1, NULL), 0);
+	ck_assert_ptr_ne(ps_weights(p), a);
+	ck_assert_float_eq(a[0], 1.0f);
+	ck_assert_float_eq(W(p, 0), 0.5f);
+	ck_assert_float_eq(W(p, 2), 2.5f);
+	/* unpinned: nothing moves while nobody reads */
+	const float *cur = ps_weights(p);
+	ps_push(p, &pg, 1, NULL);
+	ck_assert_ptr_eq(ps_weights(p), cur);
+	ck_assert_float_eq(W(p, 0), 0.0f);
+	ps_unpin(p, a);
+	ck_assert_float_eq(b[1], 2.0f); /* still read by worker 1 */
+	ps_unpin(p, b);
+	/* the retired buffer is reused for the next copy on write */
+	const float *c = ps_pin(p, 0, &v);
+	ck_assert_uint_eq(v, 2);
+	ps_push(p, &pg, 1, NULL);
+	ck_assert_ptr_eq(ps_weights(p), a);
+	ck_assert_float_eq(c[0], 0.0f);
+	ck_assert_float_eq(W(p, 0), -0.5f);
+	ps_unpin(p, c);
+	ck_assert(!ps_failed(p));
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(rule_table_lookup)
 {
 	ck_assert_int_eq(rule_count(), 10);
@@ -302,6 +344,7 @@ ps_suite(void)
 	tcase_add_test(tc, momentum_at_server);
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_table_lookup);
+	tcase_add_test(tc, pinned_reads_copy_on_write);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -27,7 +27,9 @@ static void
 pull(run *r, worker *w)
 {
 	if (!local(r, w)) {
-		step_pull_server(r, w); /* warm-up: ssgd */
+		/* warm-up: ssgd, into its own weights, where the local
+		 * steps go on from */
+		step_pull_copy(r, w);
 		return;
 	}
 	step_pull_local(r, w);

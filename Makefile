@@ -32,7 +32,7 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
 	dataset-fashion-mnist curl python3
 
-.PHONY: all deps run test unit integration bench bench-accuracy asan valgrind install install-files uninstall clean help
+.PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind install install-files uninstall clean help
 
 all: $(BUILD)/stalelab
 
@@ -43,6 +43,7 @@ help:
 	@echo "                    (make run PORT=9000 ARGS=\"--demo\" for another port, flags)"
 	@echo "make test           Check suites and integration tests"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
+	@echo "make bench-compare  this engine vs an earlier commit's (BASE=rev), side by side"
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
 	@echo "make asan           the tests under ASan+UBSan"
 	@echo "make valgrind       the unit suites under memcheck (cases tagged slow left out)"
@@ -93,6 +94,12 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
+
+# this tree's engine against BASE (a commit), side by side in one run
+BASE ?= HEAD~1
+bench-compare: deps
+	@$(MAKE) --no-print-directory all
+	@sh bench/compare.sh $(BUILD) $(BASE)
 
 bench-accuracy: deps
 	@$(MAKE) --no-print-directory all

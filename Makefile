@@ -65,6 +65,12 @@ deps:
 # only vectorizes loops with no remainder).
 KERNEL_CFLAGS := -fvect-cost-model=dynamic
 $(BUILD)/engine/backend_cpu.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
+# The reference backend and the ops it shares with cpu: no fused
+# multiply-add, whatever CFLAGS say, so its results are the same bits on
+# every x86-64 CPU.
+REF_CFLAGS := -ffp-contract=off
+$(BUILD)/engine/backend_ref.o: ALL_CFLAGS += $(REF_CFLAGS)
+$(BUILD)/engine/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)

@@ -126,7 +126,7 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
 	json_object_set_new(o, "rule", json_string(s->cfg.rule));
 	json_object_set_new(o, "clock", json_string(s->cfg.clock));
-	json_object_set_new(o, "device", json_string("cpu"));
+	json_object_set_new(o, "device", json_string(s->device));
 	json_object_set_new(o, "t", jsonout_real(s->t));
 	json_object_set_new(o, "train_s", jsonout_real(s->train_s));
 	json_object_set_new(o, "samples_per_s", jsonout_real(s->samples_per_s));

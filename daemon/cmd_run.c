@@ -41,7 +41,8 @@ static const char run_usage[] =
 	"                        (default mlp:784-256-128-10)\n"
 	"  -d, --dataset SPEC    fashion-mnist | idx:DIR | cifar10:DIR |\n"
 	"                        synthetic:N (default fashion-mnist)\n"
-	"      --device NAME     auto | cpu | cuda (default auto = cpu here)\n"
+	"      --device NAME     auto | cpu | ref | cuda (auto: cuda if built, else cpu;\n"
+	"                        ref: the portable reference path, slow)\n"
 	"      --rule NAME       update rule (default asgd)\n"
 	"  -w, --workers N       workers (default 1)\n"
 	"      --lr X            learning rate (default 0.05)\n"
@@ -471,16 +472,20 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "stalelab run: %s\n", err);
 		goto out;
 	}
+	run_snapshot *s0 = run_snapshot_get(r);
+	const char *device = s0->device; /* static: outlives the snapshot */
+	run_snapshot_put(s0);
 	json_t *first = config_to_json(&cfg);
+	json_object_set_new(first, "device", json_string(device));
 	json_object_set_new(first, "t", json_real(0));
 	json_object_set_new(first, "v", json_integer(0));
 	runlog_write(&ctx.log, first);
 	json_decref(first);
 	if (!quiet)
 		fprintf(stderr,
-			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock\n",
+			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
 			cfg.model, data.name, data.train.n, data.test.n, cfg.rule,
-			cfg.workers, cfg.workers == 1 ? "" : "s", cfg.clock);
+			cfg.workers, cfg.workers == 1 ? "" : "s", cfg.clock, device);
 	runner rn = {.r = r, .main_th = pthread_self(), .rc = -1};
 	pthread_t rt;
 	int exec_rc;

@@ -46,7 +46,7 @@ static const char serve_usage[] =
 	"                          call that changes something\n"
 	"  -l, --log FILE          JSON-Lines log of the runs (appended)\n"
 	"      --log-format F      jsonl (default) or csv\n"
-	"      --device NAME       auto | cpu | cuda\n"
+	"      --device NAME       auto | cpu | ref | cuda (auto: cuda if built, else cpu)\n"
 	"      --resume FILE       start from a checkpoint instead of a run object\n"
 	"      --checkpoint-on-exit FILE\n"
 	"                          write a checkpoint on SIGINT/SIGTERM\n"
@@ -287,6 +287,9 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 	s->r = r;
 	s->run_id++;
 	json_t *first = config_to_json(cfg);
+	run_snapshot *s0 = run_snapshot_get(r);
+	json_object_set_new(first, "device", json_string(s0->device));
+	run_snapshot_put(s0);
 	json_object_set_new(first, "t", json_real(0));
 	json_object_set_new(first, "v", json_integer(0));
 	json_object_set_new(first, "run", json_integer(s->run_id));

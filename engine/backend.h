@@ -1,5 +1,8 @@
 /* backend.h - the numeric backend: a const table of operations plus a
- * context, chosen once per worker. Layers, models and update rules call
+ * context, opened by name through the registry (backend_open) once per
+ * worker. Backends: cpu (OpenBLAS and SIMD kernels, engine/backend_cpu.c),
+ * ref (plain C loops, the same bits on every x86-64, engine/backend_ref.c),
+ * cuda (a plugin, not built yet). Layers, models and update rules call
  * be->ops->X(be, ...) and never a BLAS or CUDA function directly, so a CUDA
  * backend (a dlopen'ed plugin) drops in behind the same table.
  *
@@ -24,7 +27,10 @@ typedef struct conv_geom {
 } conv_geom;
 
 typedef struct backend_ops {
-	const char *name;
+	const char *name; /* the device name: "cpu", "ref", ... */
+	/* 1 when alloc returns host memory that the CPU may read and write
+	 * directly (upload/download are plain copies); 0 for device memory. */
+	int host_memory;
 	void (*destroy)(backend *);
 	/* Compute threads to use from now on (the CPU backend: 1, or all it
 	 * was made with); called between steps. */
@@ -111,10 +117,40 @@ struct backend {
 	void *ctx; /* the implementation's private state */
 };
 
-/* CPU backend on OpenBLAS with a team of nthreads (>= 1) for each op.
- * Returns 0 or a negative SL_E* code. */
-int backend_cpu_new(int nthreads, backend **out);
+/* ---- the registry (engine/backend.c) ----------------------------------
+ * Every backend is a class: a name (the "device" of a run config), a probe
+ * that says whether this binary can open it on this machine, and an open.
+ * Code outside engine/backend*.c opens backends only through backend_open
+ * and tells them apart only by their ops (name, host_memory). */
+typedef struct backend_class {
+	const char *name;  /* "cpu", "ref", "cuda" */
+	const char *about; /* one line for --help and the docs */
+	/* 1 when it can be opened here; else 0 and why (SL_ERR_LEN) says why
+	 * not, naming the "device" field */
+	int (*probe)(char *why);
+	/* open with nthreads (>= 1) compute threads; 0 or -SL_E* */
+	int (*open)(int nthreads, backend **out);
+	int auto_pick; /* a candidate of "auto" (in table order) */
+} backend_class;
+
+/* Open the backend named by a run's "device": a class name, or "auto" (the
+ * first available class marked auto_pick: cuda, else cpu). Returns 0, or
+ * -SL_EINVAL for an unknown name, -SL_EUNSUP for one this binary or machine
+ * cannot open, -SL_ENOMEM; err names the device field. */
+int backend_open(const char *device, int nthreads, backend **out, char *err);
+/* Is device a name backend_open knows ("auto" or a class)? 0, or
+ * -SL_EINVAL with a message listing the names. Says nothing of whether the
+ * class is available here (config validation, not a probe). */
+int backend_check_name(const char *device, char *err);
+/* The i-th class of the table (i from 0), NULL past the end. */
+const backend_class *backend_class_at(int i);
+/* The device name of an opened backend (its class's name). */
+const char *backend_name(const backend *be);
 void backend_free(backend *be);
+
+/* The cpu backend directly (bench and tests that measure it): OpenBLAS
+ * with a team of nthreads (>= 1) for each op. 0 or a negative SL_E* code. */
+int backend_cpu_new(int nthreads, backend **out);
 
 /* Reference figure for benchmarks: OpenBLAS's own sgemm (row-major,
  * C = A[m x k] B[k x n]) with blas_threads threads, GFLOP/s as the median

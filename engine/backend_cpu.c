@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend.h"
+#include "backend_impl.h"
 #include "sl.h"
 #include "team.h"
 
@@ -54,43 +54,6 @@ grow(float **buf, size_t *cap, size_t n)
 		*cap = n;
 	}
 	return *buf;
-}
-
-/* ---- memory ---------------------------------------------------------- */
-
-static void *
-cpu_alloc(backend *be, size_t bytes)
-{
-	(void)be;
-	return sl_calloc_aligned(bytes, 1);
-}
-
-static void
-cpu_free(backend *be, void *p)
-{
-	(void)be;
-	sl_free_aligned(p);
-}
-
-static void
-cpu_copy(backend *be, void *dst, const void *src, size_t bytes)
-{
-	(void)be;
-	if (dst != src && bytes)
-		memcpy(dst, src, bytes);
-}
-
-static void
-cpu_zero(backend *be, void *dst, size_t bytes)
-{
-	(void)be;
-	memset(dst, 0, bytes);
-}
-
-static void
-cpu_sync(backend *be)
-{
-	(void)be;
 }
 
 /* ---- gemm ------------------------------------------------------------ */
@@ -641,34 +604,7 @@ maxpool_fwd_part(void *p, int tid, int nt)
 		}
 		return;
 	}
-	for (long pl = p0; pl < p1; pl++) {
-		const float *x = a->x + (size_t)pl * H * W;
-		float *y = a->y + (size_t)pl * ho * wo;
-		int32_t *ag = a->arg + (size_t)pl * ho * wo;
-		for (int oh = 0; oh < ho; oh++) {
-			for (int ow = 0; ow < wo; ow++) {
-				float best = -INFINITY;
-				int32_t bi = -1;
-				for (int ki = 0; ki < k; ki++) {
-					int ih = oh * s - pad + ki;
-					if (ih < 0 || ih >= H)
-						continue;
-					for (int kj = 0; kj < k; kj++) {
-						int iw = ow * s - pad + kj;
-						if (iw < 0 || iw >= W)
-							continue;
-						float v = x[ih * W + iw];
-						if (bi < 0 || v > best) {
-							best = v;
-							bi = ih * W + iw;
-						}
-					}
-				}
-				y[oh * wo + ow] = best;
-				ag[oh * wo + ow] = bi;
-			}
-		}
-	}
+	host_maxpool_planes(g, a->x, a->y, a->arg, p0, p1);
 }
 
 static void
@@ -680,23 +616,13 @@ cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x, float *y,
 	team_run(CTX(be)->team, maxpool_fwd_part, &a);
 }
 
-SIMD_CLONES static void
+static void
 maxpool_bwd_part(void *p, int tid, int nt)
 {
 	struct pool_args *a = p;
-	const conv_geom *g = a->g;
-	const size_t in = (size_t)g->h * g->w, out = (size_t)g->ho * g->wo;
 	long p0, p1;
-	team_split((long)g->cin * a->batch, tid, nt, &p0, &p1);
-	for (long pl = p0; pl < p1; pl++) {
-		float *dx = a->dx + (size_t)pl * in;
-		const float *dy = a->dy + (size_t)pl * out;
-		const int32_t *ag = a->carg + (size_t)pl * out;
-		memset(dx, 0, sizeof(float) * in);
-		for (size_t j = 0; j < out; j++)
-			if (ag[j] >= 0)
-				dx[ag[j]] += dy[j];
-	}
+	team_split((long)a->g->cin * a->batch, tid, nt, &p0, &p1);
+	host_maxpool_bwd_planes(a->g, a->dy, a->carg, a->dx, p0, p1);
 }
 
 static void
@@ -708,43 +634,6 @@ cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 	team_run(CTX(be)->team, maxpool_bwd_part, &a);
 }
 
-static void
-cpu_relu_fwd(backend *be, const float *x, float *y, size_t n)
-{
-	(void)be;
-	for (size_t i = 0; i < n; i++)
-		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
-}
-
-static void
-cpu_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
-	     size_t n)
-{
-	(void)be;
-	for (size_t i = 0; i < n; i++)
-		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
-}
-
-static void
-cpu_cbp_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
-{
-	(void)be;
-	for (int ci = 0; ci < c; ci++)
-		for (int bi = 0; bi < b; bi++)
-			memcpy(y + ((size_t)bi * c + ci) * p,
-			       x + ((size_t)ci * b + bi) * p, sizeof(float) * p);
-}
-
-static void
-cpu_bcp_to_cbp(backend *be, const float *x, float *y, int c, int b, int p)
-{
-	(void)be;
-	for (int ci = 0; ci < c; ci++)
-		for (int bi = 0; bi < b; bi++)
-			memcpy(y + ((size_t)ci * b + bi) * p,
-			       x + ((size_t)bi * c + ci) * p, sizeof(float) * p);
-}
-
 /* ---- loss and updates ------------------------------------------------- */
 
 static double
@@ -752,33 +641,8 @@ cpu_softmax_xent(backend *be, const float *logits, const uint8_t *labels,
 		 float *dlogits, int batch, int classes, int *correct)
 {
 	(void)be;
-	double loss = 0.0;
-	int hits = 0;
-	for (int r = 0; r < batch; r++) {
-		const float *z = logits + (size_t)r * classes;
-		float mx = z[0];
-		int am = 0;
-		for (int j = 1; j < classes; j++)
-			if (z[j] > mx) {
-				mx = z[j];
-				am = j;
-			}
-		hits += am == labels[r];
-		double sum = 0.0;
-		for (int j = 0; j < classes; j++)
-			sum += exp((double)(z[j] - mx));
-		double lse = log(sum) + mx;
-		loss += lse - z[labels[r]];
-		if (dlogits) {
-			float *d = dlogits + (size_t)r * classes;
-			for (int j = 0; j < classes; j++)
-				d[j] = (float)(exp((double)z[j] - lse) / batch);
-			d[labels[r]] -= 1.0f / (float)batch;
-		}
-	}
-	if (correct)
-		*correct = hits;
-	return batch ? loss / batch : 0.0;
+	return host_softmax_xent(logits, labels, dlogits, batch, classes,
+				 correct, exp, log);
 }
 
 struct sgd_args {
@@ -871,15 +735,16 @@ cpu_set_threads(backend *be, int n)
 
 static const backend_ops cpu_ops = {
 	.name = "cpu",
+	.host_memory = 1,
 	.destroy = cpu_destroy,
 	.set_threads = cpu_set_threads,
-	.alloc = cpu_alloc,
-	.free = cpu_free,
-	.upload = cpu_copy,
-	.download = cpu_copy,
-	.copy = cpu_copy,
-	.zero = cpu_zero,
-	.sync = cpu_sync,
+	.alloc = host_alloc,
+	.free = host_free,
+	.upload = host_copy,
+	.download = host_copy,
+	.copy = host_copy,
+	.zero = host_zero,
+	.sync = host_sync,
 	.gemm = cpu_gemm,
 	.linear_fwd = cpu_linear_fwd,
 	.linear_bwd = cpu_linear_bwd,
@@ -887,10 +752,10 @@ static const backend_ops cpu_ops = {
 	.conv_bwd = cpu_conv_bwd,
 	.maxpool_fwd = cpu_maxpool_fwd,
 	.maxpool_bwd = cpu_maxpool_bwd,
-	.relu_fwd = cpu_relu_fwd,
-	.relu_bwd = cpu_relu_bwd,
-	.cbp_to_bcp = cpu_cbp_to_bcp,
-	.bcp_to_cbp = cpu_bcp_to_cbp,
+	.relu_fwd = host_relu_fwd,
+	.relu_bwd = host_relu_bwd,
+	.cbp_to_bcp = host_cbp_to_bcp,
+	.bcp_to_cbp = host_bcp_to_cbp,
 	.softmax_xent = cpu_softmax_xent,
 	.sgd = cpu_sgd,
 	.dc_grad = cpu_dc_grad,
@@ -938,12 +803,20 @@ cpu_destroy(backend *be)
 	free(be);
 }
 
-void
-backend_free(backend *be)
+static int
+cpu_probe(char *why)
 {
-	if (be)
-		be->ops->destroy(be);
+	(void)why;
+	return 1;
 }
+
+const backend_class backend_cpu_class = {
+	.name = "cpu",
+	.about = "OpenBLAS and SIMD kernels chosen for this CPU, multithreaded (the fast path)",
+	.probe = cpu_probe,
+	.open = backend_cpu_new,
+	.auto_pick = 1,
+};
 
 static int
 cmp_double(const void *a, const void *b)

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backend.h"
+
 void
 config_defaults(run_config *c)
 {
@@ -86,11 +88,8 @@ config_validate(const run_config *c, char *err)
 		return sl_fail(err, SL_EINVAL,
 			       "rule: unknown \"%s\" (expected ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild)",
 			       c->rule);
-	if (strcmp(c->device, "auto") && strcmp(c->device, "cpu") &&
-	    strcmp(c->device, "cuda"))
-		return sl_fail(err, SL_EINVAL,
-			       "device: unknown \"%s\" (expected auto, cpu, cuda)",
-			       c->device);
+	if ((rc = backend_check_name(c->device, err)) < 0)
+		return rc;
 	if (strcmp(c->clock, "wall") && strcmp(c->clock, "virtual"))
 		return sl_fail(err, SL_EINVAL,
 			       "clock: unknown \"%s\" (expected wall, virtual)",

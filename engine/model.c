@@ -538,10 +538,10 @@ model_load_batch(model *m, const float *x, const uint8_t *y,
 {
 	SL_ASSERT(batch >= 1 && batch <= m->batch_cap);
 	const int dim = m->in_dim;
-	/* Gather straight into the input buffer when it is host memory (the
-	 * CPU backend); another backend gets a staging copy uploaded. */
+	/* Gather straight into the input buffer when it is host memory (cpu,
+	 * ref); a device backend gets a staging copy uploaded. */
 	float *dst = m->act[0];
-	int host = !strcmp(m->be->ops->name, "cpu");
+	int host = m->be->ops->host_memory;
 	float *stage = host ? dst : malloc(sizeof(float) * (size_t)batch * dim);
 	SL_ASSERT(stage != NULL);
 	if (m->input.cb && m->input.c > 1) {

@@ -156,6 +156,7 @@ build_snapshot(run *r)
 	s->refs = 1;
 	s->state = r->state;
 	s->cfg = r->cfg;
+	s->device = backend_name(r->be_eval);
 	s->t = run_now(r);
 	s->train_s = run_train_seconds(r);
 	s->v = ps_version(r->ps);

@@ -102,8 +102,6 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int rc = config_validate(cfg, err);
 	if (rc < 0)
 		return rc;
-	if (!strcmp(cfg->device, "cuda"))
-		return sl_fail(err, SL_EUNSUP, "device: the cuda backend is not built in");
 	const rule_class *rule = rule_find(cfg->rule);
 	if (!rule)
 		return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\"", cfg->rule);
@@ -131,11 +129,14 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	r->err[0] = 0;
 	const dataset *tr = &data->train;
 	int eval_batch = 500;
-	if (backend_cpu_new(1, &r->be_ps) < 0 ||
-	    backend_cpu_new(cfg->threads ? cfg->threads : r->ncpu, &r->be_eval) < 0) {
-		rc = sl_fail(err, SL_ENOMEM, "cannot start the cpu backend");
+	/* the device as named ("auto" resolved once), then the same class
+	 * for the server and every worker */
+	rc = backend_open(cfg->device, cfg->threads ? cfg->threads : r->ncpu,
+			  &r->be_eval, err);
+	if (rc == 0)
+		rc = backend_open(backend_name(r->be_eval), 1, &r->be_ps, err);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, eval_batch,
 		       cfg->seed, r->be_eval, &r->evm, err);
 	if (rc < 0)

@@ -102,6 +102,7 @@ typedef struct run_snapshot {
 	int refs;
 	run_state state;
 	run_config cfg;      /* the run object with every live change applied */
+	const char *device;  /* the opened backend ("auto" resolved): cpu, ref */
 	double t, train_s, epoch;
 	uint64_t v, samples;
 	double samples_per_s, updates_per_s;

@@ -65,9 +65,10 @@ worker_new(run *r, int id, worker **out)
 		/* as wide as the machine (or threads); narrowed to one thread
 		 * while other workers share the cores (fit_threads) */
 		int t = r->cfg.threads ? r->cfg.threads : r->ncpu;
-		if (backend_cpu_new(t, &w->be) < 0) {
+		int rc = backend_open(backend_name(r->be_eval), t, &w->be, r->err);
+		if (rc < 0) {
 			free(w);
-			return sl_fail(r->err, SL_ENOMEM, "workers: cannot start a backend");
+			return rc;
 		}
 	}
 	const dataset *tr = &r->data->train;

@@ -1,6 +1,7 @@
 /* test_model.c - finite-difference gradient checks for every layer type and
  * whole models, partial depth, thread-count invariance, loss arithmetic,
- * spec errors and cost accounting. */
+ * spec errors and cost accounting. The tests added with
+ * tcase_add_loop_test run once per backend of DEVICES (_i indexes it). */
 #include <math.h>
 
 #include "backend.h"
@@ -98,17 +99,28 @@ mk_model(const layer *d, int n, shape in, int classes, int batch, backend *be)
 	return m;
 }
 
+static const char *const DEVICES[] = {"cpu", "ref"};
+#define N_DEVICES 2
+
+static backend *
+dev(int i, int threads)
+{
+	backend *be;
+	char err[SL_ERR_LEN];
+	ck_assert_msg(backend_open(DEVICES[i], threads, &be, err) == 0, "%s", err);
+	ck_assert_str_eq(backend_name(be), DEVICES[i]);
+	return be;
+}
+
 static backend *
 cpu(int threads)
 {
-	backend *be;
-	ck_assert_int_eq(backend_cpu_new(threads, &be), 0);
-	return be;
+	return dev(0, threads);
 }
 
 START_TEST(fd_dense)
 {
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	layer d[] = {L(LAYER_DENSE, 5, 0, 0, 0)};
 	model *m = mk_model(d, 1, (shape){1, 1, 7, 0}, 5, 4, be);
 	load_random(m, 4, 1);
@@ -120,7 +132,7 @@ END_TEST
 
 START_TEST(fd_dense_relu_standalone)
 {
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	layer d[] = {L(LAYER_DENSE, 9, 0, 0, 0), L(LAYER_RELU, 0, 0, 0, 0),
 		     L(LAYER_DENSE, 4, 0, 0, 0)};
 	model *m = mk_model(d, 3, (shape){1, 1, 6, 0}, 4, 5, be);
@@ -134,7 +146,7 @@ END_TEST
 
 START_TEST(fd_mlp_fused)
 {
-	backend *be = cpu(2);
+	backend *be = dev(_i, 2);
 	model *m;
 	char err[SL_ERR_LEN];
 	ck_assert_int_eq(model_new("mlp:12-16-8-3", 1, 1, 12, 3, 6, 5, be, &m, err), 0);
@@ -150,7 +162,7 @@ END_TEST
 START_TEST(fd_conv_multichannel)
 {
 	/* cin = 2 takes the im2col path; pad 1 exercises the borders */
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	layer d[] = {L(LAYER_CONV, 3, 3, 1, 1), L(LAYER_RELU, 0, 0, 0, 0),
 		     L(LAYER_FLATTEN, 0, 0, 0, 0), L(LAYER_DENSE, 4, 0, 0, 0)};
 	model *m = mk_model(d, 4, (shape){2, 5, 6, 1}, 4, 3, be);
@@ -163,7 +175,7 @@ END_TEST
 
 START_TEST(fd_conv_stride2)
 {
-	backend *be = cpu(2);
+	backend *be = dev(_i, 2);
 	layer d[] = {L(LAYER_CONV, 4, 3, 1, 0), L(LAYER_CONV, 3, 3, 2, 1),
 		     L(LAYER_FLATTEN, 0, 0, 0, 0), L(LAYER_DENSE, 3, 0, 0, 0)};
 	model *m = mk_model(d, 4, (shape){2, 9, 8, 1}, 3, 4, be);
@@ -178,7 +190,7 @@ START_TEST(fd_conv_direct_and_pool)
 {
 	/* cin = 1 first layer: the direct kernel; then a conv whose dx runs
 	 * through col2im, and two max pools (k2 s2; k3 s2 pad 1) */
-	backend *be = cpu(2);
+	backend *be = dev(_i, 2);
 	layer d[] = {L(LAYER_CONV, 3, 5, 1, 2), L(LAYER_RELU, 0, 0, 0, 0),
 		     L(LAYER_MAXPOOL, 0, 2, 2, 0), L(LAYER_CONV, 4, 3, 1, 0),
 		     L(LAYER_RELU, 0, 0, 0, 0), L(LAYER_MAXPOOL, 0, 3, 2, 1),
@@ -193,7 +205,7 @@ END_TEST
 
 START_TEST(fd_lenet5)
 {
-	backend *be = cpu(2);
+	backend *be = dev(_i, 2);
 	model *m;
 	char err[SL_ERR_LEN];
 	ck_assert_int_eq(model_new("lenet5", 1, 28, 28, 10, 3, 7, be, &m, err), 0);
@@ -208,7 +220,7 @@ END_TEST
 
 START_TEST(partial_depth_matches_full)
 {
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	model *m;
 	char err[SL_ERR_LEN];
 	ck_assert_int_eq(model_new("lenet5", 1, 28, 28, 10, 4, 8, be, &m, err), 0);
@@ -265,7 +277,7 @@ END_TEST
 
 START_TEST(softmax_xent_values)
 {
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	float z[] = {0, 0, 0, 1, 2, 3};
 	uint8_t y[] = {1, 2};
 	float d[6];
@@ -286,7 +298,7 @@ END_TEST
 
 START_TEST(sgd_arithmetic)
 {
-	backend *be = cpu(1);
+	backend *be = dev(_i, 1);
 	float w[] = {1, 2}, g[] = {0.5f, -1}, m[] = {0, 0};
 	be->ops->sgd(be, w, g, NULL, 2, 0.1f, 0, 0);
 	ck_assert_float_eq_tol(w[0], 0.95f, 1e-7);
@@ -378,7 +390,7 @@ START_TEST(learns_synthetic)
 	char err[SL_ERR_LEN];
 	dataset_pair d;
 	ck_assert_int_eq(ds_load("synthetic:3000", 5, &d, err), 0);
-	backend *be = cpu(2);
+	backend *be = dev(_i, 2);
 	model *m;
 	ck_assert_int_eq(model_new("mlp:784-32-10", d.train.c, d.train.h, d.train.w,
 				   d.train.classes, 32, 5, be, &m, err), 0);
@@ -407,24 +419,24 @@ model_suite(void)
 	Suite *s = suite_create("model");
 	TCase *fd = tcase_create("finite_differences");
 	tcase_set_timeout(fd, 60);
-	tcase_add_test(fd, fd_dense);
-	tcase_add_test(fd, fd_dense_relu_standalone);
-	tcase_add_test(fd, fd_mlp_fused);
-	tcase_add_test(fd, fd_conv_multichannel);
-	tcase_add_test(fd, fd_conv_stride2);
-	tcase_add_test(fd, fd_conv_direct_and_pool);
-	tcase_add_test(fd, fd_lenet5);
+	tcase_add_loop_test(fd, fd_dense, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_dense_relu_standalone, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_mlp_fused, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_conv_multichannel, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_conv_stride2, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_conv_direct_and_pool, 0, N_DEVICES);
+	tcase_add_loop_test(fd, fd_lenet5, 0, N_DEVICES);
 	suite_add_tcase(s, fd);
 	TCase *tc = tcase_create("model");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, partial_depth_matches_full);
+	tcase_add_loop_test(tc, partial_depth_matches_full, 0, N_DEVICES);
 	tcase_add_test(tc, threads_agree);
-	tcase_add_test(tc, softmax_xent_values);
-	tcase_add_test(tc, sgd_arithmetic);
+	tcase_add_loop_test(tc, softmax_xent_values, 0, N_DEVICES);
+	tcase_add_loop_test(tc, sgd_arithmetic, 0, N_DEVICES);
 	tcase_add_test(tc, spec_errors);
 	tcase_add_test(tc, costs_and_layout);
 	tcase_add_test(tc, init_deterministic);
-	tcase_add_test(tc, learns_synthetic);
+	tcase_add_loop_test(tc, learns_synthetic, 0, N_DEVICES);
 	suite_add_tcase(s, tc);
 	return s;
 }

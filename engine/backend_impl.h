@@ -1,0 +1,40 @@
+/* backend_impl.h - shared by the backends' own files and the registry
+ * (engine/backend*.c) and included nowhere else: the class each backend
+ * file defines, which engine/backend.c lists in its table. */
+#ifndef SL_BACKEND_IMPL_H
+#define SL_BACKEND_IMPL_H
+
+#include "backend.h"
+
+extern const backend_class backend_cpu_class; /* engine/backend_cpu.c */
+extern const backend_class backend_ref_class; /* engine/backend_ref.c */
+
+/* engine/backend_host.c: ops shared by the host-memory backends. Memory
+ * (zeroed 64-byte aligned allocations, memmove copies, no-op sync): */
+void *host_alloc(backend *be, size_t bytes);
+void host_free(backend *be, void *p);
+void host_copy(backend *be, void *dst, const void *src, size_t bytes);
+void host_zero(backend *be, void *dst, size_t bytes);
+void host_sync(backend *be);
+/* ops without arithmetic, the same bits on every CPU: */
+void host_relu_fwd(backend *be, const float *x, float *y, size_t n);
+void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
+		   size_t n);
+void host_cbp_to_bcp(backend *be, const float *x, float *y, int c, int b,
+		     int p);
+void host_bcp_to_cbp(backend *be, const float *x, float *y, int c, int b,
+		     int p);
+/* max pooling of planes [p0, p1) of [C][B][H][W] (any window, stride,
+ * padding; the first of equal maxima in row order wins), and its
+ * backward: dx planes zeroed, then dy added at each argmax */
+void host_maxpool_planes(const conv_geom *g, const float *x, float *y,
+			 int32_t *arg, long p0, long p1);
+void host_maxpool_bwd_planes(const conv_geom *g, const float *dy,
+			     const int32_t *arg, float *dx, long p0, long p1);
+/* the softmax_xent op (backend.h), with exp and log supplied: sums and
+ * the loss in double, exp_fn(z - max) summed in class order */
+double host_softmax_xent(const float *logits, const uint8_t *labels,
+			 float *dlogits, int batch, int classes, int *correct,
+			 double (*exp_fn)(double), double (*log_fn)(double));
+
+#endif

@@ -185,8 +185,10 @@ pull_server(run *r, worker *w, int in_place)
 void
 step_pull_server(run *r, worker *w)
 {
-	/* in place where the worker computes in the server's memory */
-	pull_server(r, w, w->be->ops == r->be_ps->ops);
+	/* in place where the worker computes in the server's memory: both
+	 * in host memory (in-process CPU workers), or on one backend */
+	pull_server(r, w, w->be == r->be_ps || (w->be->ops->host_memory &&
+						r->be_ps->ops->host_memory));
 }
 
 void

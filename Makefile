@@ -22,7 +22,9 @@ DAEMON_SRC := $(wildcard daemon/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
-DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o)
+# the dashboard's files, embedded into the binary (see "The dashboard" below)
+WEB_OBJ    := $(BUILD)/gen/web_assets.o
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o) $(WEB_OBJ)
 # daemon objects without main.o, for tests that drive the daemon's modules
 DAEMON_LIB_OBJ := $(filter-out $(BUILD)/daemon/main.o,$(DAEMON_OBJ))
 TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -30,7 +32,7 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
-	dataset-fashion-mnist curl python3
+	dataset-fashion-mnist curl python3 chromium
 
 .PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind install install-files uninstall clean help
 
@@ -55,6 +57,7 @@ deps:
 	@missing=""; for p in $(APT_PKGS); do \
 		dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
 	done; \
+	command -v npm >/dev/null 2>&1 || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 		echo "deps: installing$$missing"; \
 		export DEBIAN_FRONTEND=noninteractive; \
@@ -75,6 +78,28 @@ $(BUILD)/engine/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c $< -o $@
+
+# The dashboard: web/*.{html,js,css} and uPlot (npm, pinned in
+# web/package-lock.json, installed into web/node_modules by `npm ci` when it
+# is missing or older than the lock file) become one generated C file.
+WEB_SRC    := $(wildcard web/*.html web/*.js web/*.css web/*.svg)
+UPLOT_DIR  := web/node_modules/uplot/dist
+NPM_STAMP  := web/node_modules/.stalelab-npm-ci
+WEB_ASSETS := /=web/index.html $(foreach f,$(filter-out web/index.html,$(WEB_SRC)),/ui/$(notdir $(f))=$(f)) \
+	/ui/vendor/uPlot.iife.min.js=$(UPLOT_DIR)/uPlot.iife.min.js \
+	/ui/vendor/uPlot.min.css=$(UPLOT_DIR)/uPlot.min.css
+
+$(NPM_STAMP): web/package.json web/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the dashboard needs it to install uPlot (run 'make deps', which installs npm and chromium)" >&2; exit 1; }
+	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(BUILD)/gen/web_assets.c: tools/embed_web.py $(WEB_SRC) $(NPM_STAMP)
+	@mkdir -p $(dir $@)
+	python3 tools/embed_web.py $@ $(WEB_ASSETS)
+
+$(WEB_OBJ): $(BUILD)/gen/web_assets.c daemon/web.h
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)

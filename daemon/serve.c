@@ -25,6 +25,7 @@
 #include "config_json.h"
 #include "jsonout.h"
 #include "runlog.h"
+#include "web.h"
 
 #define BODY_MAX (1u << 20) /* request bodies: 1 MiB */
 #define HUB_N 256           /* change/eval events kept for SSE clients */
@@ -876,6 +877,10 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 	int id = -1;
 	route rt = match(url, &id);
 	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	web_reply w; /* the dashboard: GET / from a browser, /ui/... */
+	if (get && web_find(url, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+			    MHD_HTTP_HEADER_ACCEPT), &w))
+		return send_text(c, w.status, w.type, (const char *)w.data, w.len);
 	if (rt == R_NONE)
 		return send_error(c, 404, "not_found", "no such endpoint (GET / lists them)");
 	switch (rt) {

@@ -1,0 +1,589 @@
+// app.js - the stalelab dashboard: one Server-Sent Events stream feeds the
+// header, the charts, the worker table and the change markers; the run
+// controls, the worker table and the header's buttons call the HTTP API.
+// The page's view (tab, x axis, histogram, worker, runs compared, rate)
+// lives in the URL, so a link reopens the same view.
+
+import { api, connectEvents, setTokenPrompt } from "./api.js";
+import { C, lineChart, histChart, autosize, downloadPNG, downloadCSV, fmt } from "./charts.js";
+import { loadSchema, Controls, ruleSummary } from "./schema.js";
+import { WorkerTable } from "./workers.js";
+import { CompareView } from "./compare.js";
+
+const $ = (id) => document.getElementById(id);
+const WINDOW_MS = 5000;   // per-worker sliding histogram: the last 5 s
+const UPS_MAX = 4000;     // updates/s points kept (16 min at 4 Hz)
+const MARKERS_MAX = 200;
+
+// ---- the view, in the URL ---------------------------------------------
+
+const view = (() => {
+  const q = new URLSearchParams(location.search);
+  const pick = (k, ok, d) => (ok.includes(q.get(k)) ? q.get(k) : d);
+  const worker = q.get("worker");
+  const hz = Number(q.get("hz"));
+  return {
+    tab: pick("view", ["live", "compare"], "live"),
+    x: pick("x", ["t", "v"], "t"),
+    hist: pick("hist", ["window", "cumulative"], "window"),
+    worker: worker !== null && /^\d+$/.test(worker) ? Number(worker) : null,
+    runs: (q.get("runs") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number),
+    hz: hz >= 0.1 && hz <= 50 ? hz : 4,
+  };
+})();
+
+function saveView() {
+  const q = new URLSearchParams();
+  if (view.tab !== "live") q.set("view", view.tab);
+  if (view.x !== "t") q.set("x", view.x);
+  if (view.hist !== "window") q.set("hist", view.hist);
+  if (view.worker !== null) q.set("worker", String(view.worker));
+  if (view.runs.length) q.set("runs", view.runs.join(","));
+  if (view.hz !== 4) q.set("hz", String(view.hz));
+  const s = q.toString();
+  history.replaceState(null, "", s ? `?${s}` : location.pathname);
+}
+
+// ---- what the page knows of the run ----------------------------------
+
+const st = {
+  run: null,        // run id
+  snap: null,       // the latest snapshot
+  prevSnap: null,
+  series: { t: [], v: [], acc: [], train: [], test: [] },
+  ups: { t: [], v: [], y: [] },
+  history: [],      // [{at, workers: Map(id -> hist)}] for per-worker windows
+  markers: [],      // [{x: {t, v}, label, origin, drawn, received, seq}]
+  seq: 0,
+  hoverWorker: null,
+  connected: false,
+  dirty: { charts: true, series: true },
+};
+
+// for the browser test and for curious people: window.stalelab
+window.stalelab = { st, view, charts: {}, snapshots: 0, marksDrawn: [] };
+
+// ---- messages -----------------------------------------------------------
+
+function toast(msg, kind = "bad") {
+  const box = $("toasts");
+  const p = document.createElement("p");
+  p.className = `toast ${kind}`;
+  p.textContent = msg;
+  box.append(p);
+  while (box.children.length > 4) box.firstChild.remove();
+  setTimeout(() => p.remove(), 8000);
+}
+
+const showError = (e) => toast(e instanceof Error ? e.message : String(e));
+
+function setConn(s) {
+  const b = $("conn");
+  st.connected = s.state === "open";
+  b.dataset.state = s.state;
+  b.textContent = s.state === "open" ? "live" : `connection lost, retrying in ${s.retryIn} s`;
+  $("lost").hidden = s.state === "open";
+  if (s.state === "open") resync();
+}
+
+// the token dialog: asked for once, when the daemon first answers 401
+function askToken(refused) {
+  const dlg = $("token-dialog");
+  $("token-refused").hidden = !refused;
+  $("token-input").value = "";
+  return new Promise((resolve) => {
+    dlg.onclose = () => resolve(dlg.returnValue === "ok" ? $("token-input").value.trim() || null : null);
+    dlg.showModal();
+  });
+}
+
+// ---- labels ----------------------------------------------------------------
+
+function delayText(d) {
+  if (!d || d.dist === "none") return "no delay";
+  if (d.dist === "version") return `version s=${d.s}`;
+  return `${d.dist} ${fmt(d.mean_ms, d.mean_ms < 10 ? 1 : 0)} ms${d.where === "server" ? " at server" : ""}`;
+}
+
+// "rule ssp (s=2)", "w2 delay const 500 ms", "workers 8", "lr 0.02"
+export function changeLabel(c) {
+  const set = c.set || {};
+  const parts = [];
+  for (const [k, v] of Object.entries(set)) {
+    if (k === "rule_params") continue;
+    if (k === "delay") parts.push(`delay ${delayText(v)}`);
+    else if (k === "rule") {
+      const rp = set.rule_params || {};
+      const r = schema && schema.rules.find((x) => x.name === v);
+      const ps = (r ? r.params : []).map((p) => `${p.key}=${rp[p.key]}`);
+      parts.push(`rule ${v}${ps.length ? ` (${ps.join(", ")})` : ""}`);
+    } else if (typeof v === "object") parts.push(`${k} ${JSON.stringify(v)}`);
+    else parts.push(`${k} ${v}`);
+  }
+  if (!set.rule && set.rule_params)
+    parts.push(Object.entries(set.rule_params).map(([k, v]) => `${k}=${v}`).join(" "));
+  return (c.worker != null ? `w${c.worker} ` : "") + parts.join(", ");
+}
+
+// ---- charts -------------------------------------------------------------------
+
+let schema = null;
+let charts = {};
+let controls = null;
+let table = null;
+let compare = null;
+
+const xLabel = () => (view.x === "t" ? "run time (s)" : "version (updates)");
+
+function makeCharts() {
+  const markers = () => st.markers;
+  const xKey = () => view.x;
+  const onDrawn = (m) => window.stalelab.marksDrawn.push({ label: m.label, received: m.received, drawn: m.drawn });
+  const common = { markers, xKey, onDrawn, xLabel };
+  for (const c of Object.values(charts)) c.destroy();
+  charts = {
+    acc: lineChart($("plot-acc"), { ...common, yLabel: "test accuracy",
+      series: [{ label: "test accuracy", stroke: C.blue }] }),
+    loss: lineChart($("plot-loss"), { ...common, yLabel: "loss",
+      series: [{ label: "training loss", stroke: C.orange }, { label: "test loss", stroke: C.blue, dash: [6, 4] }] }),
+    ups: lineChart($("plot-ups"), { ...common, yLabel: "updates/s",
+      series: [{ label: "updates/s", stroke: C.green }] }),
+    hist: histChart($("plot-hist"), () => st.histStats),
+  };
+  for (const [k, u] of Object.entries(charts)) autosize(u, $(`plot-${k}`));
+  window.stalelab.charts = charts;
+  st.dirty.series = true;
+}
+
+function xMax() {
+  const k = view.x;
+  const last = (a) => (a.length ? a[a.length - 1] : 0);
+  let m = Math.max(last(st.series[k]), last(st.ups[k]), st.snap ? (k === "t" ? st.snap.t : st.snap.version) : 0);
+  for (const mk of st.markers) m = Math.max(m, mk.x[k] || 0);
+  return m > 0 ? m * 1.02 : 1;
+}
+
+function drawSeries() {
+  const s = st.series;
+  const x = s[view.x];
+  const max = xMax();
+  const put = (u, data) => u.batch(() => {
+    u.setData(data);
+    u.setScale("x", { min: 0, max });
+  });
+  put(charts.acc, [x, s.acc]);
+  put(charts.loss, [x, s.train, s.test]);
+  put(charts.ups, [st.ups[view.x], st.ups.y]);
+}
+
+// ---- the staleness histogram -------------------------------------------------
+
+function histOf(a) {
+  return a && a.hist ? a.hist : null;
+}
+
+// quantile and mean of a bucket histogram (overflow counted as 64)
+function histStats(h) {
+  let n = 0;
+  let sum = 0;
+  h.forEach((c, i) => {
+    n += c;
+    sum += c * i;
+  });
+  if (!n) return { mean: null, p99: null, count: 0 };
+  let acc = 0;
+  let p99 = h.length - 1;
+  for (let i = 0; i < h.length; i++) {
+    acc += h[i];
+    if (acc >= 0.99 * n) {
+      p99 = i;
+      break;
+    }
+  }
+  return { mean: sum / n, p99, count: n };
+}
+
+// worker id's histogram over the last WINDOW_MS: now minus then
+function workerWindow(id, cur) {
+  const now = performance.now();
+  let base = null;
+  for (const h of st.history) {
+    if (h.at >= now - WINDOW_MS && h.workers.has(id)) {
+      base = h.workers.get(id);
+      break;
+    }
+  }
+  if (!base || base === cur) return null;
+  return cur.map((c, i) => Math.max(0, c - (base[i] || 0)));
+}
+
+function drawHist() {
+  const d = st.snap && st.snap.staleness;
+  if (!d) return;
+  const wid = st.hoverWorker !== null ? st.hoverWorker : view.worker;
+  let win;
+  let cum;
+  let winStats;
+  let cumStats;
+  let who = "all workers";
+  const w = wid !== null ? (d.workers || []).find((x) => x.id === wid) : null;
+  if (w) {
+    who = `worker ${wid}`;
+    cum = histOf(w);
+    win = workerWindow(wid, cum);
+    cumStats = { mean: w.mean, p99: w.p99, count: w.count };
+    winStats = win ? histStats(win) : { mean: null, p99: null, count: 0 };
+  } else {
+    win = histOf(d.window);
+    cum = histOf(d.overall);
+    winStats = { mean: d.window.mean, p99: d.window.p99, count: d.window.count };
+    cumStats = { mean: d.overall.mean, p99: d.overall.p99, count: d.overall.count };
+  }
+  if (!cum) return;
+  const frac = (h) => {
+    const n = h ? h.reduce((a, b) => a + b, 0) : 0;
+    return h ? h.map((c) => (n ? c / n : 0)) : null;
+  };
+  const fw = frac(win);
+  const fc = frac(cum);
+  let top = 8;
+  for (let i = cum.length - 1; i > top; i--) {
+    if (cum[i] || (win && win[i])) {
+      top = i + 1;
+      break;
+    }
+  }
+  top = Math.min(top, cum.length - 1);
+  const xs = [];
+  for (let i = 0; i <= top; i++) xs.push(i);
+  const cut = (a) => (a ? a.slice(0, top + 1) : xs.map(() => null));
+  // the chosen view is the bars; the other is the step line
+  const sliding = view.hist === "window";
+  const bars = sliding ? cut(fw) : cut(fc);
+  const line = sliding ? cut(fc) : cut(fw);
+  const u = charts.hist;
+  u.series[1].label = sliding ? "sliding window" : "cumulative";
+  u.series[2].label = sliding ? "cumulative" : "sliding window";
+  st.histStats = sliding ? winStats : cumStats;
+  u.setData([xs, bars, line]);
+  const s = st.histStats;
+  const p = $("hist-stats");
+  p.textContent = `${who} · ${sliding ? "sliding window (5 s)" : "cumulative"} · mean ${fmt(s.mean, 2)} · p99 ${fmt(s.p99, 0)} · ${s.count} gradients`;
+  p.dataset.worker = wid === null ? "all" : String(wid);
+  p.dataset.mode = view.hist;
+  p.dataset.mean = s.mean == null ? "" : String(s.mean);
+  p.dataset.p99 = s.p99 == null ? "" : String(s.p99);
+  p.dataset.count = String(s.count);
+}
+
+// ---- the header --------------------------------------------------------------
+
+function setText(id, t) {
+  const e = $(id);
+  if (e.textContent !== t) e.textContent = t;
+}
+
+function drawHeader() {
+  const s = st.snap;
+  if (!s) return;
+  const c = s.config || {};
+  setText("h-model", c.model || "–");
+  setText("h-dataset", c.dataset || "–");
+  setText("h-device", s.device || c.device || "–");
+  setText("h-rule", schema ? ruleSummary(schema, c) : c.rule);
+  setText("h-clock", s.clock || c.clock);
+  setText("h-state", s.state);
+  $("h-state").dataset.state = s.state;
+  setText("h-version", String(s.version));
+  setText("h-epoch", fmt(s.epoch, 2));
+  setText("h-sps", fmt(s.samples_per_s, 0));
+  setText("h-acc", fmt(s.test_acc, 4));
+  setText("h-run", String(s.run));
+  const paused = s.state === "paused";
+  setText("pause", paused ? "Resume" : "Pause");
+  document.title = `stalelab · ${s.rule} · ${s.state}`;
+}
+
+// ---- rendering: at most once a frame -----------------------------------------
+
+let frame = 0;
+function schedule() {
+  if (!frame) frame = requestAnimationFrame(render);
+}
+
+function render() {
+  frame = 0;
+  if (view.tab !== "live") return;
+  drawHeader();
+  if (st.snap) {
+    table.update(st.snap.workers || []);
+    table.markSelected(view.worker);
+    controls && controls.fill(st.snap.config);
+    drawHist();
+  }
+  drawSeries();
+}
+
+// ---- events -------------------------------------------------------------------
+
+function resetRun(id) {
+  st.run = id;
+  st.series = { t: [], v: [], acc: [], train: [], test: [] };
+  st.ups = { t: [], v: [], y: [] };
+  st.history = [];
+  st.markers = [];
+  st.prevSnap = null;
+  $("changes").replaceChildren();
+}
+
+function addEval(e) {
+  const s = st.series;
+  if (s.v.length && e.v <= s.v[s.v.length - 1]) return;
+  s.t.push(e.t);
+  s.v.push(e.v);
+  s.acc.push(e.test_acc);
+  s.train.push(e.train_loss ?? null);
+  s.test.push(e.test_loss ?? null);
+}
+
+// after (re)connecting: the series so far, the settings of this run
+let resyncing = null;
+async function resync() {
+  if (resyncing) return resyncing;
+  resyncing = (async () => {
+    try {
+      const status = await api("GET", "/api/v1/status");
+      const m = await api("GET", "/api/v1/metrics?since=0");
+      const same = st.run === status.run && st.snap && status.version >= st.snap.version;
+      if (!same) resetRun(status.run);
+      st.series = { t: [], v: [], acc: [], train: [], test: [] };
+      for (const e of m.series || []) addEval(e);
+      if (!st.snap || !same) st.snap = { ...status, staleness: null };
+      if (controls) controls.fill(status.config, !same);
+      schedule();
+    } catch (e) {
+      if (e.status !== 0) showError(e);
+    } finally {
+      resyncing = null;
+    }
+  })();
+  return resyncing;
+}
+
+function onSnapshot(d) {
+  window.stalelab.snapshots++;
+  if (st.run !== null && d.run !== st.run) {
+    resetRun(d.run);
+    resync();
+  }
+  st.run = d.run;
+  const prev = st.snap;
+  if (prev && prev.staleness && prev.run === d.run && d.t > prev.t) {
+    const ups = (d.version - prev.version) / (d.t - prev.t);
+    st.ups.t.push(d.t);
+    st.ups.v.push(d.version);
+    st.ups.y.push(ups);
+    if (st.ups.y.length > UPS_MAX) for (const k of ["t", "v", "y"]) st.ups[k].splice(0, st.ups[k].length - UPS_MAX);
+  }
+  st.snap = d;
+  if (d.staleness) {
+    const now = performance.now();
+    st.history.push({ at: now, workers: new Map((d.staleness.workers || []).map((w) => [w.id, w.hist])) });
+    while (st.history.length > 2 && st.history[1].at < now - WINDOW_MS) st.history.shift();
+  }
+  schedule();
+}
+
+function logChange(text, origin) {
+  const li = document.createElement("li");
+  const t = document.createElement("span");
+  t.className = "when";
+  const s = st.snap;
+  t.textContent = s ? `v ${s.version}` : "";
+  li.append(t, ` ${origin ? origin + ": " : ""}${text}`);
+  const ul = $("changes");
+  ul.prepend(li);
+  while (ul.children.length > 30) ul.lastChild.remove();
+}
+
+function onChange(c) {
+  if (c.run !== undefined && st.run !== null && c.run !== st.run) return;
+  const m = { x: { t: c.t, v: c.v }, label: changeLabel(c), origin: c.origin, received: Date.now(), drawn: 0, seq: ++st.seq };
+  st.markers.push(m);
+  if (st.markers.length > MARKERS_MAX) st.markers.shift();
+  logChange(m.label, c.origin);
+  schedule();
+}
+
+function onCaption(c) {
+  $("caption-text").textContent = c.caption;
+  $("caption").hidden = false;
+  logChange(`scene ${c.scene + 1}: ${c.caption}`, "demo");
+}
+
+const handlers = {
+  snapshot: onSnapshot,
+  change: onChange,
+  eval: (e) => {
+    if (e.run !== undefined && e.run !== st.run) return;
+    addEval(e);
+    schedule();
+  },
+  run: (r) => {
+    resetRun(r.run);
+    logChange(`new run ${r.run}: ${r.rule}, ${r.workers} workers`, "");
+    resync();
+  },
+  end: (e) => logChange(`run finished (${e.stop}), test accuracy ${fmt(e.test_acc, 4)}`, ""),
+  caption: onCaption,
+  checkpoint: (c) => logChange(`checkpoint ${c.path}`, "schedule"),
+};
+
+// ---- actions ----------------------------------------------------------------------
+
+async function patchRun(body) {
+  return api("PATCH", "/api/v1/run", body);
+}
+
+function bindToolbar() {
+  const seg = (name, key, redraw) => {
+    for (const b of document.querySelectorAll(`[data-${name}]`)) {
+      b.setAttribute("aria-pressed", String(b.dataset[name] === view[key]));
+      b.addEventListener("click", () => {
+        view[key] = b.dataset[name];
+        for (const o of document.querySelectorAll(`[data-${name}]`))
+          o.setAttribute("aria-pressed", String(o === b));
+        saveView();
+        redraw();
+      });
+    }
+  };
+  seg("xaxis", "x", () => {
+    makeCharts();
+    schedule();
+    if (compare && view.tab === "compare") compare.render();
+  });
+  seg("histmode", "hist", schedule);
+  $("pause").addEventListener("click", () =>
+    patchRun({ paused: !(st.snap && st.snap.state === "paused") }).catch(showError));
+  $("reset").addEventListener("click", async () => {
+    try {
+      const status = await api("GET", "/api/v1/status");
+      await api("POST", "/api/v1/run", status.config);
+      toast("a fresh run with the same settings started", "good");
+    } catch (e) {
+      showError(e);
+    }
+  });
+  $("checkpoint").addEventListener("click", async () => {
+    try {
+      const r = await api("POST", "/api/v1/checkpoint", {});
+      toast(`checkpoint written: ${r.path} (${(r.bytes / 1e6).toFixed(1)} MB, v ${r.version})`, "good");
+    } catch (e) {
+      showError(e);
+    }
+  });
+  $("fullscreen").addEventListener("click", toggleProjector);
+  $("caption-close").addEventListener("click", () => ($("caption").hidden = true));
+  document.addEventListener("keydown", (e) => {
+    const typing = e.target.closest && e.target.closest("input, select, textarea, dialog");
+    if (!typing && (e.key === "f" || e.key === "F") && !e.ctrlKey && !e.metaKey && !e.altKey) toggleProjector();
+  });
+  document.addEventListener("fullscreenchange", () => {
+    if (!document.fullscreenElement) document.body.classList.remove("projector");
+  });
+  for (const fig of document.querySelectorAll("figure[data-chart]")) {
+    const k = fig.dataset.chart;
+    const title = fig.querySelector("h2").textContent;
+    fig.querySelector(".png").addEventListener("click", () => downloadPNG(charts[k], title, `stalelab-${k}.png`));
+    fig.querySelector(".csv").addEventListener("click", () =>
+      downloadCSV(charts[k], k === "hist" ? "staleness" : view.x === "t" ? "t" : "v", `stalelab-${k}.csv`));
+  }
+  $("worker-pick").addEventListener("change", (e) => selectWorker(e.target.value === "" ? null : Number(e.target.value), true));
+  for (const b of document.querySelectorAll("[role=tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+}
+
+function toggleProjector() {
+  const on = !document.body.classList.contains("projector");
+  document.body.classList.toggle("projector", on);
+  if (on && document.documentElement.requestFullscreen)
+    document.documentElement.requestFullscreen().catch(() => {});
+  else if (!on && document.fullscreenElement) document.exitFullscreen().catch(() => {});
+  $("fullscreen").setAttribute("aria-pressed", String(on));
+}
+
+function selectWorker(id, sticky) {
+  if (sticky) {
+    view.worker = id;
+    saveView();
+    syncWorkerPick();
+  } else {
+    st.hoverWorker = id;
+  }
+  schedule();
+}
+
+function syncWorkerPick() {
+  const sel = $("worker-pick");
+  const ids = st.snap && st.snap.workers ? st.snap.workers.map((w) => w.id) : [];
+  if (view.worker !== null && !ids.includes(view.worker)) ids.push(view.worker);
+  const want = ["", ...ids.map(String)];
+  if ([...sel.options].map((o) => o.value).join() !== want.join()) {
+    sel.replaceChildren(new Option("all workers", ""), ...ids.map((i) => new Option(`worker ${i}`, String(i))));
+  }
+  sel.value = view.worker === null ? "" : String(view.worker);
+}
+
+function showTab(tab) {
+  view.tab = tab;
+  saveView();
+  for (const b of document.querySelectorAll("[role=tab]")) {
+    const on = b.dataset.tab === tab;
+    b.setAttribute("aria-selected", String(on));
+    b.tabIndex = on ? 0 : -1;
+    $(b.getAttribute("aria-controls")).hidden = !on;
+  }
+  if (tab === "compare") compare.load();
+  else schedule();
+}
+
+// ---- start ----------------------------------------------------------------------
+
+async function main() {
+  setTokenPrompt(askToken);
+  makeCharts();
+  table = new WorkerTable($("workers"), {
+    patch: (id, body) => api("PATCH", `/api/v1/workers/${id}`, body),
+    setCount: (n) => api("PUT", "/api/v1/workers", { count: n }),
+    select: selectWorker,
+    error: showError,
+  });
+  compare = new CompareView($("compare-body"), {
+    runs: () => view.runs,
+    setRuns: (r) => {
+      view.runs = r;
+      saveView();
+    },
+    xKey: () => view.x,
+  }, showError);
+  bindToolbar();
+  showTab(view.tab);
+  connectEvents(view.hz, handlers, setConn);
+  try {
+    const { schema: s, source } = await loadSchema();
+    schema = s;
+    $("schema-source").textContent = source === "daemon" ? "from GET /api/v1/schema" : "built-in field table (this daemon has no /api/v1/schema)";
+    controls = new Controls($("controls"), schema, {
+      apply: patchRun,
+      newRun: (body) => api("POST", "/api/v1/run", body),
+    });
+    if (st.snap) controls.fill(st.snap.config);
+  } catch (e) {
+    showError(e);
+  }
+  // the worker picker follows the worker count
+  setInterval(syncWorkerPick, 1000);
+  syncWorkerPick();
+}
+
+main();

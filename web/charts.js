@@ -1,0 +1,252 @@
+// charts.js - uPlot charts of the dashboard: time series with labelled
+// change markers, the staleness histogram with mean and p99 marked, and
+// PNG/CSV export of any chart.
+
+const uPlot = window.uPlot;
+
+// Okabe-Ito colours: told apart by people who do not tell red from green
+export const C = {
+  blue: "#0072B2",
+  orange: "#E69F00",
+  sky: "#56B4E9",
+  vermillion: "#D55E00",
+  green: "#009E73",
+  purple: "#CC79A7",
+  yellow: "#F0E442",
+  ink: "#222222",
+  grid: "rgba(0,0,0,0.09)",
+};
+export const RUN_COLOURS = [C.blue, C.orange, C.sky, C.vermillion, C.green, C.purple, C.ink];
+
+const FONT = '13px system-ui, "Segoe UI", Roboto, sans-serif';
+
+function axes(xLabel, yLabel) {
+  const common = { stroke: C.ink, grid: { stroke: C.grid }, ticks: { stroke: C.grid }, font: FONT, labelFont: FONT };
+  return [
+    { ...common, label: xLabel, labelSize: 20 },
+    { ...common, label: yLabel, labelSize: 20, size: 56 },
+  ];
+}
+
+// The markers plugin: a dashed vertical line and a label at each change.
+// markers() returns [{x: {t, v}, label, drawn}] and xKey() "t" or "v"; the
+// first time a marker is drawn, onDrawn(marker) is called (the page times
+// its PATCH-to-marker latency with it).
+function markerPlugin(markers, xKey, onDrawn) {
+  return {
+    hooks: {
+      draw: (u) => {
+        const list = markers();
+        if (!list.length) return;
+        const ctx = u.ctx;
+        const { left, top, width, height } = u.bbox;
+        const dpr = uPlot.pxRatio;
+        ctx.save();
+        ctx.beginPath();
+        ctx.rect(left, top, width, height);
+        ctx.clip();
+        ctx.font = `${Math.round(12 * dpr)}px system-ui, sans-serif`;
+        ctx.textBaseline = "top";
+        let lane = 0;
+        for (const m of list) {
+          const xv = m.x[xKey()];
+          if (xv == null) continue;
+          const px = u.valToPos(xv, "x", true);
+          if (px < left - 1 || px > left + width + 1) continue;
+          ctx.strokeStyle = C.purple;
+          ctx.lineWidth = 2 * dpr;
+          ctx.setLineDash([6 * dpr, 4 * dpr]);
+          ctx.beginPath();
+          ctx.moveTo(px, top);
+          ctx.lineTo(px, top + height);
+          ctx.stroke();
+          ctx.setLineDash([]);
+          const text = m.label;
+          const tw = ctx.measureText(text).width;
+          const y = top + 4 * dpr + (lane % 3) * 16 * dpr;
+          const x = px + 4 * dpr + tw > left + width ? px - 4 * dpr - tw : px + 4 * dpr;
+          ctx.fillStyle = "rgba(255,255,255,0.85)";
+          ctx.fillRect(x - 2 * dpr, y - 1 * dpr, tw + 4 * dpr, 15 * dpr);
+          ctx.fillStyle = "#6b2c57";
+          ctx.fillText(text, x, y);
+          lane++;
+          if (!m.drawn) {
+            m.drawn = Date.now();
+            if (onDrawn) onDrawn(m);
+          }
+        }
+        ctx.restore();
+      },
+    },
+  };
+}
+
+// A time-series chart (x: run seconds or version).
+// spec: {title, yLabel, series: [{label, stroke, dash?}], markers, xKey,
+//        onDrawn, yRange?}
+export function lineChart(el, spec) {
+  const opts = {
+    width: el.clientWidth || 400,
+    height: chartHeight(el),
+    scales: {
+      x: { time: false, auto: false, min: 0, max: 1 },
+      y: spec.yRange ? { range: spec.yRange } : {},
+    },
+    series: [
+      { label: spec.xLabel ? spec.xLabel() : "x" },
+      ...spec.series.map((s) => ({
+        label: s.label,
+        stroke: s.stroke,
+        width: 2,
+        dash: s.dash,
+        spanGaps: true,
+        points: { show: false },
+      })),
+    ],
+    axes: axes(spec.xLabel ? spec.xLabel() : "", spec.yLabel),
+    cursor: { drag: { x: false, y: false }, points: { size: 6 } },
+    legend: { live: true },
+    plugins: [markerPlugin(spec.markers, spec.xKey, spec.onDrawn)],
+  };
+  const data = [[], ...spec.series.map(() => [])];
+  const u = new uPlot(opts, data, el);
+  return u;
+}
+
+// The staleness histogram: bars of the chosen view (sliding window or
+// cumulative, as fractions) and the other as a step line, mean and p99 as
+// labelled vertical lines. stats() returns {mean, p99} of the bars.
+export function histChart(el, stats) {
+  const bars = uPlot.paths.bars({ size: [0.85, 60] });
+  const steps = uPlot.paths.stepped({ align: 0 });
+  const opts = {
+    width: el.clientWidth || 400,
+    height: chartHeight(el),
+    scales: {
+      x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] },
+      y: { range: (u, lo, hi) => [0, Math.max(hi * 1.1, 0.05)] },
+    },
+    series: [
+      { label: "staleness", value: (u, v) => (v == null ? "" : v >= 64 ? ">63" : String(v)) },
+      { label: "sliding", stroke: C.blue, fill: "rgba(0,114,178,0.55)", paths: bars, points: { show: false },
+        value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") },
+      { label: "cumulative", stroke: C.orange, width: 2, paths: steps, points: { show: false },
+        value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") },
+    ],
+    axes: [
+      { ...axes("staleness (versions)", "")[0], values: (u, vs) => vs.map((v) => (v >= 64 ? ">63" : v)) },
+      { ...axes("", "share of gradients")[1], values: (u, vs) => vs.map((v) => Math.round(v * 100) + "%") },
+    ],
+    cursor: { drag: { x: false, y: false } },
+    plugins: [{
+      hooks: {
+        draw: (u) => {
+          const s = stats();
+          if (!s) return;
+          const ctx = u.ctx;
+          const { top, height } = u.bbox;
+          const dpr = uPlot.pxRatio;
+          ctx.save();
+          ctx.font = `bold ${Math.round(12 * dpr)}px system-ui, sans-serif`;
+          ctx.textBaseline = "top";
+          const lines = [["mean", s.mean, C.ink, [2 * dpr, 3 * dpr]], ["p99", s.p99, C.vermillion, [8 * dpr, 4 * dpr]]];
+          lines.forEach(([name, val, colour, dash], i) => {
+            if (val == null || !isFinite(val)) return;
+            const px = u.valToPos(Math.min(val, 64), "x", true);
+            ctx.strokeStyle = colour;
+            ctx.lineWidth = 2 * dpr;
+            ctx.setLineDash(dash);
+            ctx.beginPath();
+            ctx.moveTo(px, top);
+            ctx.lineTo(px, top + height);
+            ctx.stroke();
+            ctx.fillStyle = colour;
+            ctx.fillText(`${name} ${fmt(val, 1)}`, px + 4 * dpr, top + 4 * dpr + i * 16 * dpr);
+          });
+          ctx.restore();
+        },
+      },
+    }],
+  };
+  return new uPlot(opts, [[], [], []], el);
+}
+
+export function fmt(x, digits) {
+  if (x == null || !isFinite(x)) return "–";
+  return Number(x).toFixed(digits);
+}
+
+function chartHeight(el) {
+  const h = parseInt(getComputedStyle(el).getPropertyValue("--chart-h"), 10);
+  return h > 0 ? h : 240;
+}
+
+// keep a chart as wide as its box (and as tall as the CSS asks)
+export function autosize(u, el) {
+  const ro = new ResizeObserver(() => {
+    const w = Math.floor(el.clientWidth);
+    const h = chartHeight(el);
+    if (w > 0 && (w !== u.width || h !== u.height)) u.setSize({ width: w, height: h });
+  });
+  ro.observe(el);
+  return ro;
+}
+
+function download(name, blob) {
+  const a = document.createElement("a");
+  a.href = URL.createObjectURL(blob);
+  a.download = name;
+  document.body.appendChild(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+// the chart as a PNG: white background, title and legend on top
+export function chartPNG(u, title) {
+  const src = u.ctx.canvas;
+  const dpr = uPlot.pxRatio;
+  const head = Math.round(44 * dpr);
+  const c = document.createElement("canvas");
+  c.width = src.width;
+  c.height = src.height + head;
+  const ctx = c.getContext("2d");
+  ctx.fillStyle = "#ffffff";
+  ctx.fillRect(0, 0, c.width, c.height);
+  ctx.fillStyle = C.ink;
+  ctx.font = `bold ${Math.round(15 * dpr)}px system-ui, sans-serif`;
+  ctx.textBaseline = "top";
+  ctx.fillText(title, 8 * dpr, 4 * dpr);
+  ctx.font = `${Math.round(12 * dpr)}px system-ui, sans-serif`;
+  let x = 8 * dpr;
+  u.series.slice(1).forEach((s) => {
+    if (!s.show) return;
+    const colour = typeof s.stroke === "function" ? s.stroke(u, 1) : s.stroke;
+    ctx.fillStyle = colour || C.ink;
+    ctx.fillRect(x, 26 * dpr, 14 * dpr, 4 * dpr);
+    ctx.fillStyle = C.ink;
+    ctx.fillText(s.label, x + 18 * dpr, 22 * dpr);
+    x += ctx.measureText(s.label).width + 34 * dpr;
+  });
+  ctx.drawImage(src, 0, head);
+  return c;
+}
+
+export function downloadPNG(u, title, name) {
+  chartPNG(u, title).toBlob((b) => b && download(name, b), "image/png");
+}
+
+// the chart's data as CSV: one column per series, the x column first
+export function chartCSV(u, xName) {
+  const cols = u.series.map((s, i) => (i === 0 ? xName : s.label));
+  const esc = (s) => (/[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s);
+  const rows = [cols.map(esc).join(",")];
+  const n = u.data[0] ? u.data[0].length : 0;
+  for (let i = 0; i < n; i++)
+    rows.push(u.data.map((col) => (col[i] == null ? "" : String(col[i]))).join(","));
+  return rows.join("\n") + "\n";
+}
+
+export function downloadCSV(u, xName, name) {
+  download(name, new Blob([chartCSV(u, xName)], { type: "text/csv" }));
+}

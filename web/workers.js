@@ -1,0 +1,192 @@
+// workers.js - the worker table: one row per worker, updated in place from
+// each snapshot; each row's delay (distribution, a slider and a field for
+// the mean, where it is slept), spb_depth and pause go to PATCH
+// /api/v1/workers/{id}; add and remove go to PUT /api/v1/workers.
+
+import { fmt } from "./charts.js";
+
+const DISTS = ["none", "const", "uniform", "exp", "lognormal", "pareto", "version"];
+const SLIDER_MAX = 1000; // ms; the field takes more
+const HOLD_MS = 1500;    // a control just changed is not overwritten for this long
+
+function bytes(n) {
+  if (!(n >= 0)) return "–";
+  const u = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < u.length - 1) {
+    n /= 1000;
+    i++;
+  }
+  return `${n.toFixed(n < 10 && i ? 1 : 0)} ${u[i]}`;
+}
+
+function el(tag, props = {}, ...kids) {
+  const e = document.createElement(tag);
+  Object.assign(e, props);
+  e.append(...kids);
+  return e;
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
+}
+
+// patch(id, body) -> Promise; setCount(n) -> Promise; select(id|null, sticky)
+// when a row is hovered (sticky false) or chosen (sticky true); error(e).
+export class WorkerTable {
+  constructor(root, { patch, setCount, select, error }) {
+    this.root = root;
+    this.patch = patch;
+    this.setCount = setCount;
+    this.select = select;
+    this.error = error;
+    this.rows = new Map(); // id -> row parts
+    this.selected = null;
+    this.build();
+  }
+
+  build() {
+    const head = ["worker", "state", "delay", "mean (ms)", "where", "spb depth",
+      "iterations", "staleness", "samples/s", "sent", ""];
+    this.tbody = el("tbody");
+    const table = el("table", { className: "workers" },
+      el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", textContent: h })))),
+      this.tbody);
+    this.count = el("span", { className: "count" });
+    const add = el("button", { type: "button", textContent: "Add worker", id: "add-worker" });
+    const remove = el("button", { type: "button", textContent: "Remove worker", id: "remove-worker" });
+    add.addEventListener("click", () => this.resize(+1));
+    remove.addEventListener("click", () => this.resize(-1));
+    this.root.replaceChildren(el("div", { className: "table-scroll" }, table),
+      el("div", { className: "buttons" }, add, remove, this.count));
+  }
+
+  resize(d) {
+    const n = this.rows.size + d;
+    if (n < 1) return;
+    this.setCount(n).catch(this.error);
+  }
+
+  send(r, body) {
+    r.hold = performance.now() + HOLD_MS;
+    this.patch(r.id, body).catch((e) => {
+      r.hold = 0;
+      this.error(e);
+    });
+  }
+
+  delayBody(r, mean) {
+    // a worker without a delay needs a distribution: const
+    const dist = r.dist.value === "none" ? "const" : r.dist.value;
+    if (dist !== r.dist.value) r.dist.value = dist;
+    return { delay: { dist, mean_ms: mean } };
+  }
+
+  makeRow(id) {
+    const r = { id, hold: 0 };
+    const name = `w${id}`;
+    r.tr = el("tr", { tabIndex: -1 });
+    r.tr.dataset.worker = id;
+    r.state = el("td");
+    r.dist = el("select", { title: `worker ${id}: delay distribution`, name: `${name}-dist` });
+    for (const d of DISTS) r.dist.add(new Option(d, d));
+    r.slider = el("input", { type: "range", min: 0, max: SLIDER_MAX, step: 1, name: `${name}-mean-slider` });
+    r.slider.setAttribute("aria-label", `worker ${id}: mean delay (ms)`);
+    r.mean = el("input", { type: "number", min: 0, step: "any", name: `${name}-mean`, className: "mean" });
+    r.mean.setAttribute("aria-label", `worker ${id}: mean delay in ms`);
+    r.where = el("select", { name: `${name}-where` });
+    r.where.setAttribute("aria-label", `worker ${id}: delay slept by`);
+    for (const w of ["worker", "server"]) r.where.add(new Option(w, w));
+    r.spb = el("input", { type: "number", min: 0, max: 64, step: 1, name: `${name}-spb`, className: "spb" });
+    r.spb.setAttribute("aria-label", `worker ${id}: spb depth (0 = full backprop)`);
+    r.iter = el("td", { className: "num" });
+    r.stale = el("td", { className: "num" });
+    r.sps = el("td", { className: "num" });
+    r.sent = el("td", { className: "num" });
+    r.pause = el("button", { type: "button" });
+    const idCell = el("th", { scope: "row" });
+    r.pick = el("button", { type: "button", className: "pick", textContent: String(id) });
+    r.pick.setAttribute("aria-label", `show worker ${id} in the histogram`);
+    idCell.append(r.pick);
+    r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", { className: "delay" }, r.slider, r.mean),
+      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, el("td", {}, r.pause));
+
+    r.slider.addEventListener("input", () => {
+      r.hold = performance.now() + HOLD_MS;
+      r.mean.value = r.slider.value;
+    });
+    r.slider.addEventListener("change", () => this.send(r, this.delayBody(r, Number(r.slider.value))));
+    r.mean.addEventListener("change", () => {
+      const v = r.mean.value.trim() === "" ? r.mean.value : Number(r.mean.value);
+      this.send(r, this.delayBody(r, v));
+    });
+    r.dist.addEventListener("change", () => this.send(r, r.dist.value === "none"
+      ? { delay: { dist: "none" } }
+      : { delay: { dist: r.dist.value, mean_ms: Number(r.mean.value) || 0 } }));
+    r.where.addEventListener("change", () => this.send(r, { delay: { where: r.where.value } }));
+    r.spb.addEventListener("change", () => this.send(r, { spb_depth: r.spb.value === "" ? "" : Number(r.spb.value) }));
+    r.pause.addEventListener("click", () => this.send(r, { paused: r.pause.dataset.paused !== "true" }));
+    r.pick.addEventListener("click", () => this.select(this.selected === id ? null : id, true));
+    r.tr.addEventListener("mouseenter", () => this.select(id, false));
+    r.tr.addEventListener("mouseleave", () => this.select(null, false));
+    return r;
+  }
+
+  // one snapshot's worker table
+  update(workers) {
+    const seen = new Set();
+    for (const w of workers) {
+      seen.add(w.id);
+      let r = this.rows.get(w.id);
+      if (!r) {
+        r = this.makeRow(w.id);
+        this.rows.set(w.id, r);
+        const after = [...this.tbody.children].find((tr) => Number(tr.dataset.worker) > w.id);
+        this.tbody.insertBefore(r.tr, after || null);
+      }
+      this.fillRow(r, w);
+    }
+    for (const [id, r] of this.rows) {
+      if (!seen.has(id)) {
+        r.tr.remove();
+        this.rows.delete(id);
+      }
+    }
+    setText(this.count, `${workers.length} worker${workers.length === 1 ? "" : "s"}`);
+  }
+
+  fillRow(r, w) {
+    setText(r.state, w.state);
+    r.state.className = `state ${w.state}`;
+    const d = w.delay || { dist: "none" };
+    const held = performance.now() < r.hold;
+    const edit = (inp) => !held && document.activeElement !== inp;
+    if (edit(r.dist) && r.dist.value !== d.dist) r.dist.value = d.dist;
+    const mean = d.mean_ms ?? 0;
+    if (edit(r.slider)) {
+      const s = String(Math.min(Math.round(mean), SLIDER_MAX));
+      if (r.slider.value !== s) r.slider.value = s;
+    }
+    if (edit(r.mean) && Number(r.mean.value) !== mean) r.mean.value = String(mean);
+    const where = d.where || "worker";
+    if (edit(r.where) && r.where.value !== where) r.where.value = where;
+    if (edit(r.spb) && r.spb.value !== String(w.spb_depth)) r.spb.value = String(w.spb_depth);
+    setText(r.iter, String(w.iterations));
+    setText(r.stale, fmt(w.staleness_mean, 2));
+    setText(r.sps, fmt(w.samples_per_s, 0));
+    setText(r.sent, bytes(w.bytes_sent));
+    const paused = w.state === "paused";
+    r.pause.dataset.paused = String(paused);
+    setText(r.pause, paused ? "Resume" : "Pause");
+    r.pause.setAttribute("aria-label", `${paused ? "resume" : "pause"} worker ${w.id}`);
+  }
+
+  markSelected(id) {
+    this.selected = id;
+    for (const [wid, r] of this.rows) {
+      const on = wid === id;
+      r.tr.classList.toggle("selected", on);
+      r.pick.setAttribute("aria-pressed", String(on));
+    }
+  }
+}

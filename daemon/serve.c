@@ -92,6 +92,7 @@ typedef struct server {
 	pthread_t demo_th;
 	int demo_live;
 	json_t *past; /* earlier runs: summaries and series, for comparisons */
+	const char *caption; /* the demo scene showing (in demo), for snapshots */
 } server;
 
 #define PAST_MAX 32 /* earlier runs kept (oldest dropped first) */
@@ -369,6 +370,7 @@ demo_main(void *p)
 				return NULL;
 			}
 			demo_apply(s, sc, err);
+			s->caption = sc->caption;
 			run_snapshot *snap = run_snapshot_get(s->r);
 			json_t *ev = json_pack("{s:s,s:s,s:i,s:i,s:f,s:I,s:i}", "event", "caption",
 					       "caption", sc->caption, "scene", i, "loop", loop,
@@ -526,6 +528,8 @@ snapshot_event(server *s)
 		o = api_status_json(snap);
 		json_object_set_new(o, "staleness", api_staleness_json(snap));
 		json_object_set_new(o, "run", json_integer(s->run_id));
+		if (s->caption)
+			json_object_set_new(o, "caption", json_string(s->caption));
 		run_snapshot_put(snap);
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -14,6 +14,7 @@ const $ = (id) => document.getElementById(id);
 const WINDOW_MS = 5000;   // per-worker sliding histogram: the last 5 s
 const UPS_MAX = 4000;     // updates/s points kept (16 min at 4 Hz)
 const MARKERS_MAX = 200;
+const LINES_MS = 500;     // the line charts redraw at most twice a second
 
 // ---- the view, in the URL ---------------------------------------------
 
@@ -56,8 +57,8 @@ const st = {
   markers: [],      // [{x: {t, v}, label, origin, drawn, received, seq}]
   seq: 0,
   hoverWorker: null,
+  caption: null,    // the demo caption shown
   connected: false,
-  dirty: { charts: true, series: true },
 };
 
 // for the browser test and for curious people: window.stalelab
@@ -152,7 +153,15 @@ function makeCharts() {
   };
   for (const [k, u] of Object.entries(charts)) autosize(u, $(`plot-${k}`));
   window.stalelab.charts = charts;
-  st.dirty.series = true;
+}
+
+// the x axis' end: "now", rounded up to a step of about a tenth of it, so
+// the accuracy and loss charts redraw when data comes, not at every snapshot
+export function xEnd(now) {
+  if (!(now > 0)) return 1;
+  const p = Math.pow(10, Math.floor(Math.log10(now)));
+  const step = now / p < 2 ? p / 5 : now / p < 5 ? p / 2 : p;
+  return Math.ceil((now * 1.0001) / step) * step;
 }
 
 function xMax() {
@@ -160,20 +169,42 @@ function xMax() {
   const last = (a) => (a.length ? a[a.length - 1] : 0);
   let m = Math.max(last(st.series[k]), last(st.ups[k]), st.snap ? (k === "t" ? st.snap.t : st.snap.version) : 0);
   for (const mk of st.markers) m = Math.max(m, mk.x[k] || 0);
-  return m > 0 ? m * 1.02 : 1;
+  return xEnd(m);
 }
 
-function drawSeries() {
-  const s = st.series;
-  const x = s[view.x];
-  const max = xMax();
-  const put = (u, data) => u.batch(() => {
+function put(u, data, max) {
+  u.batch(() => {
     u.setData(data);
     u.setScale("x", { min: 0, max });
   });
-  put(charts.acc, [x, s.acc]);
-  put(charts.loss, [x, s.train, s.test]);
-  put(charts.ups, [st.ups[view.x], st.ups.y]);
+}
+
+// redraw what changed: the accuracy and loss charts on evaluations and
+// updates/s on snapshots, each at most every LINES_MS (drawing a canvas is
+// the page's main cost); a change marker or a new x range redraws at once
+let linesAt = 0;
+let linesLater = 0;
+function drawSeries(d) {
+  const s = st.series;
+  const x = s[view.x];
+  const max = xMax();
+  const now = performance.now();
+  const urgent = d.markers || d.all || max !== st.drawnMax;
+  if (!urgent && !d.series && !d.snap && !d.lines) return;
+  if (!urgent && now - linesAt < LINES_MS) {
+    if (d.series || d.lines) dirty.series = true; // drawn next time
+    if (!linesLater)
+      linesLater = setTimeout(() => {
+        linesLater = 0;
+        schedule("lines");
+      }, LINES_MS - (now - linesAt));
+    return;
+  }
+  linesAt = now;
+  st.drawnMax = max;
+  put(charts.acc, [x, s.acc], max);
+  put(charts.loss, [x, s.train, s.test], max);
+  put(charts.ups, [st.ups[view.x], st.ups.y], max);
 }
 
 // ---- the staleness histogram -------------------------------------------------
@@ -307,21 +338,51 @@ function drawHeader() {
 // ---- rendering: at most once a frame -----------------------------------------
 
 let frame = 0;
-function schedule() {
+let dirty = { all: true };
+// what: "snap", "series", "markers", "hist" or "all" (what needs drawing)
+// New evaluations wait for the next frame that draws anyway (a snapshot
+// comes 4 times a second) or at most LINES_MS: an evaluation alone does not
+// cost a frame.
+function schedule(what = "all") {
+  dirty[what] = true;
+  if (what === "series") {
+    if (!linesLater && !frame)
+      linesLater = setTimeout(() => {
+        linesLater = 0;
+        schedule("lines");
+      }, LINES_MS);
+    return;
+  }
   if (!frame) frame = requestAnimationFrame(render);
 }
 
+let filledConfig = "";
+let tableAt = 0;
 function render() {
   frame = 0;
   if (view.tab !== "live") return;
-  drawHeader();
-  if (st.snap) {
-    table.update(st.snap.workers || []);
+  const d = dirty;
+  dirty = {};
+  if (st.snap && (d.snap || d.all)) {
+    drawHeader();
+    // the table's numbers twice a second; a new or removed worker at once
+    const ws = st.snap.workers || [];
+    const now = performance.now();
+    if (d.all || ws.length !== table.rows.size || now - tableAt >= LINES_MS) {
+      tableAt = now;
+      table.update(ws);
+    }
+    const cfg = JSON.stringify(st.snap.config);
+    if (controls && cfg !== filledConfig) {
+      filledConfig = cfg;
+      controls.fill(st.snap.config);
+    }
+  }
+  if (d.snap || d.hist || d.all) {
     table.markSelected(view.worker);
-    controls && controls.fill(st.snap.config);
     drawHist();
   }
-  drawSeries();
+  drawSeries(d);
 }
 
 // ---- events -------------------------------------------------------------------
@@ -386,12 +447,13 @@ function onSnapshot(d) {
     if (st.ups.y.length > UPS_MAX) for (const k of ["t", "v", "y"]) st.ups[k].splice(0, st.ups[k].length - UPS_MAX);
   }
   st.snap = d;
+  if (d.caption && d.caption !== st.caption) showCaption(d.caption);
   if (d.staleness) {
     const now = performance.now();
     st.history.push({ at: now, workers: new Map((d.staleness.workers || []).map((w) => [w.id, w.hist])) });
     while (st.history.length > 2 && st.history[1].at < now - WINDOW_MS) st.history.shift();
   }
-  schedule();
+  schedule("snap");
 }
 
 function logChange(text, origin) {
@@ -412,12 +474,19 @@ function onChange(c) {
   st.markers.push(m);
   if (st.markers.length > MARKERS_MAX) st.markers.shift();
   logChange(m.label, c.origin);
-  schedule();
+  schedule("markers");
+}
+
+// a demo scene's caption, shown large over the charts until the next one
+// (snapshots carry the current one, so a page opened mid-scene shows it)
+function showCaption(text) {
+  st.caption = text;
+  $("caption-text").textContent = text;
+  $("caption").hidden = false;
 }
 
 function onCaption(c) {
-  $("caption-text").textContent = c.caption;
-  $("caption").hidden = false;
+  showCaption(c.caption);
   logChange(`scene ${c.scene + 1}: ${c.caption}`, "demo");
 }
 
@@ -427,7 +496,7 @@ const handlers = {
   eval: (e) => {
     if (e.run !== undefined && e.run !== st.run) return;
     addEval(e);
-    schedule();
+    schedule("series");
   },
   run: (r) => {
     resetRun(r.run);
@@ -463,7 +532,7 @@ function bindToolbar() {
     schedule();
     if (compare && view.tab === "compare") compare.render();
   });
-  seg("histmode", "hist", schedule);
+  seg("histmode", "hist", () => schedule("hist"));
   $("pause").addEventListener("click", () =>
     patchRun({ paused: !(st.snap && st.snap.state === "paused") }).catch(showError));
   $("reset").addEventListener("click", async () => {
@@ -520,7 +589,7 @@ function selectWorker(id, sticky) {
   } else {
     st.hoverWorker = id;
   }
-  schedule();
+  schedule("hist");
 }
 
 function syncWorkerPick() {

@@ -1,0 +1,355 @@
+// dashboard.mjs - the browser test of the web dashboard: Debian's chromium,
+// headless, driven by playwright-core (npm, web/node_modules), against a
+// real `stalelab serve` on a free port. Prints "  ok   NAME" / "  FAIL NAME"
+// lines (tests/integration/dashboard.sh counts them), the two measurements,
+// and saves screenshots into OUTDIR.
+// Usage: node tests/browser/dashboard.mjs BINARY OUTDIR
+
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const { chromium } = await import(pathToFileURL(join(root, "web/node_modules/playwright-core/index.mjs")));
+
+const BIN = resolve(process.argv[2] || "build/stalelab");
+const OUT = resolve(process.argv[3] || "build/dashboard");
+const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
+mkdirSync(OUT, { recursive: true });
+const tmp = mkdtempSync(join(tmpdir(), "sldash."));
+
+let pass = 0;
+let fail = 0;
+function ok(name) {
+  pass++;
+  console.log(`  ok   ${name}`);
+}
+function bad(name, why) {
+  fail++;
+  console.log(`  FAIL ${name}${why ? `\n       ${String(why).split("\n").join("\n       ")}` : ""}`);
+}
+async function check(name, fn) {
+  try {
+    const r = await fn();
+    if (r === false) bad(name);
+    else ok(name);
+  } catch (e) {
+    bad(name, e && e.message ? e.message.split("\n").slice(0, 4).join("\n") : e);
+  }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// a small run that trains fast on any machine: synthetic data, one thread
+// per worker, wall clock (the delays are real sleeps)
+const RUN = {
+  model: "mlp:784-32-10", dataset: "synthetic:6000", lr: 0.01, batch: 16,
+  workers: 3, threads: 1, eval_every: 50, delay: { dist: "exp", mean_ms: 5 },
+};
+writeFileSync(join(tmp, "run.json"), JSON.stringify(RUN));
+writeFileSync(join(tmp, "demo.json"), JSON.stringify({
+  run: RUN,
+  scenes: [{ seconds: 600, caption: "Worker 1 straggles: watch its staleness", workers: [{ id: 1, set: { delay: { dist: "const", mean_ms: 40 } } }] }],
+}));
+
+// start `stalelab serve`; resolves with {proc, port} once it listens
+function serve(args) {
+  return new Promise((res, rej) => {
+    const p = spawn(BIN, ["serve", "--quiet", ...args], { stdio: ["ignore", "ignore", "pipe"] });
+    let err = "";
+    const t = setTimeout(() => rej(new Error(`daemon did not start: ${err}`)), 15000);
+    p.stderr.on("data", (d) => {
+      err += d;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(err);
+      if (m) {
+        clearTimeout(t);
+        res({ proc: p, port: Number(m[1]) });
+      }
+    });
+    p.on("exit", (code) => rej(new Error(`daemon exited ${code}: ${err}`)));
+  });
+}
+
+function stop(d) {
+  return new Promise((res) => {
+    if (d.proc.exitCode !== null) return res();
+    d.proc.on("exit", () => res());
+    d.proc.kill("SIGTERM");
+  });
+}
+
+let base = "";
+let token = "";
+async function call(method, path, body) {
+  const headers = { "Content-Type": "application/json" };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const r = await fetch(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const data = await r.json();
+  return { status: r.status, data };
+}
+
+// poll fn() until it returns a truthy value (or throw after ms)
+async function until(what, fn, ms = 10000, every = 100) {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+const started = Date.now();
+let daemon = await serve(["--listen", "127.0.0.1:0", "--config", join(tmp, "run.json")]);
+const port = daemon.port;
+base = `http://127.0.0.1:${port}`;
+
+const browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+});
+const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
+const page = await ctx.newPage();
+const pageErrors = [];
+page.on("pageerror", (e) => pageErrors.push(e.message));
+const stat = (sel, key) => page.$eval(sel, (e, k) => e.dataset[k], key);
+const chartLen = (k) => page.evaluate((c) => window.stalelab.charts[c].data[0].length, k);
+
+try {
+  console.log(`integration: dashboard (chromium, daemon on port ${port})`);
+  await page.goto(base + "/");
+
+  await check("the page is the dashboard (HTML from the binary)", async () =>
+    (await page.title()).startsWith("stalelab") && (await page.locator("#plot-acc canvas").count()) === 1);
+
+  await check("charts draw: accuracy, loss, staleness, updates/s", async () => {
+    await until("evaluations and snapshots", async () =>
+      (await chartLen("acc")) > 1 && (await chartLen("ups")) > 1 && (await chartLen("hist")) > 1);
+    // the canvases hold drawn pixels (not a blank chart)
+    return page.evaluate(() => ["acc", "loss", "hist", "ups"].every((k) => {
+      const c = window.stalelab.charts[k].ctx.canvas;
+      const px = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      let ink = 0;
+      for (let i = 3; i < px.length; i += 4) if (px[i]) ink++;
+      return ink > 1000;
+    }));
+  });
+
+  await check("charts update live", async () => {
+    const a = await chartLen("acc");
+    const u = await chartLen("ups");
+    await until("more points", async () => (await chartLen("acc")) > a && (await chartLen("ups")) > u, 8000);
+  });
+
+  await check("header shows the run", async () => {
+    const txt = await page.locator("header.top").innerText();
+    return /mlp:784-32-10/.test(txt) && /synthetic:6000/.test(txt) && /asgd/.test(txt) && /running/.test(txt);
+  });
+
+  await check("worker table: one row per worker", async () =>
+    until("3 rows", async () => (await page.locator("table.workers tbody tr").count()) === 3));
+
+  await page.screenshot({ path: join(OUT, "dashboard-1280x800.png") });
+
+  // ---- a worker's delay slider, its staleness in the histogram -------------
+  await check("worker 0's delay slider raises its staleness in the histogram", async () => {
+    await page.selectOption("#worker-pick", "0");
+    await until("worker 0's window", async () => (await stat("#hist-stats", "worker")) === "0" && Number(await stat("#hist-stats", "count")) > 0);
+    const before = Number(await stat("#hist-stats", "mean"));
+    const slider = page.locator('tr[data-worker="0"] input[type=range]');
+    await slider.focus();
+    await page.keyboard.press("End"); // keyboard: 1000 ms
+    await until("the API to have the new delay", async () =>
+      (await call("GET", "/api/v1/status")).data.workers[0].delay.mean_ms === 1000, 5000);
+    const after = await until("a higher window mean for worker 0", async () => {
+      const m = Number(await stat("#hist-stats", "mean"));
+      return m > Math.max(3 * before, before + 5) ? m : 0;
+    }, 15000, 250);
+    console.log(`       worker 0 sliding-window staleness: mean ${before.toFixed(2)} before, ${after.toFixed(2)} after (delay 5 -> 1000 ms)`);
+    await page.screenshot({ path: join(OUT, "dashboard-straggler.png") });
+  });
+  await call("PATCH", "/api/v1/workers/0", { delay: { dist: "exp", mean_ms: 5 } });
+
+  await check("URL keeps the view: x axis, histogram, worker", async () => {
+    await page.click('[data-xaxis="v"]');
+    await page.click('[data-histmode="cumulative"]');
+    const u = new URL(page.url());
+    if (u.searchParams.get("x") !== "v" || u.searchParams.get("hist") !== "cumulative" || u.searchParams.get("worker") !== "0")
+      throw new Error(`url ${page.url()}`);
+    await page.reload();
+    await until("restored view", async () =>
+      (await page.getAttribute('[data-xaxis="v"]', "aria-pressed")) === "true" &&
+      (await page.getAttribute('[data-histmode="cumulative"]', "aria-pressed")) === "true" &&
+      (await stat("#hist-stats", "worker")) === "0");
+    await page.click('[data-xaxis="t"]');
+    await page.click('[data-histmode="window"]');
+    await page.selectOption("#worker-pick", "");
+  });
+
+  // ---- run controls --------------------------------------------------------
+  await check("switching the rule: a marker on the charts and the rule in /api/v1/status", async () => {
+    await until("the controls", () => page.locator("#apply").count());
+    await page.selectOption('select[name="rule"]', "ssp");
+    await page.fill('input[name="rule_params.s"]', "5");
+    await page.click("#apply");
+    await until("a drawn marker for the rule", () =>
+      page.evaluate(() => window.stalelab.marksDrawn.some((m) => m.label.startsWith("rule ssp (s=5"))), 5000);
+    const s = (await call("GET", "/api/v1/status")).data;
+    if (s.rule !== "ssp" || s.config.rule_params.s !== 5) throw new Error(`status says ${s.rule}, s=${s.config.rule_params.s}`);
+    await until("the header's rule", async () => (await page.locator("#h-rule").innerText()).startsWith("ssp (s=5"), 3000);
+  });
+
+  await check("an invalid lr shows the API's own message", async () => {
+    const api = (await call("PATCH", "/api/v1/run", { lr: -1 })).data.error.message;
+    await page.fill('input[name="lr"]', "-1");
+    await page.click("#apply");
+    const shown = await until("the field's error", async () => {
+      const t = await page.locator('input[name="lr"] ~ .error').innerText();
+      return t || "";
+    }, 5000);
+    if (shown !== api) throw new Error(`shown "${shown}", API says "${api}"`);
+    if ((await page.getAttribute('input[name="lr"]', "aria-invalid")) !== "true") throw new Error("not marked invalid");
+    await page.click("text=Revert");
+  });
+
+  await check("adding a worker adds a row", async () => {
+    await page.click("#add-worker");
+    await until("4 rows", async () => (await page.locator("table.workers tbody tr").count()) === 4, 5000);
+    return (await call("GET", "/api/v1/status")).data.workers.length === 4;
+  });
+
+  // ---- measurements --------------------------------------------------------
+  await check("PATCH from another client to its marker drawn: under 500 ms at 4 Hz", async () => {
+    const lat = [];
+    for (const lr of [0.0123, 0.0124, 0.0125]) {
+      const t0 = Date.now();
+      const r = await call("PATCH", "/api/v1/run", { lr });
+      if (r.status !== 202) throw new Error(JSON.stringify(r.data));
+      const m = await until("the marker", () => page.evaluate((l) =>
+        window.stalelab.marksDrawn.find((x) => x.label === `lr ${l}`), lr), 5000, 10);
+      lat.push(m.drawn - t0);
+      await sleep(300);
+    }
+    lat.sort((a, b) => a - b);
+    console.log(`dashboard: PATCH-to-marker latency ${lat.join(", ")} ms (median ${lat[1]} ms; SSE at 4 Hz)`);
+    return lat[1] < 500;
+  });
+
+  await check("16 workers: the page's main thread busy under 20% of the time", async () => {
+    // a delay on every worker and the default evaluation interval, so the
+    // daemon leaves the (shared) CPUs to the browser being measured
+    await call("PATCH", "/api/v1/run", { delay: { dist: "const", mean_ms: 20 }, eval_every: 200 });
+    await call("PUT", "/api/v1/workers", { count: 16 });
+    await until("16 rows", async () => (await page.locator("table.workers tbody tr").count()) === 16, 8000);
+    const cdp = await ctx.newCDPSession(page);
+    await cdp.send("Performance.enable");
+    const metric = async () => {
+      const m = (await cdp.send("Performance.getMetrics")).metrics;
+      return Object.fromEntries(m.map((x) => [x.name, x.value]));
+    };
+    const a = await metric();
+    const snaps = await page.evaluate(() => window.stalelab.snapshots);
+    await sleep(5000);
+    const b = await metric();
+    const snaps2 = await page.evaluate(() => window.stalelab.snapshots);
+    const busy = (b.TaskDuration - a.TaskDuration) / (b.Timestamp - a.Timestamp);
+    const ms = (k) => (1000 * (b[k] - a[k])).toFixed(0);
+    console.log(`dashboard: 16 workers, main thread busy ${(100 * busy).toFixed(1)}% of ${(b.Timestamp - a.Timestamp).toFixed(1)} s (${snaps2 - snaps} snapshots; tasks ${ms("TaskDuration")} ms: scripts ${ms("ScriptDuration")}, style ${ms("RecalcStyleDuration")}, layout ${ms("LayoutDuration")})`);
+    await cdp.detach();
+    return busy < 0.2 && snaps2 - snaps >= 8;
+  });
+
+  for (const [w, h] of [[1280, 800], [1920, 1080], [390, 844]]) {
+    await page.setViewportSize({ width: w, height: h });
+    await sleep(600);
+    await page.screenshot({ path: join(OUT, `dashboard-${w}x${h}.png`) });
+  }
+  await page.setViewportSize({ width: 1280, height: 800 });
+  await check("no horizontal overflow at phone width", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await sleep(300);
+    const over = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+    await page.setViewportSize({ width: 1280, height: 800 });
+    if (over > 1) throw new Error(`page is ${over} px wider than the screen`);
+  });
+
+  await check("PNG and CSV downloads of a chart", async () => {
+    const fig = page.locator('figure[data-chart="acc"]');
+    const [csv] = await Promise.all([page.waitForEvent("download"), fig.locator(".csv").click()]);
+    const text = readFileSync(await csv.path(), "utf8");
+    if (!/^t,test accuracy\n[\d.e-]+,[\d.e-]+\n/.test(text)) throw new Error(`csv: ${text.slice(0, 80)}`);
+    const [png] = await Promise.all([page.waitForEvent("download"), fig.locator(".png").click()]);
+    const head = readFileSync(await png.path()).subarray(0, 8).toString("hex");
+    if (head !== "89504e470d0a1a0a") throw new Error(`not a PNG: ${head}`);
+  });
+
+  await check("compare view: earlier runs overlaid, settings side by side", async () => {
+    const r = await call("POST", "/api/v1/run", { ...RUN, rule: "sasgd", workers: 2 });
+    if (r.status !== 201) throw new Error(JSON.stringify(r.data));
+    await sleep(1200);
+    await page.click("#tab-compare");
+    await until("two runs", async () => (await page.locator(".run-pick").count()) >= 2, 5000);
+    await until("the chart", () => page.locator("#compare-body .plot canvas").count(), 5000);
+    const differs = await page.locator("table.compare tr.differs th").allInnerTexts();
+    await page.screenshot({ path: join(OUT, "dashboard-compare.png") });
+    if (!differs.some((t) => t.startsWith("rule")) || !differs.some((t) => t.startsWith("workers")))
+      throw new Error(`differing rows: ${differs.join(" | ")}`);
+    if (!/view=compare/.test(page.url())) throw new Error(`url ${page.url()}`);
+    await page.click("#tab-live");
+  });
+
+  // ---- the daemon goes away and comes back (in demo mode, with a token) ------
+  await check("a lost connection is shown, and the page reconnects to a restarted daemon", async () => {
+    await stop(daemon);
+    await until("the lost banner", () => page.isVisible("#lost"), 8000);
+    const conn = await page.getAttribute("#conn", "data-state");
+    if (conn !== "lost") throw new Error(`conn state ${conn}`);
+    await page.screenshot({ path: join(OUT, "dashboard-lost.png") });
+    daemon = await serve(["--listen", `127.0.0.1:${port}`, "--token", "sekrit", "--demo", join(tmp, "demo.json")]);
+    await until("live again", async () => (await page.getAttribute("#conn", "data-state")) === "open", 15000);
+    await until("the new daemon's run", async () => (await page.locator("#h-run").innerText()) === "1", 8000);
+    const n = await page.evaluate(() => window.stalelab.snapshots);
+    await until("snapshots flowing", async () => (await page.evaluate(() => window.stalelab.snapshots)) > n + 2, 5000);
+  });
+
+  await check("demo caption shown large, full-screen view", async () => {
+    await until("the caption", () => page.isVisible("#caption"), 5000);
+    const t = await page.locator("#caption-text").innerText();
+    if (t !== "Worker 1 straggles: watch its staleness") throw new Error(`caption "${t}"`);
+    await page.keyboard.press("f");
+    await until("projector view", () => page.evaluate(() => document.body.classList.contains("projector")), 3000);
+    const size = await page.$eval("#caption-text", (e) => parseFloat(getComputedStyle(e).fontSize));
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await sleep(600);
+    await page.screenshot({ path: join(OUT, "dashboard-projector-1920x1080.png") });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.keyboard.press("f");
+    if (size < 40) throw new Error(`caption font ${size}px`);
+  });
+
+  await check("token asked once on 401, then the change goes through", async () => {
+    await page.click("#pause");
+    await until("the token dialog", () => page.isVisible("#token-dialog"), 5000);
+    await page.fill("#token-input", "sekrit");
+    await page.click("#token-ok");
+    token = "sekrit";
+    await until("paused", async () => (await call("GET", "/api/v1/status")).data.state === "paused", 5000);
+    await until("a Resume button", async () => (await page.locator("#pause").innerText()) === "Resume", 3000);
+    await page.click("#pause"); // no second question: the token is kept
+    await until("running", async () => (await call("GET", "/api/v1/status")).data.state === "running", 5000);
+    return !(await page.isVisible("#token-dialog"));
+  });
+
+  await check("no script errors on the page", () => {
+    if (pageErrors.length) throw new Error(pageErrors.join("\n"));
+  });
+} catch (e) {
+  bad("browser test", e.stack || e);
+} finally {
+  await browser.close().catch(() => {});
+  await stop(daemon);
+  rmSync(tmp, { recursive: true, force: true });
+}
+console.log(`dashboard browser test: ${((Date.now() - started) / 1000).toFixed(1)} s, screenshots in ${OUT}`);
+process.exit(fail ? 1 : 0);

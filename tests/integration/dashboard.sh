@@ -1,0 +1,58 @@
+#!/bin/sh
+# Integration tests of the web dashboard: GET / answers the embedded page to
+# browsers and the text index to curl, the /ui/ assets with their types;
+# then the browser test (tests/browser/dashboard.mjs: Debian's chromium,
+# headless, driven by playwright-core from web/node_modules) with its two
+# measurements. Screenshots go to dashboard/ beside the binary.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+echo "integration: dashboard"
+
+cat >"$TMP/run.json" <<'JSON'
+{"model": "mlp:784-32-10", "dataset": "synthetic:6000", "lr": 0.01, "batch": 16,
+ "workers": 2, "threads": 1, "delay": {"dist": "exp", "mean_ms": 5}}
+JSON
+"$SL" serve --listen 127.0.0.1:0 --quiet --config "$TMP/run.json" 2>"$TMP/serve.err" &
+PID=$!
+i=0
+while [ $i -lt 100 ]; do
+	port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
+	[ -n "$port" ] && break
+	sleep 0.1; i=$((i + 1))
+done
+URL=http://127.0.0.1:$port
+get() { # ACCEPT PATH -> "STATUS TYPE" and the body in $TMP/body
+	curl -s -o "$TMP/body" -w '%{http_code} %{content_type}' ${1:+-H "Accept: $1"} "$URL$2"
+}
+expect_grep '^200 text/plain' "GET / for curl: the text index" "$(get '' /)"
+expect_grep '/api/v1/status' "the index lists the endpoints" "$(cat "$TMP/body")"
+expect_grep '^200 text/html' "GET / for a browser: the dashboard" \
+	"$(get 'text/html,application/xhtml+xml,*/*;q=0.8' /)"
+expect_grep '<script type="module" src="/ui/app.js">' "the page loads its module" "$(cat "$TMP/body")"
+expect_grep '^200 text/javascript' "/ui/app.js" "$(get '' /ui/app.js)"
+expect_grep '^200 text/javascript' "uPlot, embedded" "$(get '' /ui/vendor/uPlot.iife.min.js)"
+expect_grep '^200 text/css' "uPlot's CSS, embedded" "$(get '' /ui/vendor/uPlot.min.css)"
+expect_grep '^404 ' "an unknown /ui/ file" "$(get 'text/html' /ui/nope.js)"
+expect_grep '^200 application/json' "the API still answers a browser" "$(get 'text/html' /api/v1/status)"
+kill "$PID"; wait "$PID" 2>/dev/null
+
+# the browser test
+out=$(dirname "$SL")/dashboard
+if ! command -v node >/dev/null 2>&1; then
+	bad "browser test" "node not found (make deps installs it)"
+elif [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+	bad "browser test" "chromium not found at ${CHROMIUM:-/usr/bin/chromium} (make deps installs it)"
+elif [ ! -d web/node_modules/playwright-core ]; then
+	bad "browser test" "web/node_modules/playwright-core missing (make builds it with npm ci)"
+else
+	timeout 120 node tests/browser/dashboard.mjs "$SL" "$out" >"$TMP/browser.log" 2>&1
+	rc=$?
+	cat "$TMP/browser.log"
+	p=$(grep -c '^  ok ' "$TMP/browser.log")
+	f=$(grep -c '^  FAIL ' "$TMP/browser.log")
+	PASS=$((PASS + p)); FAIL=$((FAIL + f))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		bad "browser test exited $rc"
+	fi
+fi
+finish dashboard

@@ -12,15 +12,7 @@ cat >"$TMP/run.json" <<'JSON'
 {"model": "mlp:784-32-10", "dataset": "synthetic:6000", "lr": 0.01, "batch": 16,
  "workers": 2, "threads": 1, "delay": {"dist": "exp", "mean_ms": 5}}
 JSON
-"$SL" serve --listen 127.0.0.1:0 --quiet --config "$TMP/run.json" 2>"$TMP/serve.err" &
-PID=$!
-i=0
-while [ $i -lt 100 ]; do
-	port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
-	[ -n "$port" ] && break
-	sleep 0.1; i=$((i + 1))
-done
-URL=http://127.0.0.1:$port
+start --config "$TMP/run.json"
 get() { # ACCEPT PATH -> "STATUS TYPE" and the body in $TMP/body
 	curl -s -o "$TMP/body" -w '%{http_code} %{content_type}' ${1:+-H "Accept: $1"} "$URL$2"
 }

@@ -12,20 +12,6 @@ cat >"$TMP/run.json" <<'JSON'
  "workers": 3, "eval_every": 100, "delay": {"dist": "uniform", "mean_ms": 2}}
 JSON
 
-# start a daemon on a free port; sets PID and URL
-start() {
-	: >"$TMP/serve.err"
-	"$SL" serve --listen 127.0.0.1:0 --quiet "$@" 2>"$TMP/serve.err" &
-	PID=$!
-	i=0
-	while [ $i -lt 100 ]; do
-		port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
-		[ -n "$port" ] && break
-		sleep 0.1; i=$((i + 1))
-	done
-	URL=http://127.0.0.1:$port
-}
-
 # http METHOD PATH [BODY] -> prints "STATUS BODY"
 http() {
 	if [ -n "$3" ]; then

@@ -40,10 +40,10 @@ all: $(BUILD)/stalelab
 
 help:
 	@echo "make deps           install the Debian packages (apt-get; quick when present)"
-	@echo "make / make all     build build/stalelab"
+	@echo "make / make all     build build/stalelab (the dashboard embedded; npm ci in web/ first)"
 	@echo "make run            the daemon on the default run, http://127.0.0.1:8470"
 	@echo "                    (make run PORT=9000 ARGS=\"--demo\" for another port, flags)"
-	@echo "make test           Check suites and integration tests"
+	@echo "make test           Check suites and integration tests (with the dashboard's browser test)"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
 	@echo "make bench-compare  this engine vs an earlier commit's (BASE=rev), side by side"
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"

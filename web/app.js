@@ -13,6 +13,7 @@ import { CompareView } from "./compare.js";
 const $ = (id) => document.getElementById(id);
 const WINDOW_MS = 5000;   // per-worker sliding histogram: the last 5 s
 const UPS_MAX = 4000;     // updates/s points kept (16 min at 4 Hz)
+const UPS_SPAN = 1;       // run seconds an updates/s point averages over
 const MARKERS_MAX = 200;
 const LINES_MS = 500;     // the line charts redraw at most twice a second
 
@@ -53,6 +54,7 @@ const st = {
   prevSnap: null,
   series: { t: [], v: [], acc: [], train: [], test: [] },
   ups: { t: [], v: [], y: [] },
+  upsWin: [],       // [[t, version]] of the last UPS_SPAN run seconds
   history: [],      // [{at, workers: Map(id -> hist)}] for per-worker windows
   markers: [],      // [{x: {t, v}, label, origin, drawn, received, seq}]
   seq: 0,
@@ -116,7 +118,9 @@ export function changeLabel(c) {
     else if (k === "rule") {
       const rp = set.rule_params || {};
       const r = schema && schema.rules.find((x) => x.name === v);
-      const ps = (r ? r.params : []).map((p) => `${p.key}=${rp[p.key]}`);
+      // the parameters this rule reads, where they differ from its defaults
+      const ps = (r ? r.params : []).filter((p) => rp[p.key] !== undefined && rp[p.key] !== p.default)
+        .map((p) => `${p.key}=${rp[p.key]}`);
       parts.push(`rule ${v}${ps.length ? ` (${ps.join(", ")})` : ""}`);
     } else if (typeof v === "object") parts.push(`${k} ${JSON.stringify(v)}`);
     else parts.push(`${k} ${v}`);
@@ -391,6 +395,7 @@ function resetRun(id) {
   st.run = id;
   st.series = { t: [], v: [], acc: [], train: [], test: [] };
   st.ups = { t: [], v: [], y: [] };
+  st.upsWin = [];
   st.history = [];
   st.markers = [];
   st.prevSnap = null;
@@ -407,6 +412,23 @@ function addEval(e) {
   s.test.push(e.test_loss ?? null);
 }
 
+// updates/s before the page opened: from the evaluations' versions and
+// times (snapshots then add finer points)
+function seedUps(series) {
+  const first = st.ups.t.length ? st.ups.t[0] : Infinity;
+  const seed = { t: [], v: [], y: [] };
+  for (let i = 1; i < series.length; i++) {
+    const a = series[i - 1];
+    const b = series[i];
+    if (b.t > a.t && b.t < first) {
+      seed.t.push(b.t);
+      seed.v.push(b.v);
+      seed.y.push((b.v - a.v) / (b.t - a.t));
+    }
+  }
+  for (const k of ["t", "v", "y"]) st.ups[k] = seed[k].concat(st.ups[k]);
+}
+
 // after (re)connecting: the series so far, the settings of this run
 let resyncing = null;
 async function resync() {
@@ -419,6 +441,7 @@ async function resync() {
       if (!same) resetRun(status.run);
       st.series = { t: [], v: [], acc: [], train: [], test: [] };
       for (const e of m.series || []) addEval(e);
+      seedUps(m.series || []);
       if (!st.snap || !same) st.snap = { ...status, staleness: null };
       if (controls) controls.fill(status.config, !same);
       schedule();
@@ -439,12 +462,20 @@ function onSnapshot(d) {
   }
   st.run = d.run;
   const prev = st.snap;
-  if (prev && prev.staleness && prev.run === d.run && d.t > prev.t) {
-    const ups = (d.version - prev.version) / (d.t - prev.t);
-    st.ups.t.push(d.t);
-    st.ups.v.push(d.version);
-    st.ups.y.push(ups);
-    if (st.ups.y.length > UPS_MAX) for (const k of ["t", "v", "y"]) st.ups[k].splice(0, st.ups[k].length - UPS_MAX);
+  // updates/s over the last second or so of run time (a rate from two
+  // snapshots 1/4 s apart jumps with every evaluation pause)
+  const lastT = st.ups.t.length ? st.ups.t[st.ups.t.length - 1] : -1;
+  if (prev && prev.run === d.run && d.t > lastT) {
+    const win = st.upsWin;
+    win.push([d.t, d.version]);
+    while (win.length > 2 && d.t - win[1][0] >= UPS_SPAN) win.shift();
+    const [t0, v0] = win[0];
+    if (d.t > t0) {
+      st.ups.t.push(d.t);
+      st.ups.v.push(d.version);
+      st.ups.y.push((d.version - v0) / (d.t - t0));
+      if (st.ups.y.length > UPS_MAX) for (const k of ["t", "v", "y"]) st.ups[k].splice(0, st.ups[k].length - UPS_MAX);
+    }
   }
   st.snap = d;
   if (d.caption && d.caption !== st.caption) showCaption(d.caption);

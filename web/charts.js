@@ -28,10 +28,14 @@ function axes(xLabel, yLabel) {
   ];
 }
 
-// The markers plugin: a dashed vertical line and a label at each change.
-// markers() returns [{x: {t, v}, label, drawn}] and xKey() "t" or "v"; the
-// first time a marker is drawn, onDrawn(marker) is called (the page times
-// its PATCH-to-marker latency with it).
+// The markers plugin: a dashed vertical line at each change, labelled.
+// Labels take the first of LANES rows where they overlap no other label,
+// newest first, so the latest changes always read; one that fits nowhere
+// keeps its line (its label is in the page's list of changes). markers()
+// returns [{x: {t, v}, label, drawn}] and xKey() "t" or "v"; the first time
+// a marker is drawn, onDrawn(marker) is called (the page times its
+// PATCH-to-marker latency with it).
+const LANES = 4;
 function markerPlugin(markers, xKey, onDrawn) {
   return {
     hooks: {
@@ -41,35 +45,52 @@ function markerPlugin(markers, xKey, onDrawn) {
         const ctx = u.ctx;
         const { left, top, width, height } = u.bbox;
         const dpr = uPlot.pxRatio;
+        const pad = 3 * dpr;
+        const lineH = 16 * dpr;
         ctx.save();
         ctx.beginPath();
         ctx.rect(left, top, width, height);
         ctx.clip();
         ctx.font = `${Math.round(12 * dpr)}px system-ui, sans-serif`;
         ctx.textBaseline = "top";
-        let lane = 0;
+        ctx.textAlign = "left";
+        const lanes = Array.from({ length: LANES }, () => []); // [x0, x1] taken
+        const shown = [];
+        ctx.strokeStyle = C.purple;
+        ctx.lineWidth = 2 * dpr;
+        ctx.setLineDash([6 * dpr, 4 * dpr]);
         for (const m of list) {
           const xv = m.x[xKey()];
           if (xv == null) continue;
           const px = u.valToPos(xv, "x", true);
           if (px < left - 1 || px > left + width + 1) continue;
-          ctx.strokeStyle = C.purple;
-          ctx.lineWidth = 2 * dpr;
-          ctx.setLineDash([6 * dpr, 4 * dpr]);
           ctx.beginPath();
           ctx.moveTo(px, top);
           ctx.lineTo(px, top + height);
           ctx.stroke();
-          ctx.setLineDash([]);
-          const text = m.label;
-          const tw = ctx.measureText(text).width;
-          const y = top + 4 * dpr + (lane % 3) * 16 * dpr;
-          const x = px + 4 * dpr + tw > left + width ? px - 4 * dpr - tw : px + 4 * dpr;
-          ctx.fillStyle = "rgba(255,255,255,0.85)";
-          ctx.fillRect(x - 2 * dpr, y - 1 * dpr, tw + 4 * dpr, 15 * dpr);
-          ctx.fillStyle = "#6b2c57";
-          ctx.fillText(text, x, y);
-          lane++;
+          shown.push([m, px]);
+        }
+        ctx.setLineDash([]);
+        // labels with a white halo (the data stays visible around them)
+        ctx.lineWidth = 4 * dpr;
+        ctx.lineJoin = "round";
+        ctx.strokeStyle = "rgba(255,255,255,0.9)";
+        ctx.fillStyle = "#6b2c57";
+        for (let i = shown.length - 1; i >= 0; i--) {
+          const [m, px] = shown[i];
+          const tw = ctx.measureText(m.label).width;
+          // right of the line, or left of it near the right edge
+          let x0 = px + pad;
+          if (x0 + tw > left + width) x0 = Math.max(left, px - pad - tw);
+          const x1 = x0 + tw;
+          const lane = lanes.findIndex((taken) => taken.every(([a, b]) => x1 + pad < a || x0 > b + pad));
+          if (lane < 0) continue;
+          lanes[lane].push([x0, x1]);
+          const y = top + pad + lane * lineH;
+          ctx.strokeText(m.label, x0, y);
+          ctx.fillText(m.label, x0, y);
+        }
+        for (const [m] of shown) {
           if (!m.drawn) {
             m.drawn = Date.now();
             if (onDrawn) onDrawn(m);
@@ -149,6 +170,7 @@ export function histChart(el, stats) {
           ctx.save();
           ctx.font = `bold ${Math.round(12 * dpr)}px system-ui, sans-serif`;
           ctx.textBaseline = "top";
+        ctx.textAlign = "left";
           const lines = [["mean", s.mean, C.ink, [2 * dpr, 3 * dpr]], ["p99", s.p99, C.vermillion, [8 * dpr, 4 * dpr]]];
           lines.forEach(([name, val, colour, dash], i) => {
             if (val == null || !isFinite(val)) return;
@@ -216,6 +238,7 @@ export function chartPNG(u, title) {
   ctx.fillStyle = C.ink;
   ctx.font = `bold ${Math.round(15 * dpr)}px system-ui, sans-serif`;
   ctx.textBaseline = "top";
+        ctx.textAlign = "left";
   ctx.fillText(title, 8 * dpr, 4 * dpr);
   ctx.font = `${Math.round(12 * dpr)}px system-ui, sans-serif`;
   let x = 8 * dpr;

@@ -108,7 +108,7 @@ export class WorkerTable {
     r.pick = el("button", { type: "button", className: "pick", textContent: String(id) });
     r.pick.setAttribute("aria-label", `show worker ${id} in the histogram`);
     idCell.append(r.pick);
-    r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", { className: "delay" }, r.slider, r.mean),
+    r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", {}, el("div", { className: "delay" }, r.slider, r.mean)),
       el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, el("td", {}, r.pause));
 
     r.slider.addEventListener("input", () => {

@@ -5,18 +5,14 @@
 // and saves screenshots into OUTDIR.
 // Usage: node tests/browser/dashboard.mjs BINARY OUTDIR
 
-import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join, resolve } from "node:path";
 
-const root = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
-const { chromium } = await import(pathToFileURL(join(root, "web/node_modules/playwright-core/index.mjs")));
+import { launch, serve, stop } from "./lib.mjs";
 
 const BIN = resolve(process.argv[2] || "build/stalelab");
 const OUT = resolve(process.argv[3] || "build/dashboard");
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 mkdirSync(OUT, { recursive: true });
 const tmp = mkdtempSync(join(tmpdir(), "sldash."));
 
@@ -53,32 +49,6 @@ writeFileSync(join(tmp, "demo.json"), JSON.stringify({
   scenes: [{ seconds: 600, caption: "Worker 1 straggles: watch its staleness", workers: [{ id: 1, set: { delay: { dist: "const", mean_ms: 40 } } }] }],
 }));
 
-// start `stalelab serve`; resolves with {proc, port} once it listens
-function serve(args) {
-  return new Promise((res, rej) => {
-    const p = spawn(BIN, ["serve", "--quiet", ...args], { stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    const t = setTimeout(() => rej(new Error(`daemon did not start: ${err}`)), 15000);
-    p.stderr.on("data", (d) => {
-      err += d;
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(err);
-      if (m) {
-        clearTimeout(t);
-        res({ proc: p, port: Number(m[1]) });
-      }
-    });
-    p.on("exit", (code) => rej(new Error(`daemon exited ${code}: ${err}`)));
-  });
-}
-
-function stop(d) {
-  return new Promise((res) => {
-    if (d.proc.exitCode !== null) return res();
-    d.proc.on("exit", () => res());
-    d.proc.kill("SIGTERM");
-  });
-}
-
 let base = "";
 let token = "";
 async function call(method, path, body) {
@@ -101,14 +71,11 @@ async function until(what, fn, ms = 10000, every = 100) {
 }
 
 const started = Date.now();
-let daemon = await serve(["--listen", "127.0.0.1:0", "--config", join(tmp, "run.json")]);
+let daemon = await serve(BIN, ["--listen", "127.0.0.1:0", "--config", join(tmp, "run.json")]);
 const port = daemon.port;
 base = `http://127.0.0.1:${port}`;
 
-const browser = await chromium.launch({
-  executablePath: CHROMIUM,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
-});
+const browser = await launch();
 const ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, acceptDownloads: true });
 const page = await ctx.newPage();
 const pageErrors = [];
@@ -167,6 +134,8 @@ try {
       return m > Math.max(3 * before, before + 5) ? m : 0;
     }, 15000, 250);
     console.log(`       worker 0 sliding-window staleness: mean ${before.toFixed(2)} before, ${after.toFixed(2)} after (delay 5 -> 1000 ms)`);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await sleep(300);
     await page.screenshot({ path: join(OUT, "dashboard-straggler.png") });
   });
   await call("PATCH", "/api/v1/workers/0", { delay: { dist: "exp", mean_ms: 5 } });
@@ -195,8 +164,14 @@ try {
     await page.click("#apply");
     await until("a drawn marker for the rule", () =>
       page.evaluate(() => window.stalelab.marksDrawn.some((m) => m.label.startsWith("rule ssp (s=5"))), 5000);
-    const s = (await call("GET", "/api/v1/status")).data;
-    if (s.rule !== "ssp" || s.config.rule_params.s !== 5) throw new Error(`status says ${s.rule}, s=${s.config.rule_params.s}`);
+    // the status snapshot follows the change event within moments
+    let s = null;
+    await until("the rule in /api/v1/status", async () => {
+      s = (await call("GET", "/api/v1/status")).data;
+      return s.rule === "ssp" && s.config.rule_params.s === 5;
+    }, 3000).catch(() => {
+      throw new Error(`status says ${s.rule}, s=${s.config.rule_params.s}`);
+    });
     await until("the header's rule", async () => (await page.locator("#h-rule").innerText()).startsWith("ssp (s=5"), 3000);
   });
 
@@ -262,6 +237,8 @@ try {
 
   for (const [w, h] of [[1280, 800], [1920, 1080], [390, 844]]) {
     await page.setViewportSize({ width: w, height: h });
+    await page.evaluate(() => document.activeElement && document.activeElement.blur());
+    await page.evaluate(() => window.scrollTo(0, 0));
     await sleep(600);
     await page.screenshot({ path: join(OUT, `dashboard-${w}x${h}.png`) });
   }
@@ -306,7 +283,7 @@ try {
     const conn = await page.getAttribute("#conn", "data-state");
     if (conn !== "lost") throw new Error(`conn state ${conn}`);
     await page.screenshot({ path: join(OUT, "dashboard-lost.png") });
-    daemon = await serve(["--listen", `127.0.0.1:${port}`, "--token", "sekrit", "--demo", join(tmp, "demo.json")]);
+    daemon = await serve(BIN, ["--listen", `127.0.0.1:${port}`, "--token", "sekrit", "--demo", join(tmp, "demo.json")]);
     await until("live again", async () => (await page.getAttribute("#conn", "data-state")) === "open", 15000);
     await until("the new daemon's run", async () => (await page.locator("#h-run").innerText()) === "1", 8000);
     const n = await page.evaluate(() => window.stalelab.snapshots);
@@ -321,6 +298,7 @@ try {
     await until("projector view", () => page.evaluate(() => document.body.classList.contains("projector")), 3000);
     const size = await page.$eval("#caption-text", (e) => parseFloat(getComputedStyle(e).fontSize));
     await page.setViewportSize({ width: 1920, height: 1080 });
+    await page.evaluate(() => window.scrollTo(0, 0));
     await sleep(600);
     await page.screenshot({ path: join(OUT, "dashboard-projector-1920x1080.png") });
     await page.setViewportSize({ width: 1280, height: 800 });

@@ -600,7 +600,19 @@ function bindToolbar() {
       downloadCSV(charts[k], k === "hist" ? "staleness" : view.x === "t" ? "t" : "v", `stalelab-${k}.csv`));
   }
   $("worker-pick").addEventListener("change", (e) => selectWorker(e.target.value === "" ? null : Number(e.target.value), true));
-  for (const b of document.querySelectorAll("[role=tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+  // the tabs: click, or the arrow keys once one has the focus
+  const tabs = [...document.querySelectorAll("[role=tab]")];
+  for (const b of tabs) {
+    b.addEventListener("click", () => showTab(b.dataset.tab));
+    b.addEventListener("keydown", (e) => {
+      const d = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+      if (!d) return;
+      e.preventDefault();
+      const next = tabs[(tabs.indexOf(b) + d + tabs.length) % tabs.length];
+      showTab(next.dataset.tab);
+      next.focus();
+    });
+  }
 }
 
 function toggleProjector() {

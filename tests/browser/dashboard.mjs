@@ -265,7 +265,8 @@ try {
     const r = await call("POST", "/api/v1/run", { ...RUN, rule: "sasgd", workers: 2 });
     if (r.status !== 201) throw new Error(JSON.stringify(r.data));
     await sleep(1200);
-    await page.click("#tab-compare");
+    await page.focus("#tab-live");
+    await page.keyboard.press("ArrowRight"); // the tabs work from the keyboard
     await until("two runs", async () => (await page.locator(".run-pick").count()) >= 2, 5000);
     await until("the chart", () => page.locator("#compare-body .plot canvas").count(), 5000);
     const differs = await page.locator("table.compare tr.differs th").allInnerTexts();

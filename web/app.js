@@ -590,7 +590,7 @@ function bindToolbar() {
     if (!typing && (e.key === "f" || e.key === "F") && !e.ctrlKey && !e.metaKey && !e.altKey) toggleProjector();
   });
   document.addEventListener("fullscreenchange", () => {
-    if (!document.fullscreenElement) document.body.classList.remove("projector");
+    if (!document.fullscreenElement && document.body.classList.contains("projector")) toggleProjector();
   });
   for (const fig of document.querySelectorAll("figure[data-chart]")) {
     const k = fig.dataset.chart;
@@ -622,6 +622,8 @@ function toggleProjector() {
     document.documentElement.requestFullscreen().catch(() => {});
   else if (!on && document.fullscreenElement) document.exitFullscreen().catch(() => {});
   $("fullscreen").setAttribute("aria-pressed", String(on));
+  makeCharts(); // larger type, taller charts
+  schedule();
 }
 
 function selectWorker(id, sticky) {

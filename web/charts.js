@@ -18,13 +18,17 @@ export const C = {
 };
 export const RUN_COLOURS = [C.blue, C.orange, C.sky, C.vermillion, C.green, C.purple, C.ink];
 
-const FONT = '13px system-ui, "Segoe UI", Roboto, sans-serif';
+// larger type in the projector view (charts are made again when it toggles)
+const big = () => document.body.classList.contains("projector");
+const px = (n) => Math.round((big() ? 1.4 : 1) * n);
+const font = (n, bold = "") => `${bold}${px(n)}px system-ui, "Segoe UI", Roboto, sans-serif`;
 
 function axes(xLabel, yLabel) {
-  const common = { stroke: C.ink, grid: { stroke: C.grid }, ticks: { stroke: C.grid }, font: FONT, labelFont: FONT };
+  const f = font(13);
+  const common = { stroke: C.ink, grid: { stroke: C.grid }, ticks: { stroke: C.grid }, font: f, labelFont: f };
   return [
-    { ...common, label: xLabel, labelSize: 20 },
-    { ...common, label: yLabel, labelSize: 20, size: 56 },
+    { ...common, label: xLabel, labelSize: px(20), size: px(50) },
+    { ...common, label: yLabel, labelSize: px(20), size: px(56) },
   ];
 }
 
@@ -46,12 +50,12 @@ function markerPlugin(markers, xKey, onDrawn) {
         const { left, top, width, height } = u.bbox;
         const dpr = uPlot.pxRatio;
         const pad = 3 * dpr;
-        const lineH = 16 * dpr;
+        const lineH = px(16) * dpr;
         ctx.save();
         ctx.beginPath();
         ctx.rect(left, top, width, height);
         ctx.clip();
-        ctx.font = `${Math.round(12 * dpr)}px system-ui, sans-serif`;
+        ctx.font = font(12 * dpr);
         ctx.textBaseline = "top";
         ctx.textAlign = "left";
         const lanes = Array.from({ length: LANES }, () => []); // [x0, x1] taken
@@ -62,13 +66,13 @@ function markerPlugin(markers, xKey, onDrawn) {
         for (const m of list) {
           const xv = m.x[xKey()];
           if (xv == null) continue;
-          const px = u.valToPos(xv, "x", true);
-          if (px < left - 1 || px > left + width + 1) continue;
+          const xp = u.valToPos(xv, "x", true);
+          if (xp < left - 1 || xp > left + width + 1) continue;
           ctx.beginPath();
-          ctx.moveTo(px, top);
-          ctx.lineTo(px, top + height);
+          ctx.moveTo(xp, top);
+          ctx.lineTo(xp, top + height);
           ctx.stroke();
-          shown.push([m, px]);
+          shown.push([m, xp]);
         }
         ctx.setLineDash([]);
         // labels with a white halo (the data stays visible around them)
@@ -77,11 +81,11 @@ function markerPlugin(markers, xKey, onDrawn) {
         ctx.strokeStyle = "rgba(255,255,255,0.9)";
         ctx.fillStyle = "#6b2c57";
         for (let i = shown.length - 1; i >= 0; i--) {
-          const [m, px] = shown[i];
+          const [m, xp] = shown[i];
           const tw = ctx.measureText(m.label).width;
           // right of the line, or left of it near the right edge
-          let x0 = px + pad;
-          if (x0 + tw > left + width) x0 = Math.max(left, px - pad - tw);
+          let x0 = xp + pad;
+          if (x0 + tw > left + width) x0 = Math.max(left, xp - pad - tw);
           const x1 = x0 + tw;
           const lane = lanes.findIndex((taken) => taken.every(([a, b]) => x1 + pad < a || x0 > b + pad));
           if (lane < 0) continue;
@@ -108,7 +112,7 @@ function markerPlugin(markers, xKey, onDrawn) {
 export function lineChart(el, spec) {
   const opts = {
     width: el.clientWidth || 400,
-    height: chartHeight(el),
+    height: chartHeight(),
     scales: {
       x: { time: false, auto: false, min: 0, max: 1 },
       y: spec.yRange ? { range: spec.yRange } : {},
@@ -142,7 +146,7 @@ export function histChart(el, stats) {
   const steps = uPlot.paths.stepped({ align: 0 });
   const opts = {
     width: el.clientWidth || 400,
-    height: chartHeight(el),
+    height: chartHeight(),
     scales: {
       x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] },
       y: { range: (u, lo, hi) => [0, Math.max(hi * 1.1, 0.05)] },
@@ -168,22 +172,22 @@ export function histChart(el, stats) {
           const { top, height } = u.bbox;
           const dpr = uPlot.pxRatio;
           ctx.save();
-          ctx.font = `bold ${Math.round(12 * dpr)}px system-ui, sans-serif`;
+          ctx.font = font(12 * dpr, "bold ");
           ctx.textBaseline = "top";
         ctx.textAlign = "left";
           const lines = [["mean", s.mean, C.ink, [2 * dpr, 3 * dpr]], ["p99", s.p99, C.vermillion, [8 * dpr, 4 * dpr]]];
           lines.forEach(([name, val, colour, dash], i) => {
             if (val == null || !isFinite(val)) return;
-            const px = u.valToPos(Math.min(val, 64), "x", true);
+            const x = u.valToPos(Math.min(val, 64), "x", true);
             ctx.strokeStyle = colour;
             ctx.lineWidth = 2 * dpr;
             ctx.setLineDash(dash);
             ctx.beginPath();
-            ctx.moveTo(px, top);
-            ctx.lineTo(px, top + height);
+            ctx.moveTo(x, top);
+            ctx.lineTo(x, top + height);
             ctx.stroke();
             ctx.fillStyle = colour;
-            ctx.fillText(`${name} ${fmt(val, 1)}`, px + 4 * dpr, top + 4 * dpr + i * 16 * dpr);
+            ctx.fillText(`${name} ${fmt(val, 1)}`, x + 4 * dpr, top + 4 * dpr + i * px(16) * dpr);
           });
           ctx.restore();
         },
@@ -198,19 +202,25 @@ export function fmt(x, digits) {
   return Number(x).toFixed(digits);
 }
 
-function chartHeight(el) {
-  const h = parseInt(getComputedStyle(el).getPropertyValue("--chart-h"), 10);
-  return h > 0 ? h : 240;
+// a chart's height for this window: two rows of charts fill a projector's
+// screen; otherwise by width (phones, laptops, large screens)
+function chartHeight() {
+  const w = window.innerWidth;
+  if (document.body.classList.contains("projector"))
+    return Math.max(180, Math.floor((window.innerHeight - 440) / 2));
+  return w < 900 ? 200 : w >= 1800 ? 300 : 240;
 }
 
-// keep a chart as wide as its box (and as tall as the CSS asks)
+// keep a chart as wide as its box and as tall as chartHeight() says
 export function autosize(u, el) {
-  const ro = new ResizeObserver(() => {
+  const fit = () => {
     const w = Math.floor(el.clientWidth);
-    const h = chartHeight(el);
+    const h = chartHeight();
     if (w > 0 && (w !== u.width || h !== u.height)) u.setSize({ width: w, height: h });
-  });
+  };
+  const ro = new ResizeObserver(fit);
   ro.observe(el);
+  window.addEventListener("resize", fit);
   return ro;
 }
 

@@ -89,9 +89,10 @@ WEB_ASSETS := /=web/index.html $(foreach f,$(filter-out web/index.html,$(WEB_SRC
 	/ui/vendor/uPlot.iife.min.js=$(UPLOT_DIR)/uPlot.iife.min.js \
 	/ui/vendor/uPlot.min.css=$(UPLOT_DIR)/uPlot.min.css
 
+NPM ?= npm
 $(NPM_STAMP): web/package.json web/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { echo "npm not found: the dashboard needs it to install uPlot (run 'make deps', which installs npm and chromium)" >&2; exit 1; }
-	cd web && npm ci --no-audit --no-fund --loglevel=error
+	@command -v $(NPM) >/dev/null 2>&1 || { echo "$(NPM) not found: the dashboard needs npm to install uPlot into web/node_modules (run 'make deps', which installs npm and chromium)" >&2; exit 1; }
+	cd web && $(NPM) ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
 $(BUILD)/gen/web_assets.c: tools/embed_web.py $(WEB_SRC) $(NPM_STAMP)

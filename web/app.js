@@ -446,7 +446,8 @@ async function resync() {
       if (controls) controls.fill(status.config, !same);
       schedule();
     } catch (e) {
-      if (e.status !== 0) showError(e);
+      // unreachable (the stream says so) or no run yet (snapshots will come)
+      if (e.status !== 0 && e.status !== 409) showError(e);
     } finally {
       resyncing = null;
     }

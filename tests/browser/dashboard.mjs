@@ -279,7 +279,8 @@ try {
 
   // ---- the daemon goes away and comes back (in demo mode, with a token) ------
   await check("a lost connection is shown, and the page reconnects to a restarted daemon", async () => {
-    await stop(daemon);
+    const ex = await stop(daemon);
+    if (ex.code !== 0) throw new Error(`the daemon exited ${ex.code ?? ex.signal}:\n${ex.err.slice(-1500)}`);
     await until("the lost banner", () => page.isVisible("#lost"), 8000);
     const conn = await page.getAttribute("#conn", "data-state");
     if (conn !== "lost") throw new Error(`conn state ${conn}`);
@@ -327,7 +328,9 @@ try {
   bad("browser test", e.stack || e);
 } finally {
   await browser.close().catch(() => {});
-  await stop(daemon);
+  const ex = await stop(daemon);
+  if (ex.code === 0) ok("the daemon shuts down cleanly");
+  else bad("the daemon shuts down cleanly", `exit ${ex.code ?? ex.signal}\n${ex.err.slice(-1500)}`);
   rmSync(tmp, { recursive: true, force: true });
 }
 console.log(`dashboard browser test: ${((Date.now() - started) / 1000).toFixed(1)} s, screenshots in ${OUT}`);

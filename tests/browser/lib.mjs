@@ -21,24 +21,28 @@ export function launch() {
 export function serve(bin, args) {
   return new Promise((res, rej) => {
     const p = spawn(bin, ["serve", "--quiet", ...args], { stdio: ["ignore", "ignore", "pipe"] });
-    let err = "";
-    const t = setTimeout(() => rej(new Error(`daemon did not start: ${err}`)), 15000);
-    p.stderr.on("data", (d) => {
-      err += d;
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(err);
-      if (m) {
+    const d = { proc: p, port: 0, err: "" };
+    const t = setTimeout(() => rej(new Error(`daemon did not start: ${d.err}`)), 15000);
+    p.stderr.on("data", (chunk) => {
+      d.err += chunk;
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(d.err);
+      if (m && !d.port) {
         clearTimeout(t);
-        res({ proc: p, port: Number(m[1]) });
+        d.port = Number(m[1]);
+        res(d);
       }
     });
-    p.on("exit", (code) => rej(new Error(`daemon exited ${code}: ${err}`)));
+    p.on("exit", (code) => rej(new Error(`daemon exited ${code}: ${d.err}`)));
   });
 }
 
+// SIGTERM; resolves with the exit status (0 after a clean shutdown; a
+// sanitizer's report makes it non-zero) and everything the daemon said
 export function stop(d) {
   return new Promise((res) => {
-    if (d.proc.exitCode !== null) return res();
-    d.proc.on("exit", () => res());
+    const done = () => res({ code: d.proc.exitCode, signal: d.proc.signalCode, err: d.err });
+    if (d.proc.exitCode !== null || d.proc.signalCode !== null) return done();
+    d.proc.on("exit", done);
     d.proc.kill("SIGTERM");
   });
 }

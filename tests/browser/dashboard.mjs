@@ -195,6 +195,14 @@ try {
     await until("the header's rule", async () => (await page.locator("#h-rule").innerText()).startsWith("ssp (s=5"), 3000);
   });
 
+  await check("the form's fields come from GET /api/v1/schema, or the built-in table when it is 404", async () => {
+    const r = await fetch(base + "/api/v1/schema");
+    const src = await page.locator("#schema-source").innerText();
+    const want = r.status === 404 ? /built-in field table/ : /from GET \/api\/v1\/schema/;
+    if (!want.test(src)) throw new Error(`schema ${r.status}, page says: ${src}`);
+    return (await page.locator('select[name="rule"] option').count()) === 10;
+  });
+
   await check("an invalid lr shows the API's own message", async () => {
     const api = (await call("PATCH", "/api/v1/run", { lr: -1 })).data.error.message;
     await page.fill('input[name="lr"]', "-1");
@@ -298,6 +306,32 @@ try {
       throw new Error(`differing rows: ${differs.join(" | ")}`);
     if (!/view=compare/.test(page.url())) throw new Error(`url ${page.url()}`);
     await page.click("#tab-live");
+  });
+
+  await check("run controls follow GET /api/v1/schema when the daemon has it", async () => {
+    // a daemon with the endpoint, played by the test: the same shape as the
+    // page's built-in table, with marks to recognise
+    const p2 = await ctx.newPage();
+    await p2.route("**/api/v1/schema", (route) => route.fulfill({
+      contentType: "application/json",
+      body: JSON.stringify({
+        fields: [{ key: "rule", type: "string", enum: ["asgd", "ssp"], default: "asgd", mutable: true, doc: "update rule" },
+          { key: "lr", type: "number", min: 0, min_open: true, max: 42, default: 0.05, mutable: true, doc: "step size (schema)" }],
+        worker_fields: [],
+        rules: [{ name: "asgd", sync: false, doc: "", params: [] },
+          { name: "ssp", sync: false, doc: "", params: [{ key: "s", type: "integer", min: 0, max: 9, default: 3, doc: "bound (schema)" }] }],
+      }),
+    }));
+    await p2.goto(base + "/");
+    await until("the form", () => p2.locator('input[name="lr"]').count(), 5000);
+    const src = await p2.locator("#schema-source").innerText();
+    const lrHint = await p2.locator('input[name="lr"] ~ .hint').innerText();
+    const rules = await p2.locator('select[name="rule"] option').allInnerTexts();
+    const none = await p2.locator('input[name="momentum"]').count();
+    await p2.close();
+    if (!/from GET \/api\/v1\/schema/.test(src)) throw new Error(`source: ${src}`);
+    if (lrHint !== "(0, 42] · step size (schema)") throw new Error(`lr hint: ${lrHint}`);
+    if (rules.join() !== "asgd,ssp" || none !== 0) throw new Error(`rules ${rules}, momentum fields ${none}`);
   });
 
   // ---- the daemon goes away and comes back (in demo mode, with a token) ------

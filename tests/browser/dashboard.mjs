@@ -91,7 +91,7 @@ function mainThreadBusy(trace) {
 }
 
 const started = Date.now();
-let daemon = await serve(BIN, ["--listen", "127.0.0.1:0", "--config", join(tmp, "run.json")]);
+let daemon = await serve(BIN, ["--listen", "127.0.0.1:0", "--config", join(tmp, "run.json"), "--checkpoint-dir", tmp]);
 const port = daemon.port;
 base = `http://127.0.0.1:${port}`;
 
@@ -222,6 +222,23 @@ try {
     return (await call("GET", "/api/v1/status")).data.workers.length === 4;
   });
 
+  await check("removing a worker removes its row", async () => {
+    await page.click("#remove-worker");
+    await until("3 rows", async () => (await page.locator("table.workers tbody tr").count()) === 3, 5000);
+    await page.click("#add-worker");
+    await until("4 rows again", async () => (await page.locator("table.workers tbody tr").count()) === 4, 5000);
+  });
+
+  await check("Checkpoint writes one and says where", async () => {
+    await page.click("#checkpoint");
+    const t = await until("the message", async () => {
+      const m = await page.locator(".toast").allInnerTexts();
+      return m.find((x) => x.startsWith("checkpoint written: "));
+    }, 8000);
+    const path = /^checkpoint written: (\S+) /.exec(t)[1];
+    if (!path.startsWith(tmp) || readFileSync(path).length < 1000) throw new Error(t);
+  });
+
   // ---- measurements --------------------------------------------------------
   await check("PATCH from another client to its marker drawn: under 500 ms at 4 Hz", async () => {
     const lat = [];
@@ -290,6 +307,20 @@ try {
     const [png] = await Promise.all([page.waitForEvent("download"), fig.locator(".png").click()]);
     const head = readFileSync(await png.path()).subarray(0, 8).toString("hex");
     if (head !== "89504e470d0a1a0a") throw new Error(`not a PNG: ${head}`);
+  });
+
+  await check("Reset starts a fresh run with the same settings", async () => {
+    const before = (await call("GET", "/api/v1/status")).data;
+    await page.click("#reset");
+    await until("the next run in the header", async () =>
+      (await page.locator("#h-run").innerText()) === String(before.run + 1), 8000);
+    let after = null;
+    await until("the new run's workers", async () => {
+      after = (await call("GET", "/api/v1/status")).data;
+      return after.workers.length === before.workers.length;
+    }, 5000).catch(() => {});
+    if (after.rule !== before.rule || after.workers.length !== before.workers.length || after.config.lr !== before.config.lr)
+      throw new Error(`before ${before.rule}/${before.workers.length}/${before.config.lr}, after ${after.rule}/${after.workers.length}/${after.config.lr}`);
   });
 
   await check("compare view: earlier runs overlaid, settings side by side", async () => {

@@ -51,7 +51,6 @@ function saveView() {
 const st = {
   run: null,        // run id
   snap: null,       // the latest snapshot
-  prevSnap: null,
   series: { t: [], v: [], acc: [], train: [], test: [] },
   ups: { t: [], v: [], y: [] },
   upsWin: [],       // [[t, version]] of the last UPS_SPAN run seconds
@@ -60,7 +59,6 @@ const st = {
   seq: 0,
   hoverWorker: null,
   caption: null,    // the demo caption shown
-  connected: false,
 };
 
 // for the browser test and for curious people: window.stalelab
@@ -82,7 +80,6 @@ const showError = (e) => toast(e instanceof Error ? e.message : String(e));
 
 function setConn(s) {
   const b = $("conn");
-  st.connected = s.state === "open";
   b.dataset.state = s.state;
   b.textContent = s.state === "open" ? "live" : `connection lost, retrying in ${s.retryIn} s`;
   $("lost").hidden = s.state === "open";
@@ -102,14 +99,18 @@ function askToken(refused) {
 
 // ---- labels ----------------------------------------------------------------
 
+// a delay as a change record holds it (a change may carry only some fields)
 function delayText(d) {
-  if (!d || d.dist === "none") return "no delay";
-  if (d.dist === "version") return `version s=${d.s}`;
-  return `${d.dist} ${fmt(d.mean_ms, d.mean_ms < 10 ? 1 : 0)} ms${d.where === "server" ? " at server" : ""}`;
+  if (!d || d.dist === "none") return "none";
+  const parts = [];
+  if (d.dist) parts.push(d.dist === "version" ? `version s=${d.s}` : d.dist);
+  if (d.mean_ms != null && d.dist !== "version") parts.push(`${fmt(d.mean_ms, d.mean_ms < 10 ? 1 : 0)} ms`);
+  if (d.where) parts.push(`at ${d.where}`);
+  return parts.join(" ") || JSON.stringify(d);
 }
 
 // "rule ssp (s=2)", "w2 delay const 500 ms", "workers 8", "lr 0.02"
-export function changeLabel(c) {
+function changeLabel(c) {
   const set = c.set || {};
   const parts = [];
   for (const [k, v] of Object.entries(set)) {
@@ -134,6 +135,7 @@ export function changeLabel(c) {
 
 let schema = null;
 let charts = {};
+let unsize = []; // the charts' autosize stoppers
 let controls = null;
 let table = null;
 let compare = null;
@@ -143,8 +145,13 @@ const xLabel = () => (view.x === "t" ? "run time (s)" : "version (updates)");
 function makeCharts() {
   const markers = () => st.markers;
   const xKey = () => view.x;
-  const onDrawn = (m) => window.stalelab.marksDrawn.push({ label: m.label, received: m.received, drawn: m.drawn });
+  const drawn = window.stalelab.marksDrawn;
+  const onDrawn = (m) => {
+    drawn.push({ label: m.label, received: m.received, drawn: m.drawn });
+    if (drawn.length > MARKERS_MAX) drawn.shift();
+  };
   const common = { markers, xKey, onDrawn, xLabel };
+  for (const stop of unsize) stop();
   for (const c of Object.values(charts)) c.destroy();
   charts = {
     acc: lineChart($("plot-acc"), { ...common, yLabel: "test accuracy",
@@ -153,15 +160,16 @@ function makeCharts() {
       series: [{ label: "training loss", stroke: C.orange }, { label: "test loss", stroke: C.blue, dash: [6, 4] }] }),
     ups: lineChart($("plot-ups"), { ...common, yLabel: "updates/s",
       series: [{ label: "updates/s", stroke: C.green }] }),
-    hist: histChart($("plot-hist"), () => st.histStats),
+    hist: histChart($("plot-hist"), () => st.histStats, view.hist === "window"
+      ? ["sliding window", "cumulative"] : ["cumulative", "sliding window"]),
   };
-  for (const [k, u] of Object.entries(charts)) autosize(u, $(`plot-${k}`));
+  unsize = Object.entries(charts).map(([k, u]) => autosize(u, $(`plot-${k}`)));
   window.stalelab.charts = charts;
 }
 
 // the x axis' end: "now", rounded up to a step of about a tenth of it, so
 // the accuracy and loss charts redraw when data comes, not at every snapshot
-export function xEnd(now) {
+function xEnd(now) {
   if (!(now > 0)) return 1;
   const p = Math.pow(10, Math.floor(Math.log10(now)));
   const step = now / p < 2 ? p / 5 : now / p < 5 ? p / 2 : p;
@@ -297,8 +305,6 @@ function drawHist() {
   const bars = sliding ? cut(fw) : cut(fc);
   const line = sliding ? cut(fc) : cut(fw);
   const u = charts.hist;
-  u.series[1].label = sliding ? "sliding window" : "cumulative";
-  u.series[2].label = sliding ? "cumulative" : "sliding window";
   st.histStats = sliding ? winStats : cumStats;
   u.setData([xs, bars, line]);
   const s = st.histStats;
@@ -398,7 +404,6 @@ function resetRun(id) {
   st.upsWin = [];
   st.history = [];
   st.markers = [];
-  st.prevSnap = null;
   $("changes").replaceChildren();
 }
 
@@ -564,7 +569,10 @@ function bindToolbar() {
     schedule();
     if (compare && view.tab === "compare") compare.render();
   });
-  seg("histmode", "hist", () => schedule("hist"));
+  seg("histmode", "hist", () => {
+    makeCharts(); // the legend names the bars
+    schedule();
+  });
   $("pause").addEventListener("click", () =>
     patchRun({ paused: !(st.snap && st.snap.state === "paused") }).catch(showError));
   $("reset").addEventListener("click", async () => {

@@ -140,8 +140,9 @@ export function lineChart(el, spec) {
 
 // The staleness histogram: bars of the chosen view (sliding window or
 // cumulative, as fractions) and the other as a step line, mean and p99 as
-// labelled vertical lines. stats() returns {mean, p99} of the bars.
-export function histChart(el, stats) {
+// labelled vertical lines. stats() returns {mean, p99} of the bars; names
+// are the two series' labels, the bars' first.
+export function histChart(el, stats, names) {
   const bars = uPlot.paths.bars({ size: [0.85, 60] });
   const steps = uPlot.paths.stepped({ align: 0 });
   const opts = {
@@ -153,9 +154,9 @@ export function histChart(el, stats) {
     },
     series: [
       { label: "staleness", value: (u, v) => (v == null ? "" : v >= 64 ? ">63" : String(v)) },
-      { label: "sliding", stroke: C.blue, fill: "rgba(0,114,178,0.55)", paths: bars, points: { show: false },
+      { label: names[0], stroke: C.blue, fill: "rgba(0,114,178,0.55)", paths: bars, points: { show: false },
         value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") },
-      { label: "cumulative", stroke: C.orange, width: 2, paths: steps, points: { show: false },
+      { label: names[1], stroke: C.orange, width: 2, paths: steps, points: { show: false },
         value: (u, v) => (v == null ? "" : (100 * v).toFixed(1) + "%") },
     ],
     axes: [
@@ -211,7 +212,8 @@ function chartHeight() {
   return w < 900 ? 200 : w >= 1800 ? 300 : 240;
 }
 
-// keep a chart as wide as its box and as tall as chartHeight() says
+// keep a chart as wide as its box and as tall as chartHeight() says;
+// returns the function that stops it (before the chart is destroyed)
 export function autosize(u, el) {
   const fit = () => {
     const w = Math.floor(el.clientWidth);
@@ -221,7 +223,10 @@ export function autosize(u, el) {
   const ro = new ResizeObserver(fit);
   ro.observe(el);
   window.addEventListener("resize", fit);
-  return ro;
+  return () => {
+    ro.disconnect();
+    window.removeEventListener("resize", fit);
+  };
 }
 
 function download(name, blob) {

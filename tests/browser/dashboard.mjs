@@ -171,6 +171,9 @@ try {
       (await page.getAttribute('[data-xaxis="v"]', "aria-pressed")) === "true" &&
       (await page.getAttribute('[data-histmode="cumulative"]', "aria-pressed")) === "true" &&
       (await stat("#hist-stats", "worker")) === "0");
+    // the histogram's legend names the bars: now the cumulative histogram
+    const legend = await page.locator('figure[data-chart="hist"] .u-legend .u-series .u-label').allInnerTexts();
+    if (legend[1] !== "cumulative" || legend[2] !== "sliding window") throw new Error(`legend ${legend}`);
     await page.click('[data-xaxis="t"]');
     await page.click('[data-histmode="window"]');
     await page.selectOption("#worker-pick", "");

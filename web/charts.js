@@ -188,7 +188,11 @@ export function histChart(el, stats, names) {
             ctx.lineTo(x, top + height);
             ctx.stroke();
             ctx.fillStyle = colour;
-            ctx.fillText(`${name} ${fmt(val, 1)}`, x + 4 * dpr, top + 4 * dpr + i * px(16) * dpr);
+            const text = `${name} ${fmt(val, 1)}`;
+            const tw = ctx.measureText(text).width;
+            const right = u.bbox.left + u.bbox.width;
+            const tx = x + 4 * dpr + tw > right ? x - 4 * dpr - tw : x + 4 * dpr; // inside the plot
+            ctx.fillText(text, tx, top + 4 * dpr + i * px(16) * dpr);
           });
           ctx.restore();
         },

@@ -4,11 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-void
-blob_put(blob *b, const void *data, size_t len)
+void *
+blob_reserve(blob *b, size_t len)
 {
-	if (b->oom || !len)
-		return;
+	if (b->oom)
+		return NULL;
 	if (b->n + len > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		while (cap < b->n + len)
@@ -16,13 +16,24 @@ blob_put(blob *b, const void *data, size_t len)
 		uint8_t *q = realloc(b->p, cap);
 		if (!q) {
 			b->oom = 1;
-			return;
+			return NULL;
 		}
 		b->p = q;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->n, data, len);
+	void *p = b->p + b->n;
 	b->n += len;
+	return p;
+}
+
+void
+blob_put(blob *b, const void *data, size_t len)
+{
+	if (!len)
+		return;
+	void *p = blob_reserve(b, len);
+	if (p)
+		memcpy(p, data, len);
 }
 
 void

@@ -14,6 +14,9 @@ typedef struct blob {
 } blob;
 
 void blob_put(blob *b, const void *data, size_t len);
+/* Room for len more bytes at the end, to be filled by the caller (NULL
+ * when out of memory; then b->oom is set). */
+void *blob_reserve(blob *b, size_t len);
 void blob_u64(blob *b, uint64_t v);
 void blob_f64(blob *b, double v);
 void blob_free(blob *b);

@@ -6,6 +6,7 @@
 
 #include "blob.h"
 #include "sl.h"
+#include "tlv.h"
 
 struct ps {
 	backend *be;
@@ -421,77 +422,109 @@ ps_advance(ps *p)
 	p->v++;
 }
 
-/* a backend buffer of n floats into / out of a blob (NULL: absent) */
+/* ---- checkpoints (tagged fields, engine/tlv.h) ---- */
+
+/* a backend buffer of n floats as a field (absent when NULL) */
 static void
-save_buf(const ps *p, blob *b, const float *buf)
+save_buf(const ps *p, tlv_w *w, const char *name, const float *buf)
 {
-	blob_u64(b, buf != NULL);
 	if (!buf)
 		return;
-	float *h = malloc(sizeof(float) * p->n);
-	if (!h) {
-		b->oom = 1;
-		return;
-	}
-	p->be->ops->download(p->be, h, buf, sizeof(float) * p->n);
-	blob_put(b, h, sizeof(float) * p->n);
-	free(h);
+	void *dst = tlv_reserve(w, name, TLV_F32S, sizeof(float) * p->n);
+	if (dst)
+		p->be->ops->download(p->be, dst, buf, sizeof(float) * p->n);
 }
 
-static int
-load_buf(ps *p, cursor *c, float **buf)
+void
+ps_save(const ps *p, tlv_w *w)
 {
-	uint64_t present = cur_u64(c);
-	if (present > 1)
-		return -SL_EFORMAT;
-	if (!present)
-		return 0; /* keep what is there (zeroed or absent) */
-	const void *src = cur_view(c, sizeof(float) * p->n);
-	if (!src)
-		return -SL_EFORMAT;
+	tlv_u64(w, "v", p->v);
+	tlv_i64(w, "round", p->round);
+	uint64_t lc[p->n_layers];
+	for (int i = 0; i < p->n_layers; i++)
+		lc[i] = (uint64_t)p->layer_count[i];
+	tlv_array(w, "layer_count", TLV_U64S, lc, (size_t)p->n_layers);
+	save_buf(p, w, "weights", p->w);
+	save_buf(p, w, "momentum", p->mom);
+	save_buf(p, w, "round_sum", p->acc);
+	tlv_open(w, "backups", TLV_LIST);
+	for (int k = 0; k < p->max_workers; k++) {
+		if (!p->bak[k] && !p->ms[k])
+			continue;
+		tlv_open(w, "", TLV_SEC);
+		tlv_i64(w, "worker", k);
+		save_buf(p, w, "weights", p->bak[k]);
+		save_buf(p, w, "mean_square", p->ms[k]);
+		tlv_close(w);
+	}
+	tlv_close(w);
+}
+
+/* field `name` (n floats) into *buf (allocated when NULL); p NULL: check
+ * only. Absent: *buf is kept (zeroed or NULL). */
+static int
+load_buf(ps *p, const tlv_sec *s, const char *name, int req, size_t n, float **buf,
+	 char *err)
+{
+	const void *src;
+	int rc = tlv_get_array(s, name, req, TLV_F32S, n, &src, NULL, err);
+	if (rc <= 0 || !p)
+		return rc;
 	if (!*buf && !(*buf = balloc(p, p->n)))
-		return -SL_ENOMEM;
+		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
 	p->be->ops->upload(p->be, *buf, src, sizeof(float) * p->n);
 	return 0;
 }
 
-void
-ps_save(const ps *p, blob *b)
-{
-	blob_u64(b, p->n);
-	blob_u64(b, (uint64_t)p->n_layers);
-	blob_u64(b, (uint64_t)p->max_workers);
-	blob_u64(b, p->v);
-	blob_u64(b, (uint64_t)p->round);
-	blob_put(b, p->layer_count, sizeof(int) * (size_t)p->n_layers);
-	save_buf(p, b, p->w);
-	save_buf(p, b, p->mom);
-	save_buf(p, b, p->acc);
-	for (int k = 0; k < p->max_workers; k++) {
-		save_buf(p, b, p->bak[k]);
-		save_buf(p, b, p->ms[k]);
-	}
-}
-
 int
-ps_restore(ps *p, cursor *c)
+ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 {
-	if (cur_u64(c) != p->n || cur_u64(c) != (uint64_t)p->n_layers ||
-	    cur_u64(c) != (uint64_t)p->max_workers)
-		return -SL_EFORMAT;
-	p->v = cur_u64(c);
-	uint64_t round = cur_u64(c);
-	if (round > (uint64_t)p->max_workers * 1000)
-		return -SL_EFORMAT;
-	p->round = (int)round;
-	cur_get(c, p->layer_count, sizeof(int) * (size_t)p->n_layers);
+	uint64_t v;
+	int64_t round;
+	const void *lc;
+	size_t n_layers;
 	int rc;
-	if ((rc = load_buf(p, c, &p->w)) < 0 || (rc = load_buf(p, c, &p->mom)) < 0 ||
-	    (rc = load_buf(p, c, &p->acc)) < 0)
+	if ((rc = tlv_get_u64(s, "v", 1, &v, err)) < 0 ||
+	    (rc = tlv_get_i64(s, "round", 1, &round, err)) < 0 ||
+	    (rc = tlv_get_array(s, "layer_count", 1, TLV_U64S, p ? (size_t)p->n_layers
+								: SIZE_MAX,
+				&lc, &n_layers, err)) < 0)
 		return rc;
-	for (int k = 0; k < p->max_workers; k++)
-		if ((rc = load_buf(p, c, &p->bak[k])) < 0 ||
-		    (rc = load_buf(p, c, &p->ms[k])) < 0)
+	int max_workers = p ? p->max_workers : CFG_MAX_WORKERS;
+	if (round < 0 || round > (int64_t)max_workers * 1000)
+		return tlv_bad(err, s, "round", "= %lld is out of range", (long long)round);
+	for (size_t i = 0; i < n_layers; i++) {
+		uint64_t c;
+		memcpy(&c, (const uint8_t *)lc + 8 * i, 8);
+		if (c > (uint64_t)max_workers * 1000)
+			return tlv_bad(err, s, "layer_count", "holds %llu",
+				       (unsigned long long)c);
+		if (p)
+			p->layer_count[i] = (int)c;
+	}
+	float *none = NULL;
+	if ((rc = load_buf(p, s, "weights", 1, n, p ? &p->w : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->mom : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0)
+		return rc;
+	tlv_sec list, it;
+	if ((rc = tlv_get_sec(s, "backups", 1, TLV_LIST, &list, err)) < 0)
+		return rc;
+	size_t off = 0;
+	int i = 0;
+	while (tlv_item(&list, &off, &i, &it)) {
+		int64_t k;
+		if ((rc = tlv_get_i64(&it, "worker", 1, &k, err)) < 0)
 			return rc;
-	return c->bad ? -SL_EFORMAT : 0;
+		if (k < 0 || k >= max_workers)
+			return tlv_bad(err, &it, "worker", "= %lld is out of range", (long long)k);
+		if ((rc = load_buf(p, &it, "weights", 0, n, p ? &p->bak[k] : &none, err)) < 0 ||
+		    (rc = load_buf(p, &it, "mean_square", 0, n, p ? &p->ms[k] : &none, err)) < 0)
+			return rc;
+	}
+	if (p) {
+		p->v = v;
+		p->round = (int)round;
+	}
+	return 0;
 }

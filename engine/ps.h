@@ -134,12 +134,13 @@ float *ps_momentum(ps *p);
 void ps_advance(ps *p);
 
 /* Checkpoint the server's whole state (weights, version, momentum, the
- * pending round, DC-ASGD backups) / restore it into a server of the same
- * size. ps_restore returns 0 or -SL_EFORMAT. */
-struct blob;
-struct cursor;
-void ps_save(const ps *p, struct blob *b);
-int ps_restore(ps *p, struct cursor *c);
+ * pending round, DC-ASGD backups) as tagged fields into the open section
+ * of w / restore it from section s into a server of n floats. With p NULL,
+ * ps_restore only checks s. 0, or -SL_EFORMAT with err naming the field. */
+struct tlv_w;
+struct tlv_sec;
+void ps_save(const ps *p, struct tlv_w *w);
+int ps_restore(ps *p, const struct tlv_sec *s, size_t n, char *err);
 
 /* Overwrite weights and version (checkpoint resume, tests). */
 void ps_load(ps *p, const float *w, uint64_t v);

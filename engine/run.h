@@ -175,6 +175,13 @@ int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
 int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,
 			  char *err);
 
+/* Check a whole checkpoint without loading it: framing, checksum (unless
+ * skip_crc, for fuzzing), every required field, types, lengths, ranges
+ * (pure; err names the first problem, e.g. checkpoint: missing
+ * "workers[2].rng"). run_restore() checks this way before it touches the
+ * run. */
+int run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err);
+
 /* Load a checkpoint into a run made by run_new() from the checkpoint's run
  * object (same model and data), before run_exec(). */
 int run_restore(run *r, const uint8_t *buf, size_t len, char *err);

@@ -9,7 +9,8 @@
  *   report.c         evaluation, stop conditions, series, snapshots
  *   clock_wall.c     the wall clock: a thread per worker, real sleeps
  *   clock_virtual.c  the virtual clock: a deterministic event queue
- *   checkpoint.c     save and restore the whole run
+ *   checkpoint.c     save and restore the whole run (tagged fields, tlv.h;
+ *                    ckpt_fields.c: the field tables)
  *
  * Every function here runs with r->mu held unless it says otherwise. */
 #ifndef SL_RUN_IMPL_H

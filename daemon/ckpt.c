@@ -47,16 +47,24 @@ ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err)
 }
 
 int
+ckpt_take(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err)
+{
+	int rc = run_checkpoint(r, buf, len, err);
+	if (rc == 0 && (rc = run_checkpoint_version(*buf, *len, v, err)) < 0) {
+		free(*buf);
+		*buf = NULL;
+	}
+	return rc;
+}
+
+int
 ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err)
 {
 	uint8_t *buf;
 	size_t len;
-	int rc = run_checkpoint(r, &buf, &len, err);
+	int rc = ckpt_take(r, &buf, &len, v, err);
 	if (rc < 0)
 		return rc;
-	run_snapshot *s = run_snapshot_get(r);
-	*v = s->v;
-	run_snapshot_put(s);
 	rc = ckpt_write_buf(path, buf, len, err);
 	free(buf);
 	if (rc == 0)

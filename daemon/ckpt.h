@@ -12,7 +12,12 @@
 /* Write buf to path: temporary file, fsync, rename, fsync the folder. */
 int ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err);
 
-/* Checkpoint r into path. On success *bytes and *v say what was written. */
+/* Checkpoint r into *buf (malloc'd; caller frees); *v: the version the
+ * checkpoint holds, the one a resume starts at. */
+int ckpt_take(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err);
+
+/* Checkpoint r into path. On success *bytes and *v (the version saved)
+ * say what was written. */
 int ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err);
 
 /* Read a checkpoint file (at most 4 GiB) and its run object. *buf is

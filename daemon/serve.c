@@ -803,21 +803,23 @@ handle_checkpoint(server *s, struct MHD_Connection *c, json_t *body)
 		pthread_mutex_unlock(&s->mu);
 		return send_error(c, 409, "no_run", "no run is active");
 	}
-	run_snapshot *snap = run_snapshot_get(s->r);
-	if (p) {
-		if (ckpt_path(s, json_string_value(p), path, sizeof(path), err) < 0) {
-			run_snapshot_put(snap);
-			pthread_mutex_unlock(&s->mu);
-			return send_error(c, 400, "bad_field", err);
-		}
-	} else
-		snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
-			 s->ckpt_dir ? s->ckpt_dir : ".", s->run_id,
-			 (unsigned long long)snap->v);
-	run_snapshot_put(snap);
+	if (p && ckpt_path(s, json_string_value(p), path, sizeof(path), err) < 0) {
+		pthread_mutex_unlock(&s->mu);
+		return send_error(c, 400, "bad_field", err);
+	}
+	/* the version named (reply, default file name) is the one saved */
+	uint8_t *buf;
 	size_t bytes = 0;
 	uint64_t v = 0;
-	int rc = ckpt_write(s->r, path, &bytes, &v, err);
+	int rc = ckpt_take(s->r, &buf, &bytes, &v, err);
+	if (rc == 0) {
+		if (!p)
+			snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
+				 s->ckpt_dir ? s->ckpt_dir : ".", s->run_id,
+				 (unsigned long long)v);
+		rc = ckpt_write_buf(path, buf, bytes, err);
+		free(buf);
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (rc < 0)
 		return send_error(c, rc == -SL_EIO ? 400 : 500,

@@ -486,6 +486,17 @@ run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg, char *err
 }
 
 int
+run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *err)
+{
+	tlv_sec root, meta;
+	int rc = open_file(buf, len, 0, &root, err);
+	if (rc < 0 || (rc = tlv_get_sec(&root, "meta", REQ, TLV_SEC, &meta, err)) < 0 ||
+	    (rc = tlv_get_u64(&meta, "v", REQ, v, err)) < 0)
+		return rc;
+	return 0;
+}
+
+int
 run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err)
 {
 	ckpt_doc d;
@@ -653,6 +664,10 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 {
 	*buf = NULL;
 	*len = 0;
+	/* said before taking the lock: the virtual clock's loop holds it
+	 * nearly all the time and yields it to us at its next quiet point
+	 * (ckpt_serve) instead of letting us wait for an unlock we may lose */
+	atomic_fetch_add(&r->ckpt_ask, 1);
 	pthread_mutex_lock(&r->mu);
 	if (r->exec_live && r->state != RUN_FINISHED) {
 		/* the loop takes it at its next quiet point */
@@ -672,6 +687,7 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 	r->ckpt_req = 0;
 	blob b = r->ckpt;
 	memset(&r->ckpt, 0, sizeof(r->ckpt));
+	atomic_fetch_sub(&r->ckpt_ask, 1);
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
 	if (b.oom) {
@@ -687,6 +703,10 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 void
 ckpt_serve(run *r)
 {
+	/* a caller is on its way to the lock: wait here, lock released,
+	 * until its request is in (or it is done) */
+	while (atomic_load(&r->ckpt_ask) > 0 && r->ckpt_req != 1)
+		pthread_cond_wait(&r->cv, &r->mu);
 	if (r->ckpt_req != 1)
 		return;
 	if (!r->virt) {

@@ -175,6 +175,9 @@ int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
 int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,
 			  char *err);
 
+/* The version (PS updates) a checkpoint resumes at (pure). */
+int run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *err);
+
 /* Check a whole checkpoint without loading it: framing, checksum (unless
  * skip_crc, for fuzzing), every required field, types, lengths, ranges
  * (pure; err names the first problem, e.g. checkpoint: missing

@@ -150,6 +150,7 @@ struct run {
 	double t0;        /* wall start */
 	double t_base;    /* run seconds before t0 (a resumed run) */
 	int ckpt_req;     /* run_checkpoint() waits for the loop */
+	atomic_int ckpt_ask; /* callers of run_checkpoint() not yet served */
 	blob ckpt;
 	int exec_live;    /* run_exec() is running the loop */
 	int restored;     /* state loaded from a checkpoint */

@@ -298,7 +298,7 @@ tlv_read(const uint8_t *buf, size_t len, uint32_t reader_format, int skip_crc,
 			return sl_fail(err, SL_EFORMAT,
 				       "checkpoint format 1 (stalelab before tagged "
 				       "checkpoints) is no longer read");
-		if (len < 8 && !memcmp(buf, TLV_MAGIC, len))
+		if (len < 8 && (!len || !memcmp(buf, TLV_MAGIC, len)))
 			return sl_fail(err, SL_EFORMAT,
 				       "checkpoint truncated in its header (%zu of %d bytes)",
 				       len, TLV_HEADER);

@@ -6,7 +6,8 @@
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE \
  *     -Iengine $(pkg-config --cflags openblas) tests/fuzz/ckpt_fuzz.c \
- *     engine/[a-z]*.c -o build/ckpt_fuzz $(pkg-config --libs openblas zlib) -lm -pthread
+ *     engine/[a-z]*.c engine/rules/[a-z]*.c -o build/ckpt_fuzz \
+ *     $(pkg-config --libs openblas zlib) -lm -pthread
  *   mkdir -p build/corpus && cp tests/fixtures/ckpt/[a-z]*.ckpt build/corpus/
  *   build/ckpt_fuzz -max_total_time=60 build/corpus */
 #include <stddef.h>

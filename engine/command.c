@@ -135,6 +135,12 @@ need_vhist(const run *r)
 			d = r->w[i]->delay.s + 1;
 	if (r->cfg.delay.dist == DELAY_VERSION && r->cfg.delay.s + 1 > d)
 		d = r->cfg.delay.s + 1;
+	/* workers not made yet (at the start) have their overrides */
+	for (int i = 0; i < r->cfg.n_overrides; i++) {
+		const worker_override *o = &r->cfg.overrides[i];
+		if (o->has_delay && o->delay.dist == DELAY_VERSION && o->delay.s + 1 > d)
+			d = o->delay.s + 1;
+	}
 	return d > VHIST_MAX ? VHIST_MAX : d;
 }
 

@@ -164,6 +164,16 @@ START_TEST(version_delay_is_uniform)
 			      (unsigned long long)s->stale.b[k]);
 	ck_assert(fabs(stale_mean(&s->stale) - 2.5) < 0.15);
 	run_snapshot_put(s);
+	/* the same from a worker's own override, given from the start */
+	c.delay.dist = DELAY_NONE;
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 0, .has_delay = 1,
+					   .delay = {.dist = DELAY_VERSION, .s = 5}};
+	s = go(&c, NULL, 0, r);
+	ck_assert_uint_le(s->stale.max, 5);
+	ck_assert_msg(fabs(stale_mean(&s->stale) - 2.5) < 0.15, "override: mean %g",
+		      stale_mean(&s->stale));
+	run_snapshot_put(s);
 	free(r);
 }
 END_TEST

@@ -2,7 +2,10 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int
@@ -36,4 +39,25 @@ cli_ncpu(void)
 {
 	long n = sysconf(_SC_NPROCESSORS_ONLN);
 	return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+int
+cli_bad_option(const char *cmd, int opt, char **argv)
+{
+	/* optind is past the bad element; optopt is the short option, or 0
+	 * for a long one */
+	const char *arg = argv[optind - 1];
+	char shortopt[3] = {'-', (char)optopt, 0};
+	const char *name = optopt && (arg[0] != '-' || arg[1] != '-') ? shortopt : arg;
+	char buf[128];
+	snprintf(buf, sizeof(buf), "%s", name);
+	char *eq = strchr(buf, '=');
+	if (eq)
+		*eq = 0;
+	if (opt == ':')
+		fprintf(stderr, "stalelab %s: option '%s' needs a value\n", cmd, buf);
+	else
+		fprintf(stderr, "stalelab %s: unknown option '%s'\n", cmd, buf);
+	fprintf(stderr, "Try 'stalelab %s --help'.\n", cmd);
+	return 2;
 }

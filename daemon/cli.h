@@ -11,6 +11,11 @@ int cmd_serve(int argc, char **argv);
 int cli_double(const char *s, double *out);
 int cli_u64(const char *s, unsigned long long *out);
 
+/* getopt_long (optstring starting with ':', opterr 0) returned '?' or
+ * ':': print "stalelab CMD: unknown option '--x'" or "...: option '--x'
+ * needs a value" and the --help hint; returns 2. */
+int cli_bad_option(const char *cmd, int opt, char **argv);
+
 /* Number of online CPUs (at least 1). */
 int cli_ncpu(void);
 

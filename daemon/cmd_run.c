@@ -6,15 +6,20 @@
 #include <signal.h>
 #include <jansson.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "api.h"
 #include "ckpt.h"
 #include "config_json.h"
+#include "backend.h"
 #include "dataset.h"
 #include "model.h"
 #include "jsonout.h"
@@ -25,16 +30,19 @@ static const char run_usage[] =
 	"Usage: stalelab run [OPTIONS]\n"
 	"\n"
 	"Train headless. Writes the JSON-Lines log (the run object, one record\n"
-	"per evaluation, an end record) to --log or stdout, shows progress on\n"
-	"stderr, prints a summary and exits 0 when the stop condition is met.\n"
-	"Options override the --config file, which overrides the defaults.\n"
+	"per evaluation and change, an end record) to --log or stdout, shows\n"
+	"progress on stderr, prints a summary and exits 0 when the stop condition\n"
+	"is met. Options override the --config file, which overrides the defaults.\n"
 	"\n"
-	"  -c, --config FILE     run object (JSON, see docs/formats.md)\n"
+	"  -c, --config FILE     run object (JSON, see docs/formats.md; the first\n"
+	"                        line of a log reads back as one)\n"
 	"  -r, --replay LOG      re-run a logged run (its run object and changes)\n"
-	"                        on the virtual clock\n"
-	"  -R, --resume CKPT     go on from a checkpoint (flags may extend its\n"
-	"                        stop); schedule entries {\"set\": {\"checkpoint\":\n"
-	"                        \"FILE\"}} write checkpoints\n"
+	"                        on the virtual clock; LOG is a JSON-Lines log of\n"
+	"                        `stalelab run` or `stalelab serve` (CSV cannot)\n"
+	"      --run N           with --replay: the Nth run of the log, counted\n"
+	"                        from 1 (a daemon's log holds several; default:\n"
+	"                        the last)\n"
+	"  -R, --resume CKPT     go on from a checkpoint; see \"Resuming\" below\n"
 	"      --clock NAME      wall (threads, real sleeps) | virtual\n"
 	"                        (deterministic discrete events)\n"
 	"  -m, --model SPEC      logreg | mlp:784-256-128-10 | lenet5\n"
@@ -52,27 +60,46 @@ static const char run_usage[] =
 	"  -s, --seed N          seed of everything random (default 1)\n"
 	"  -e, --epochs X        stop after X epochs\n"
 	"      --steps N         stop after N updates\n"
-	"      --seconds X       stop after X seconds of training (simulated\n"
+	"      --seconds X       stop after X seconds of training (virtual\n"
 	"                        seconds on the virtual clock)\n"
 	"      --target-acc X    stop when test accuracy reaches X\n"
 	"      --eval-every N    updates between evaluations (default 200;\n"
 	"                        0 = epoch ends only)\n"
 	"  -t, --threads N       compute threads per worker (default: all cores\n"
 	"                        for a lone worker, one each when several run)\n"
-	"  -l, --log FILE        JSON-Lines log (default stdout; - = stdout)\n"
+	"  -l, --log FILE        the log (- = stdout). Default: stdout, except\n"
+	"                        when stdout is the terminal the progress bar is\n"
+	"                        on: then a new file stalelab-run-DATE-TIME.jsonl\n"
+	"                        in the current directory (its name is printed)\n"
 	"      --log-format F    jsonl (default) or csv (one flat row per record)\n"
 	"  -q, --quiet           no progress on stderr\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Without a stop option a run stops after 3 epochs.\n"
+	"Without a stop option a run stops after 3 epochs; the first stop\n"
+	"reached ends the run.\n"
+	"\n"
+	"Resuming: --resume continues the checkpoint's run with its run object\n"
+	"and every change it had. On the command line, the stop options (counted\n"
+	"from the start of the original run, like v and epoch in the log) replace\n"
+	"the checkpoint's stop; --rule, --workers, --lr, --momentum,\n"
+	"--weight-decay, --batch (at most the starting batch) and --eval-every\n"
+	"are applied as changes at the checkpoint's version (logged, origin\n"
+	"\"resume\"); --threads, --log, --log-format and --quiet apply as usual.\n"
+	"--model, --dataset, --device, --clock and --seed cannot differ from the\n"
+	"checkpoint's; --config and --replay cannot be combined with --resume.\n"
+	"A daemon's checkpoint has no stop: give one.\n"
+	"\n"
 	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config.\n";
 
-enum { O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM, O_WD, O_STEPS, O_SECONDS,
-       O_TARGET, O_EVAL };
+enum { O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
+       O_WD, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
+
+static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
 
 static const struct option run_opts[] = {
 	{"config", required_argument, NULL, 'c'},
 	{"replay", required_argument, NULL, 'r'},
+	{"run", required_argument, NULL, O_RUNSEL},
 	{"resume", required_argument, NULL, 'R'},
 	{"clock", required_argument, NULL, O_CLOCK},
 	{"model", required_argument, NULL, 'm'},
@@ -101,11 +128,141 @@ static const struct option run_opts[] = {
 /* Progress and logging state shared with the training callbacks. */
 typedef struct run_ctx {
 	runlog log;
-	int tty, quiet;
-	double stop_epochs;
+	int bar;          /* a progress bar on stderr (a terminal, not quiet) */
+	int quiet;
+	int virt;
+	double stop_epochs, stop_seconds, stop_target;
+	uint64_t stop_steps;
+	double t0;        /* sl_now() at the start of training */
+	double frac0;     /* progress at the start (a resumed run); -1: unset */
 	int log_failed;
-	uint32_t n_train;
 } run_ctx;
+
+/* a loss as text: NaN and infinity are the divergence they are */
+static const char *
+fmt_loss(char *buf, size_t cap, double x)
+{
+	if (isfinite(x))
+		snprintf(buf, cap, "%.4f", x);
+	else
+		snprintf(buf, cap, "%s (diverged)", isnan(x) ? "nan" : "inf");
+	return buf;
+}
+
+/* "m:ss" or "h:mm:ss" */
+static void
+fmt_clock(char *buf, size_t cap, double s)
+{
+	unsigned n = s > 0 && s < 360000 ? (unsigned)(s + 0.5) : 0;
+	if (n >= 3600)
+		snprintf(buf, cap, "%u:%02u:%02u", n / 3600, n / 60 % 60, n % 60);
+	else
+		snprintf(buf, cap, "%u:%02u", n / 60, n % 60);
+}
+
+/* The share of the stop reached (the first stop reached ends the run, so
+ * the largest share), -1 when only target_acc (or nothing) is set; what
+ * says how far, in the unit of that stop. */
+static double
+stop_frac(const run_ctx *c, const run_eval *e, char *what, size_t cap)
+{
+	double f = -1, g;
+	snprintf(what, cap, "epoch %.2f  v %llu", e->epoch, (unsigned long long)e->v);
+	if (c->stop_epochs > 0 && (g = e->epoch / c->stop_epochs) > f) {
+		f = g;
+		snprintf(what, cap, "epoch %.2f/%g", e->epoch, c->stop_epochs);
+	}
+	if (c->stop_steps && (g = (double)e->v / (double)c->stop_steps) > f) {
+		f = g;
+		snprintf(what, cap, "v %llu/%llu", (unsigned long long)e->v,
+			 (unsigned long long)c->stop_steps);
+	}
+	/* the seconds stop counts run time on the virtual clock, training
+	 * time (evaluation excluded) on the wall clock */
+	double t = c->virt ? e->t : e->train_s;
+	if (c->stop_seconds > 0 && (g = t / c->stop_seconds) > f) {
+		f = g;
+		snprintf(what, cap, "%.1f/%g %ss", t, c->stop_seconds, c->virt ? "virtual " : "");
+	}
+	return f > 1 ? 1 : f;
+}
+
+static int
+term_cols(void)
+{
+	struct winsize ws;
+	if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+		return ws.ws_col;
+	return 80;
+}
+
+/* One line of progress, redrawn in place: how far, a bar that fills its
+ * last cell when the stop is reached, the ETA, the latest loss, accuracy
+ * and speed (each once there is a measurement). */
+static void
+draw_bar(run_ctx *c, const run_eval *e)
+{
+	char what[64], tail[160], loss[32], eta[48], clk[24];
+	double f = stop_frac(c, e, what, sizeof(what));
+	if (e->final && e->stop_reason && strcmp(e->stop_reason, "stopped"))
+		f = 1; /* the stop was reached (epochs compare to rounding) */
+	double el = sl_now() - c->t0;
+	eta[0] = 0;
+	if (f >= 0) {
+		if (c->frac0 < 0)
+			c->frac0 = f;
+		if (e->final) {
+			fmt_clock(clk, sizeof(clk), el);
+			snprintf(eta, sizeof(eta), "  in %s", clk);
+		} else if (f - c->frac0 >= 0.01 && el > 0.1) {
+			fmt_clock(clk, sizeof(clk), el * (1 - f) / (f - c->frac0));
+			snprintf(eta, sizeof(eta), "  ETA %s", clk);
+		} else {
+			snprintf(eta, sizeof(eta), "  ETA -:--");
+		}
+	}
+	int n = 0;
+	tail[0] = 0;
+	if (e->samples == 0) {
+		n = snprintf(tail, sizeof(tail), "  starting");
+	} else {
+		n = snprintf(tail, sizeof(tail), "  loss %s",
+			     fmt_loss(loss, sizeof(loss), e->train_loss));
+		if (e->test_acc > 0 && n < (int)sizeof(tail))
+			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  acc %.4f", e->test_acc);
+		if (e->samples_per_s > 0 && n < (int)sizeof(tail))
+			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  %.0f samples/s",
+				      e->samples_per_s);
+	}
+	if (c->stop_target > 0 && n < (int)sizeof(tail))
+		snprintf(tail + n, sizeof(tail) - (size_t)n, "  best %.4f/%g", e->best_acc,
+			 c->stop_target);
+	char line[512], bar[64];
+	bar[0] = 0;
+	if (f >= 0) {
+		/* the bar takes what the terminal has left, up to 30 cells */
+		int rest = (int)strlen(what) + 8 + (int)strlen(eta) + (int)strlen(tail);
+		int w = term_cols() - 1 - rest - 2;
+		w = w > 30 ? 30 : w;
+		if (w >= 5) {
+			int fill = (int)(f * w + 1e-9);
+			bar[0] = ' ';
+			bar[1] = '[';
+			for (int i = 0; i < w; i++)
+				bar[2 + i] = i < fill ? '#' : '.';
+			bar[2 + w] = ']';
+			bar[3 + w] = 0;
+		}
+		snprintf(line, sizeof(line), "%s%s %3d%%%s%s", what, bar, (int)(f * 100 + 1e-9),
+			 eta, tail);
+	} else {
+		snprintf(line, sizeof(line), "%s%s", what, tail);
+	}
+	int cols = term_cols();
+	if ((int)strlen(line) > cols - 1)
+		line[cols - 1] = 0;
+	fprintf(stderr, "\r\033[K%s%s", line, e->final ? "\n" : "");
+}
 
 static void
 on_eval(void *ud, const run_eval *e)
@@ -115,14 +272,19 @@ on_eval(void *ud, const run_eval *e)
 	if (runlog_write(&c->log, r) < 0)
 		c->log_failed = 1;
 	json_decref(r);
-	if (c->quiet || e->final)
+	if (c->quiet)
 		return;
-	if (c->tty)
-		fprintf(stderr, "\r\033[K");
+	if (e->final) {
+		if (c->bar)
+			draw_bar(c, e);
+		return;
+	}
+	char tl[32], vl[32];
 	fprintf(stderr,
-		"epoch %.2f  v %llu  train_loss %.4f  test_loss %.4f  test_acc %.4f  "
+		"%sepoch %.2f  v %llu  train_loss %s  test_loss %s  test_acc %.4f  "
 		"staleness %.2f  %.0f samples/s\n",
-		e->epoch, (unsigned long long)e->v, e->train_loss, e->test_loss,
+		c->bar ? "\r\033[K" : "", e->epoch, (unsigned long long)e->v,
+		fmt_loss(tl, sizeof(tl), e->train_loss), fmt_loss(vl, sizeof(vl), e->test_loss),
 		e->test_acc, stale_mean(&e->stale), e->samples_per_s);
 }
 
@@ -142,12 +304,12 @@ on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len)
 	run_ctx *c = ud;
 	char err[SL_ERR_LEN];
 	if (!buf || ckpt_write_buf(cmd->path, buf, len, err) < 0) {
-		fprintf(stderr, "stalelab run: checkpoint %s failed: %s\n", cmd->path,
-			buf ? err : "out of memory");
+		fprintf(stderr, "%sstalelab run: checkpoint %s failed: %s\n",
+			c->bar ? "\r\033[K" : "", cmd->path, buf ? err : "out of memory");
 		c->log_failed = 1;
 	} else if (!c->quiet) {
 		fprintf(stderr, "%sstalelab run: checkpoint in %s (%zu bytes)\n",
-			c->tty ? "\r\033[K" : "", cmd->path, len);
+			c->bar ? "\r\033[K" : "", cmd->path, len);
 	}
 }
 
@@ -155,24 +317,8 @@ static void
 on_progress(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
-	if (c->quiet || !c->tty)
-		return;
-	char bar[31];
-	double frac = c->stop_epochs > 0 ? e->epoch / c->stop_epochs : 0;
-	if (frac > 1)
-		frac = 1;
-	int fill = (int)(frac * 30);
-	for (int i = 0; i < 30; i++)
-		bar[i] = i < fill ? '#' : '.';
-	bar[30] = 0;
-	if (c->stop_epochs > 0)
-		fprintf(stderr, "\r\033[Kepoch %.2f/%g [%s] %3.0f%%  loss %.4f  %.0f samples/s",
-			e->epoch, c->stop_epochs, bar, frac * 100, e->train_loss,
-			e->samples_per_s);
-	else
-		fprintf(stderr, "\r\033[Kepoch %.2f  v %llu  loss %.4f  %.0f samples/s",
-			e->epoch, (unsigned long long)e->v, e->train_loss,
-			e->samples_per_s);
+	if (c->bar)
+		draw_bar(c, e);
 }
 
 /* SIGINT/SIGTERM stop the run cleanly (end record, summary, exit 0). The
@@ -226,15 +372,15 @@ apply_flag(run_config *cfg, const char *flag, const char *key,
 	return 0;
 }
 
-/* Read a JSON file (at most 16 MiB) into a jansson value. */
+/* Read a JSON file into a jansson value; errors name the file once. */
 static int
 read_json_file(const char *path, json_t **out, char *err)
 {
 	json_error_t je;
 	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
 	if (!*out) {
-		if (je.line < 1)
-			return sl_fail(err, SL_EINVAL, "cannot read %s: %s", path, je.text);
+		if (je.line < 1) /* not opened or not read: jansson's text names it */
+			return sl_fail(err, SL_EINVAL, "%s", je.text);
 		return sl_fail(err, SL_EINVAL, "%s: line %d, column %d: %s", path,
 			       je.line, je.column, je.text);
 	}
@@ -248,6 +394,8 @@ load_config_file(const char *path, run_config *cfg, json_t **keep, char *err)
 	int rc = read_json_file(path, &obj, err);
 	if (rc < 0)
 		return rc;
+	if (json_is_object(obj))
+		runlog_strip(obj); /* a log's first record is a run object too */
 	char e2[SL_ERR_LEN];
 	rc = config_apply_json(obj, cfg, e2);
 	if (rc < 0) {
@@ -259,118 +407,215 @@ load_config_file(const char *path, run_config *cfg, json_t **keep, char *err)
 	return 0;
 }
 
-/* A logged run as a config plus a schedule: the first record is the run
- * object (its log-only keys dropped), each change record becomes a
- * schedule entry at its version. */
+/* A logged run as a config plus a schedule (runlog_replay). */
 static int
-load_replay(const char *path, run_config *cfg, json_t **keep, char *err)
+load_replay(const char *path, int want, int quiet, run_config *cfg, json_t **keep,
+	    char *err)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return sl_fail(err, SL_EINVAL, "--replay: cannot open %s", path);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-	int lineno = 0, rc = 0;
-	json_t *conf = NULL, *sched = json_array();
-	while ((len = getline(&line, &cap, f)) > 0) {
-		lineno++;
-		json_error_t je;
-		json_t *rec = json_loadb(line, (size_t)len, 0, &je);
-		if (!rec) {
-			/* a killed run may end in a partial line: stop there */
-			if (lineno == 1)
-				rc = sl_fail(err, SL_EINVAL, "%s:1: %s", path, je.text);
-			break;
-		}
-		if (lineno == 1) {
-			json_object_del(rec, "t");
-			json_object_del(rec, "v");
-			json_object_del(rec, "schedule");
-			conf = rec;
-			continue;
-		}
-		json_t *ev = json_object_get(rec, "event");
-		if (json_is_string(ev) && !strcmp(json_string_value(ev), "set")) {
-			json_t *e = json_pack("{s:{s:O},s:O}", "at", "v",
-					      json_object_get(rec, "v"), "set",
-					      json_object_get(rec, "set"));
-			json_t *w = json_object_get(rec, "worker");
-			if (w)
-				json_object_set(e, "worker", w);
-			json_array_append_new(sched, e);
-		}
-		json_decref(rec);
-	}
-	free(line);
-	fclose(f);
-	if (rc == 0 && !conf)
-		rc = sl_fail(err, SL_EINVAL, "--replay: %s is empty", path);
-	if (rc == 0) {
-		json_object_set(conf, "schedule", sched);
-		json_object_set_new(conf, "clock", json_string("virtual"));
-		char e2[SL_ERR_LEN];
-		if (config_apply_json(conf, cfg, e2) < 0)
-			rc = sl_fail(err, SL_EINVAL, "%s: %s", path, e2);
-	}
-	json_decref(sched);
-	if (rc == 0) {
-		json_decref(*keep);
-		*keep = conf;
-	} else {
+	uint8_t *buf;
+	size_t len;
+	char e2[SL_ERR_LEN];
+	if (ds_read_file(path, (size_t)1 << 32, &buf, &len, e2) < 0)
+		return sl_fail(err, SL_EINVAL, "--replay: %s", e2);
+	json_t *conf;
+	runlog_replay_info info;
+	int rc = runlog_replay((const char *)buf, len, want, &conf, &info, e2);
+	free(buf);
+	if (rc < 0)
+		return sl_fail(err, SL_EINVAL, "%s: %s", path, e2);
+	if (config_apply_json(conf, cfg, e2) < 0) {
 		json_decref(conf);
+		return sl_fail(err, SL_EINVAL, "%s: run %d: %s", path, info.run, e2);
 	}
+	const char *kernel, *blas_config;
+	backend_cpu_blas(&kernel, &blas_config);
+	if (info.kernel[0] && kernel && strcmp(info.kernel, kernel))
+		fprintf(stderr,
+			"stalelab run: warning: %s was written with the OpenBLAS kernel %s, "
+			"this process uses %s: the figures may differ in their last digits "
+			"(OPENBLAS_CORETYPE=%s picks that kernel; see docs/formats.md)\n",
+			path, info.kernel, kernel, info.kernel);
+	if (!quiet) {
+		fprintf(stderr, "stalelab run: replaying run %d of %d in %s (%d change%s)",
+			info.run, info.runs, path, info.changes, info.changes == 1 ? "" : "s");
+		if (info.stop_from[0])
+			fprintf(stderr, ", to v %llu where it %s", info.stop_v,
+				!strcmp(info.stop_from, "end") ? "ended" : "was cut off");
+		if (info.skipped)
+			fprintf(stderr, "; %d unreadable line%s skipped", info.skipped,
+				info.skipped == 1 ? "" : "s");
+		fputs("\n", stderr);
+	}
+	json_decref(*keep);
+	*keep = conf;
+	return 0;
+}
+
+/* The fields a resumed run cannot change, then the changes it can take:
+ * those differing between the checkpoint's run object (ck) and the one
+ * the flags made (cfg) go in as one change. 0, 1 (a change in *cmd), or
+ * -SL_EINVAL with err naming the flag. */
+static int
+resume_changes(const run_config *ck, const run_config *cfg, run_cmd *cmd, char *err)
+{
+	static const struct {
+		const char *flag;
+		size_t off;
+	} fixed[] = {
+		{"model", offsetof(run_config, model)},
+		{"dataset", offsetof(run_config, dataset)},
+		{"device", offsetof(run_config, device)},
+		{"clock", offsetof(run_config, clock)},
+	};
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		const char *a = (const char *)ck + fixed[i].off, *b = (const char *)cfg + fixed[i].off;
+		if (strcmp(a, b))
+			return sl_fail(err, SL_EINVAL,
+				       "--%s: %s differs from the checkpoint's %s; a resumed run "
+				       "keeps its model, dataset, device, clock and seed",
+				       fixed[i].flag, b, a);
+	}
+	if (ck->seed != cfg->seed)
+		return sl_fail(err, SL_EINVAL,
+			       "--seed: %llu differs from the checkpoint's %llu; a resumed run "
+			       "keeps its model, dataset, device, clock and seed",
+			       (unsigned long long)cfg->seed, (unsigned long long)ck->seed);
+	json_t *set = json_object();
+	if (strcmp(ck->rule, cfg->rule))
+		json_object_set_new(set, "rule", json_string(cfg->rule));
+	if (ck->workers != cfg->workers)
+		json_object_set_new(set, "workers", json_integer(cfg->workers));
+	if (ck->lr != cfg->lr)
+		json_object_set_new(set, "lr", json_real(cfg->lr));
+	if (ck->momentum != cfg->momentum)
+		json_object_set_new(set, "momentum", json_real(cfg->momentum));
+	if (ck->weight_decay != cfg->weight_decay)
+		json_object_set_new(set, "weight_decay", json_real(cfg->weight_decay));
+	if (ck->batch != cfg->batch)
+		json_object_set_new(set, "batch", json_integer(cfg->batch));
+	if (ck->eval_every != cfg->eval_every)
+		json_object_set_new(set, "eval_every", json_integer(cfg->eval_every));
+	int rc = 0;
+	if (json_object_size(set)) {
+		char e2[SL_ERR_LEN];
+		rc = cmd_from_json(set, -1, ck, "", cmd, e2) < 0
+			     ? sl_fail(err, SL_EINVAL, "--resume: %s", e2) : 1;
+		snprintf(cmd->origin, sizeof(cmd->origin), "resume");
+	}
+	json_decref(set);
 	return rc;
+}
+
+/* Where the log goes: --log, else stdout, except when stdout is the
+ * terminal the progress bar is drawn on; then a new file in the current
+ * directory, never an existing one. */
+static const char *
+pick_log(const char *given, int bar, const char *format, char *buf, size_t cap)
+{
+	struct stat a, b;
+	if (given || !bar || !isatty(1) || fstat(1, &a) < 0 || fstat(2, &b) < 0 ||
+	    a.st_rdev != b.st_rdev)
+		return given;
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	localtime_r(&now, &tm);
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+	for (int i = 1; i < 100; i++) {
+		if (i == 1)
+			snprintf(buf, cap, "stalelab-run-%s.%s", stamp, format);
+		else
+			snprintf(buf, cap, "stalelab-run-%s-%d.%s", stamp, i, format);
+		if (access(buf, F_OK) < 0)
+			return buf;
+	}
+	return given;
+}
+
+static int
+usage_error(const char *msg, char *err)
+{
+	fprintf(stderr, "stalelab run: %s\n", msg ? msg : err);
+	return 2;
 }
 
 int
 cmd_run(int argc, char **argv)
 {
-	run_config cfg;
+	run_config cfg, ck;
 	json_t *conf = NULL;
 	uint8_t *ckpt = NULL;
 	size_t ckpt_len = 0;
-	char err[SL_ERR_LEN] = "";
-	const char *log_path = NULL, *log_format = "jsonl";
-	int quiet = 0, opt, rc = 0;
+	char err[SL_ERR_LEN] = "", auto_log[96];
+	const char *log_path = NULL, *log_format = "jsonl", *replay_path = NULL,
+		   *resume_path = NULL;
+	int quiet = 0, opt, rc = 0, want_run = 0, have_config = 0;
 	config_defaults(&cfg);
 
-	/* pass 1: --help and --config first, so flags override the file */
+	/* pass 1: --help, usage errors, the --config files in order and the
+	 * sources of a run (--replay, --resume), so flags override them */
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "c:r:R:m:d:w:b:s:e:t:l:qh", run_opts,
-				  NULL)) != -1) {
-		if (opt == 'h') {
+	while ((opt = getopt_long(argc, argv, run_optstring, run_opts, NULL)) != -1) {
+		unsigned long long u;
+		switch (opt) {
+		case 'h':
 			fputs(run_usage, stdout);
-			free(ckpt);
 			json_decref(conf);
 			return 0;
-		}
-		if (opt == 'R') {
-			free(ckpt);
-			if (ckpt_read(optarg, &ckpt, &ckpt_len, &cfg, err) < 0) {
-				fprintf(stderr, "stalelab run: %s\n", err);
-				json_decref(conf);
-				free(ckpt);
-				return 2;
-			}
-			continue;
-		}
-		if ((opt == 'c' && load_config_file(optarg, &cfg, &conf, err) < 0) ||
-		    (opt == 'r' && load_replay(optarg, &cfg, &conf, err) < 0)) {
-			fprintf(stderr, "stalelab run: %s\n", err);
+		case '?': case ':':
 			json_decref(conf);
-			free(ckpt);
-			return 2;
+			return cli_bad_option("run", opt, argv);
+		case 'c':
+			have_config = 1;
+			if (load_config_file(optarg, &cfg, &conf, err) < 0) {
+				json_decref(conf);
+				return usage_error(NULL, err);
+			}
+			break;
+		case 'r': replay_path = optarg; break;
+		case 'R': resume_path = optarg; break;
+		case O_RUNSEL:
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {
+				json_decref(conf);
+				snprintf(err, sizeof(err), "--run: expected a run number (1, 2, ...), got \"%s\"", optarg);
+				return usage_error(NULL, err);
+			}
+			want_run = (int)u;
+			break;
 		}
+	}
+	if (optind < argc) {
+		json_decref(conf);
+		snprintf(err, sizeof(err), "unexpected argument '%s' (try --help)", argv[optind]);
+		return usage_error(NULL, err);
+	}
+	if (resume_path && (replay_path || have_config)) {
+		json_decref(conf);
+		return usage_error("--resume: cannot be combined with --config or --replay "
+				   "(the checkpoint holds its run object)", NULL);
+	}
+	if (want_run && !replay_path) {
+		json_decref(conf);
+		return usage_error("--run: only with --replay", NULL);
+	}
+	if (replay_path && load_replay(replay_path, want_run, 0, &cfg, &conf, err) < 0) {
+		json_decref(conf);
+		return usage_error(NULL, err);
+	}
+	if (resume_path) {
+		if (ckpt_read(resume_path, &ckpt, &ckpt_len, &cfg, err) < 0)
+			return usage_error(NULL, err);
+		ck = cfg;
+		/* the stop is the command line's alone */
+		cfg.stop_epochs = cfg.stop_seconds = cfg.stop_target_acc = 0;
+		cfg.stop_steps = 0;
 	}
 	/* pass 2: every flag in order */
 	optind = 1;
-	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "c:r:R:m:d:w:b:s:e:t:l:qh", run_opts,
-				  NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, run_optstring, run_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': case 'r': case 'R': break;
+		case 'c': case 'r': case 'R': case O_RUNSEL: break;
 		case O_CLOCK: rc = apply_flag(&cfg, "clock", "clock", NULL, optarg, 's', err); break;
 		case 'm': rc = apply_flag(&cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(&cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
@@ -391,59 +636,70 @@ cmd_run(int argc, char **argv)
 		case 'l': log_path = optarg; break;
 		case O_LOGFMT:
 			if (strcmp(optarg, "jsonl") && strcmp(optarg, "csv")) {
-				fprintf(stderr, "stalelab run: --log-format: expected jsonl or csv\n");
-				free(ckpt);
-				json_decref(conf);
-				return 2;
+				snprintf(err, sizeof(err), "--log-format: expected jsonl or csv, got \"%s\"", optarg);
+				rc = -SL_EINVAL;
 			}
 			log_format = optarg;
 			break;
 		case 'q': quiet = 1; break;
-		default:
-			fprintf(stderr, "Try 'stalelab run --help'.\n");
-			free(ckpt);
-			json_decref(conf);
-			return 2;
 		}
 		if (rc < 0) {
-			fprintf(stderr, "stalelab run: %s\n", err);
 			free(ckpt);
 			json_decref(conf);
-			return 2;
+			return usage_error(NULL, err);
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "stalelab run: unexpected argument '%s' (try --help)\n",
-			argv[optind]);
-		free(ckpt);
-		json_decref(conf);
-		return 2;
-	}
-	if (!(cfg.stop_epochs > 0) && !cfg.stop_steps && !(cfg.stop_seconds > 0) &&
-	    !(cfg.stop_target_acc > 0))
+	int has_stop = cfg.stop_epochs > 0 || cfg.stop_steps || cfg.stop_seconds > 0 ||
+		       cfg.stop_target_acc > 0;
+	run_cmd resume_cmd;
+	int n_resume = 0;
+	if (ckpt) {
+		run_config want = cfg;
+		n_resume = resume_changes(&ck, &want, &resume_cmd, err);
+		if (n_resume >= 0 && !has_stop && !(ck.stop_epochs > 0 || ck.stop_steps ||
+						    ck.stop_seconds > 0 || ck.stop_target_acc > 0))
+			n_resume = sl_fail(err, SL_EINVAL,
+					   "--resume: %s has no stop (a daemon's checkpoint): give "
+					   "--epochs, --steps, --seconds or --target-acc", resume_path);
+		if (n_resume < 0) {
+			free(ckpt);
+			return usage_error(NULL, err);
+		}
+		/* the run is the checkpoint's; the stop the flags' or else its own */
+		cfg = ck;
+		cfg.threads = want.threads;
+		if (has_stop) {
+			cfg.stop_epochs = want.stop_epochs;
+			cfg.stop_steps = want.stop_steps;
+			cfg.stop_seconds = want.stop_seconds;
+			cfg.stop_target_acc = want.stop_target_acc;
+		}
+	} else if (!has_stop) {
 		cfg.stop_epochs = 3;
+	}
 	run_sched *sched = NULL;
 	int n_sched = 0;
 	if (conf && sched_from_json(json_object_get(conf, "schedule"), &cfg, &sched,
 				    &n_sched, err) < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
 		json_decref(conf);
-		free(ckpt);
-		return 2;
+		return usage_error(NULL, err);
 	}
 	json_decref(conf);
 	conf = NULL;
 
-	run_ctx ctx = {.quiet = quiet, .tty = isatty(2), .stop_epochs = cfg.stop_epochs};
+	run_ctx ctx = {.quiet = quiet, .bar = !quiet && isatty(2),
+		       .virt = !strcmp(cfg.clock, "virtual"),
+		       .stop_epochs = cfg.stop_epochs, .stop_steps = cfg.stop_steps,
+		       .stop_seconds = cfg.stop_seconds, .stop_target = cfg.stop_target_acc,
+		       .frac0 = -1};
+	log_path = pick_log(log_path, ctx.bar, log_format, auto_log, sizeof(auto_log));
 	dataset_pair data;
 	run *r = NULL;
 	int code = 1;
 	if (ds_load(cfg.dataset, cfg.seed, &data, err) < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
 		free(sched);
 		free(ckpt);
-		json_decref(conf);
-		return 2;
+		return usage_error(NULL, err);
 	}
 	if (data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
@@ -463,8 +719,10 @@ cmd_run(int argc, char **argv)
 		rc2 = run_restore(r, ckpt, ckpt_len, err);
 	free(ckpt);
 	ckpt = NULL;
+	if (rc2 == 0 && n_resume > 0)
+		rc2 = run_command(r, &resume_cmd, err);
 	if (rc2 < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
+		fprintf(stderr, "stalelab run: %s%s\n", resume_path ? "--resume: " : "", err);
 		code = rc2 == -SL_ENOMEM ? 1 : 2;
 		goto out;
 	}
@@ -474,21 +732,31 @@ cmd_run(int argc, char **argv)
 	}
 	run_snapshot *s0 = run_snapshot_get(r);
 	const char *device = s0->device; /* static: outlives the snapshot */
-	run_snapshot_put(s0);
-	json_t *first = config_to_json(&cfg);
-	json_object_set_new(first, "device", json_string(device));
-	json_object_set_new(first, "t", json_real(0));
-	json_object_set_new(first, "v", json_integer(0));
+	json_t *first = runlog_run_object(&s0->cfg, device);
+	if (resume_path)
+		json_object_set_new(first, "resumed", json_true());
 	runlog_write(&ctx.log, first);
 	json_decref(first);
-	if (!quiet)
+	if (!quiet) {
 		fprintf(stderr,
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
-			cfg.model, data.name, data.train.n, data.test.n, cfg.rule,
-			cfg.workers, cfg.workers == 1 ? "" : "s", cfg.clock, device);
+			cfg.model, data.name, data.train.n, data.test.n, s0->cfg.rule,
+			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg.clock, device);
+		if (resume_path)
+			fprintf(stderr, "stalelab run: resuming %s at v %llu, epoch %.2f%s\n",
+				resume_path, (unsigned long long)s0->v, s0->epoch,
+				(cfg.stop_steps && s0->v >= cfg.stop_steps) ||
+						(cfg.stop_epochs > 0 && s0->epoch >= cfg.stop_epochs)
+					? " (already past the stop: it ends at once)" : "");
+		if (log_path == auto_log)
+			fprintf(stderr, "stalelab run: the log goes to %s (stdout is this "
+				"terminal; --log FILE or a pipe choose otherwise)\n", auto_log);
+	}
+	run_snapshot_put(s0);
 	runner rn = {.r = r, .main_th = pthread_self(), .rc = -1};
 	pthread_t rt;
 	int exec_rc;
+	ctx.t0 = sl_now();
 	if (pthread_create(&rt, NULL, runner_main, &rn) == 0) {
 		for (int stopping = 0;;) {
 			int sig = 0;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
+#include "config_json.h"
 #include "jsonout.h"
 #include "sl.h"
 
@@ -136,4 +138,167 @@ runlog_close(runlog *l)
 	if (l->f && l->own)
 		fclose(l->f);
 	l->f = NULL;
+}
+
+json_t *
+runlog_run_object(const run_config *cfg, const char *device)
+{
+	const char *kernel, *config;
+	backend_cpu_blas(&kernel, &config);
+	json_t *o = config_to_json(cfg);
+	if (device)
+		json_object_set_new(o, "device", json_string(device));
+	json_object_set_new(o, "t", json_real(0));
+	json_object_set_new(o, "v", json_integer(0));
+	json_object_set_new(o, "blas", json_pack("{s:s,s:s}", "kernel", kernel ? kernel : "",
+						 "config", config ? config : ""));
+	return o;
+}
+
+void
+runlog_strip(json_t *obj)
+{
+	static const char *const keys[] = {"t", "v", "run", "blas", "resumed"};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		json_object_del(obj, keys[i]);
+}
+
+static int
+is_event(const json_t *rec, const char *name)
+{
+	const json_t *ev = json_object_get(rec, "event");
+	return json_is_string(ev) && !strcmp(json_string_value(ev), name);
+}
+
+/* a change record as a schedule entry at its version; NULL to skip it */
+static json_t *
+change_entry(const json_t *rec)
+{
+	json_t *v = json_object_get(rec, "v"), *set = json_object_get(rec, "set");
+	if (!json_is_integer(v) || !json_is_object(set))
+		return NULL;
+	json_t *copy = json_deep_copy(set);
+	json_object_del(copy, "checkpoint"); /* a replay writes no files */
+	if (!json_object_size(copy)) {
+		json_decref(copy);
+		return NULL;
+	}
+	json_t *e = json_pack("{s:{s:O},s:o}", "at", "v", v, "set", copy);
+	json_t *w = json_object_get(rec, "worker");
+	if (w)
+		json_object_set(e, "worker", w);
+	return e;
+}
+
+int
+runlog_replay(const char *text, size_t len, int want, json_t **conf,
+	      runlog_replay_info *info, char *err)
+{
+	memset(info, 0, sizeof(*info));
+	*conf = NULL;
+	if (len >= 5 && !memcmp(text, "kind,", 5))
+		return sl_fail(err, SL_EINVAL,
+			       "a CSV log cannot be replayed: replay needs the JSON-Lines log "
+			       "(--log-format jsonl, the default)");
+	json_t *obj = NULL, *sched = NULL, *end = NULL; /* the chosen run object */
+	uint64_t last_v = 0;
+	int lineno = 0, rc = 0;
+	for (size_t off = 0; off < len && rc == 0;) {
+		const char *nl = memchr(text + off, '\n', len - off);
+		size_t n = nl ? (size_t)(nl - (text + off)) : len - off;
+		const char *line = text + off;
+		off += n + (nl ? 1 : 0);
+		lineno++;
+		json_error_t je;
+		json_t *rec = n ? json_loadb(line, n, 0, &je) : NULL;
+		if (!json_is_object(rec)) {
+			/* a killed writer leaves a partial line: skip it */
+			if (lineno == 1)
+				rc = sl_fail(err, SL_EINVAL, "1: %s",
+					     rec ? "expected a run object" : n ? je.text : "empty line");
+			else if (n)
+				info->skipped++;
+			json_decref(rec);
+			continue;
+		}
+		if (!json_object_get(rec, "event") && json_object_get(rec, "model")) {
+			info->runs++;
+			if (want == 0 || info->runs == want) {
+				json_decref(obj);
+				json_decref(sched);
+				json_decref(end);
+				obj = json_incref(rec);
+				sched = json_array();
+				end = NULL;
+				last_v = 0;
+				info->run = info->runs;
+				info->changes = 0;
+			} else if (info->runs > want) {
+				json_decref(rec);
+				break;
+			}
+		} else if (obj && info->run == info->runs) {
+			/* records of the chosen run (a daemon's carry its number) */
+			json_t *rid = json_object_get(rec, "run"), *mine = json_object_get(obj, "run");
+			json_t *v = json_object_get(rec, "v");
+			if (rid && mine && !json_equal(rid, mine)) {
+				json_decref(rec);
+				continue;
+			}
+			if (json_is_integer(v) && (uint64_t)json_integer_value(v) > last_v)
+				last_v = (uint64_t)json_integer_value(v);
+			if (is_event(rec, "set")) {
+				json_t *e = change_entry(rec);
+				if (e) {
+					json_array_append_new(sched, e);
+					info->changes++;
+				}
+			} else if (is_event(rec, "end")) {
+				json_decref(end);
+				end = json_incref(rec);
+			}
+		}
+		json_decref(rec);
+	}
+	if (rc == 0 && !obj)
+		rc = want > 0 && info->runs
+			     ? sl_fail(err, SL_EINVAL, "--run %d: the log holds %d run%s", want,
+				       info->runs, info->runs == 1 ? "" : "s")
+			     : sl_fail(err, SL_EINVAL, "no run object in the log");
+	if (rc == 0 && json_is_true(json_object_get(obj, "resumed")))
+		rc = sl_fail(err, SL_EINVAL,
+			     "run %d was resumed from a checkpoint: a replay starts from the "
+			     "beginning, so it needs the log of the run that wrote the checkpoint",
+			     info->run);
+	if (rc < 0) {
+		json_decref(obj);
+		json_decref(sched);
+		json_decref(end);
+		return rc;
+	}
+	json_t *blas = json_object_get(obj, "blas");
+	json_t *kernel = json_is_object(blas) ? json_object_get(blas, "kernel") : NULL;
+	if (json_is_string(kernel))
+		snprintf(info->kernel, sizeof(info->kernel), "%s", json_string_value(kernel));
+	json_t *c = json_deep_copy(obj);
+	runlog_strip(c);
+	json_object_set(c, "schedule", sched);
+	json_object_set_new(c, "clock", json_string("virtual"));
+	/* stop where the logged obj stopped, unless it stopped by its own
+	 * stop condition in versions, samples or accuracy (those replay) */
+	const json_t *why = end ? json_object_get(end, "stop") : NULL;
+	const char *reason = json_is_string(why) ? json_string_value(why) : "";
+	json_t *ev = end ? json_object_get(end, "v") : NULL;
+	uint64_t stop_v = json_is_integer(ev) ? (uint64_t)json_integer_value(ev) : last_v;
+	if (strcmp(reason, "epochs") && strcmp(reason, "steps") &&
+	    strcmp(reason, "target_acc") && stop_v > 0) {
+		json_object_set_new(c, "stop", json_pack("{s:I}", "steps", (json_int_t)stop_v));
+		snprintf(info->stop_from, sizeof(info->stop_from), "%s", end ? "end" : "last");
+		info->stop_v = stop_v;
+	}
+	json_decref(obj);
+	json_decref(sched);
+	json_decref(end);
+	*conf = c;
+	return 0;
 }

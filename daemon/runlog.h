@@ -4,7 +4,10 @@
 #define SL_RUNLOG_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdio.h>
+
+#include "config.h"
 
 typedef struct runlog {
 	FILE *f;
@@ -24,5 +27,39 @@ int runlog_open(runlog *l, const char *path, const char *format, int append,
 /* Write rec (not consumed) as one line and flush; 0 or -SL_EIO. */
 int runlog_write(runlog *l, const json_t *rec);
 void runlog_close(runlog *l);
+
+/* The first record of a run's log: the run object with every default
+ * filled in ("device": the backend opened, when device is not NULL),
+ * "t": 0, "v": 0 and "blas": {"kernel", "config"} (the OpenBLAS kernel this
+ * process computes with; runs are bit for bit the same only with the same
+ * one). New reference. */
+json_t *runlog_run_object(const run_config *cfg, const char *device);
+
+/* Drop the keys a log adds to a run object (t, v, run, blas, resumed), so
+ * a log's first record reads back as a run object. */
+void runlog_strip(json_t *obj);
+
+/* What runlog_replay found besides the run object. */
+typedef struct runlog_replay_info {
+	int runs;          /* run objects in the log */
+	int run;           /* the one chosen, counted from 1 */
+	int skipped;       /* unreadable lines skipped (a killed writer) */
+	int changes;       /* change records turned into schedule entries */
+	char kernel[64];   /* its "blas" kernel, "" when not recorded */
+	char stop_from[16]; /* "" or "end" / "last": where the stop came from */
+	unsigned long long stop_v;
+} runlog_replay_info;
+
+/* A JSON-Lines log (text[0..len), a whole file) to the run object that
+ * replays its run number `want` (counted from 1; 0 = the last): the run
+ * object with log-only keys dropped, its change records ("event": "set",
+ * whatever their origin, without "checkpoint") as a schedule at their
+ * versions, the virtual clock, and the stop where the logged run stopped
+ * (the version of its end record, or of its last record) unless it
+ * stopped on its own epochs, steps or target_acc. Records of other runs,
+ * evaluations, captions, checkpoints are skipped. Pure: no I/O. Errors
+ * name the line ("3: ...") or say why (a CSV log, a resumed run). */
+int runlog_replay(const char *text, size_t len, int want, json_t **conf,
+		  runlog_replay_info *info, char *err);
 
 #endif

@@ -289,12 +289,9 @@ start_run(server *s, const run_config *cfg, const run_sched *sched, int n_sched,
 	}
 	s->r = r;
 	s->run_id++;
-	json_t *first = config_to_json(cfg);
 	run_snapshot *s0 = run_snapshot_get(r);
-	json_object_set_new(first, "device", json_string(s0->device));
+	json_t *first = runlog_run_object(cfg, s0->device);
 	run_snapshot_put(s0);
-	json_object_set_new(first, "t", json_real(0));
-	json_object_set_new(first, "v", json_integer(0));
 	json_object_set_new(first, "run", json_integer(s->run_id));
 	if (ckpt)
 		json_object_set_new(first, "resumed", json_true());

@@ -158,6 +158,11 @@ int backend_cpu_new(int nthreads, backend **out);
 double backend_cpu_sgemm_gflops(int m, int n, int k, int blas_threads,
 				double seconds);
 
+/* The OpenBLAS kernel this process uses ("Haswell", "SkylakeX", ...; chosen
+ * by the CPU, or by OPENBLAS_CORETYPE) and the build's configuration text.
+ * Results are bit for bit the same only with the same kernel. */
+void backend_cpu_blas(const char **kernel, const char **config);
+
 /* Output size of a convolution/pooling dimension. */
 static inline int
 conv_out_dim(int in, int k, int stride, int pad)

@@ -862,3 +862,10 @@ out:
 	sl_free_aligned(c);
 	return gf;
 }
+
+void
+backend_cpu_blas(const char **kernel, const char **config)
+{
+	*kernel = openblas_get_corename();
+	*config = openblas_get_config();
+}

@@ -10,6 +10,7 @@
  * run is changed (load_doc). */
 #include "ckpt_fields.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -510,8 +511,17 @@ static int
 load_doc(run *r, ckpt_doc *d, char *err)
 {
 	run *sh = d->sh;
+	/* the stop is the one run_new() was given, so a resumed run may
+	 * stop elsewhere than the checkpointed one would have */
+	run_config keep = r->cfg;
 	r->cfg = d->cfg;
+	r->cfg.stop_epochs = keep.stop_epochs;
+	r->cfg.stop_steps = keep.stop_steps;
+	r->cfg.stop_seconds = keep.stop_seconds;
+	r->cfg.stop_target_acc = keep.stop_target_acc;
 	ckpt_copy_fields(&ckpt_run_tab, r, sh);
+	r->take_limit = keep.stop_epochs > 0
+			? (uint64_t)ceil(keep.stop_epochs * r->data->train.n - 0.5) : 0;
 	r->rule = d->rule;
 	r->t_base = d->wall_s;
 	size_t skip = d->win_n > WINDOW_N ? d->win_n - WINDOW_N : 0;

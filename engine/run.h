@@ -186,7 +186,9 @@ int run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *er
 int run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err);
 
 /* Load a checkpoint into a run made by run_new() from the checkpoint's run
- * object (same model and data), before run_exec(). */
+ * object (same model and data), before run_exec(). The run object becomes
+ * the checkpoint's, except the stop condition: that stays the one given to
+ * run_new() (counted from the original start, like v and epoch). */
 int run_restore(run *r, const uint8_t *buf, size_t len, char *err);
 
 void run_free(run *r);

@@ -1,0 +1,153 @@
+#!/bin/sh
+# Integration tests of what a new user meets first (issue 8): replaying a
+# daemon's log (several runs, live changes, a demo), resuming with new stop
+# flags, bench with any model spec, the OpenBLAS kernel in every log, and
+# error messages of one form.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+echo "integration: cli"
+
+# --- replay a daemon's log --------------------------------------------------
+printf '{"model": "mlp:784-16-10", "dataset": "synthetic:2400", "batch": 16, "workers": 2,\n "eval_every": 50}\n' >"$TMP/s.json"
+start --config "$TMP/s.json" --log "$TMP/serve.jsonl"
+sleep 0.5
+curl -s -X PATCH "$URL/api/v1/run" -d '{"lr": 0.02}' >/dev/null
+curl -s -X PATCH "$URL/api/v1/workers/1" -d '{"delay": {"dist": "const", "mean_ms": 2}}' >/dev/null
+sleep 0.5
+curl -s -X POST "$URL/api/v1/run" -d '{"model": "logreg", "dataset": "synthetic:2400", "workers": 3, "batch": 8}' >/dev/null
+sleep 0.5
+curl -s -X PATCH "$URL/api/v1/run" -d '{"rule": "dcasgd"}' >/dev/null
+sleep 0.3
+kill -TERM $PID; wait $PID
+runs=$(grep -c '"model"' "$TMP/serve.jsonl")
+[ "$runs" -eq 2 ] && ok "daemon log holds two runs" || bad "daemon log holds two runs ($runs)" "$(head -c 600 "$TMP/serve.jsonl")"
+
+expect_exit 0 "replay a daemon's log (the last run)" "$SL" run --replay "$TMP/serve.jsonl" --log "$TMP/r2.jsonl"
+expect_grep 'replaying run 2 of 2' "replay says which run" "$LAST_OUT"
+expect_exit 0 "replay its first run (--run 1)" "$SL" run --replay "$TMP/serve.jsonl" --run 1 --log "$TMP/r1.jsonl" --quiet
+check=$(python3 - "$TMP/serve.jsonl" "$TMP/r1.jsonl" "$TMP/r2.jsonl" <<'PY'
+import json, sys
+src = [json.loads(l) for l in open(sys.argv[1])]
+r1 = [json.loads(l) for l in open(sys.argv[2])]
+r2 = [json.loads(l) for l in open(sys.argv[3])]
+def own(n):
+    return [r for r in src if r.get("run") == n]
+for n, rep in ((1, r1), (2, r2)):
+    orig = own(n)
+    assert rep[0]["model"] == orig[0]["model"] and rep[0]["clock"] == "virtual", rep[0]
+    want = [(r.get("worker"), r["set"], r["v"]) for r in orig if r.get("event") == "set"]
+    got = [(r.get("worker"), r["set"], r["v"]) for r in rep if r.get("event") == "set"]
+    assert want and got == want, (n, want, got)
+    end = [r for r in orig if r.get("event") == "end"][0]
+    assert rep[-1]["event"] == "end" and rep[-1]["v"] == end["v"], (rep[-1], end)
+print("ok")
+PY
+)
+expect_grep '^ok' "replays: same changes at the same versions, same end" "$check"
+
+expect_exit 2 "--run beyond the log" "$SL" run --replay "$TMP/serve.jsonl" --run 3
+expect_grep 'serve.jsonl: --run 3: the log holds 2 runs' "--run beyond says how many" "$LAST_OUT"
+expect_exit 2 "--run without --replay" "$SL" run --run 1
+expect_exit 0 "csv log" "$SL" run --dataset synthetic:600 --model logreg --steps 5 --log "$TMP/x.csv" --log-format csv --quiet
+expect_exit 2 "replay a CSV log" "$SL" run --replay "$TMP/x.csv"
+expect_grep 'x.csv: .*replay needs the JSON-Lines log' "CSV replay says JSONL is needed" "$LAST_OUT"
+
+# a demo's log: captions and demo changes
+cat >"$TMP/demo.json" <<'JSON'
+{"run": {"model": "logreg", "dataset": "synthetic:1200", "workers": 2, "eval_every": 50},
+ "scenes": [{"seconds": 1, "caption": "calm"},
+            {"seconds": 1, "caption": "lr up", "set": {"lr": 0.1}, "workers": [{"id": 1, "set": {"spb_depth": 1}}]}]}
+JSON
+start --demo "$TMP/demo.json" --log "$TMP/demo.jsonl"
+sleep 2.6
+kill -TERM $PID; wait $PID
+expect_grep '"caption"' "demo log has captions" "$(cat "$TMP/demo.jsonl")"
+expect_exit 0 "replay a demo's log, its first loop" "$SL" run --replay "$TMP/demo.jsonl" --run 1 --log "$TMP/rd.jsonl" --quiet
+check=$(python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+sets = [x for x in r if x.get("event") == "set"]
+assert any(x["set"].get("lr") == 0.1 for x in sets) and any(x.get("worker") == 1 for x in sets), sets
+assert not any(x.get("event") == "caption" for x in r)
+print("ok")' "$TMP/rd.jsonl")
+expect_grep '^ok' "demo replay carries the demo changes, no captions" "$check"
+
+# --- the OpenBLAS kernel in every log; replays warn when it differs ---------
+kernel=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["blas"]["kernel"])' "$TMP/r1.jsonl")
+[ -n "$kernel" ] && ok "run log records the BLAS kernel ($kernel)" || bad "run log records the BLAS kernel"
+kernel=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["blas"]["kernel"])' "$TMP/serve.jsonl")
+[ -n "$kernel" ] && ok "daemon log records the BLAS kernel" || bad "daemon log records the BLAS kernel"
+python3 - "$TMP/r1.jsonl" "$TMP/other.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+first = json.loads(lines[0]); first["blas"]["kernel"] = "NoSuchCore"
+open(sys.argv[2], "w").write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+PY
+expect_exit 0 "replay of another kernel's log" "$SL" run --replay "$TMP/other.jsonl" --steps 5 --quiet --log /dev/null
+expect_grep 'warning: .*NoSuchCore' "replay warns of another BLAS kernel" "$LAST_OUT"
+expect_exit 0 "replay of this kernel's log" "$SL" run --replay "$TMP/r1.jsonl" --steps 5 --quiet --log /dev/null
+[ -z "$(printf '%s' "$LAST_OUT" | grep warning)" ] && ok "no warning for the same kernel" || bad "no warning for the same kernel" "$LAST_OUT"
+head -n 1 "$TMP/r1.jsonl" >"$TMP/first.json"
+expect_exit 0 "a log's first record reads back as --config" "$SL" run --config "$TMP/first.json" --steps 5 --quiet --log /dev/null
+
+# --- resume: flags on the command line win ------------------------------------
+printf '{"model": "mlp:784-16-10", "dataset": "synthetic:2400", "batch": 16, "workers": 2, "clock": "virtual",\n "eval_every": 50, "stop": {"steps": 300}, "schedule": [{"at": {"v": 100}, "set": {"checkpoint": "%s"}}]}\n' "$TMP/h.ckpt" >"$TMP/h.json"
+expect_exit 0 "headless run with a checkpoint" "$SL" run --config "$TMP/h.json" --log /dev/null --quiet
+endv() { python3 -c 'import json,sys; r=[json.loads(l) for l in open(sys.argv[1])]; e=r[-1]; print(e["event"], e["v"], e["stop"], round(e["epoch"], 4))' "$1"; }
+expect_exit 0 "resume --steps 900" "$SL" run --resume "$TMP/h.ckpt" --steps 900 --log "$TMP/res.jsonl" --quiet
+expect_grep '^end 900 steps' "resume --steps 900 goes past the old stop" "$(endv "$TMP/res.jsonl")"
+expect_exit 0 "resume --steps 150" "$SL" run --resume "$TMP/h.ckpt" --steps 150 --log "$TMP/res.jsonl" --quiet
+expect_grep '^end 150 steps' "resume --steps 150 stops before the old stop" "$(endv "$TMP/res.jsonl")"
+expect_exit 0 "resume --epochs 2.5" "$SL" run --resume "$TMP/h.ckpt" --epochs 2.5 --log "$TMP/res.jsonl" --quiet
+expect_grep '^end [0-9]+ epochs 2.5$' "resume --epochs 2.5 stops at epoch 2.5" "$(endv "$TMP/res.jsonl")"
+expect_exit 0 "resume --seconds 0.02 (virtual)" "$SL" run --resume "$TMP/h.ckpt" --seconds 0.02 --log "$TMP/res.jsonl" --quiet
+expect_grep '^end [0-9]+ seconds' "resume --seconds stops on seconds" "$(endv "$TMP/res.jsonl")"
+expect_exit 0 "resume without a stop keeps the checkpoint's" "$SL" run --resume "$TMP/h.ckpt" --log "$TMP/res.jsonl" --quiet
+expect_grep '^end 300 steps' "the checkpoint's own stop" "$(endv "$TMP/res.jsonl")"
+expect_exit 0 "resume with --lr and --workers" "$SL" run --resume "$TMP/h.ckpt" --steps 120 --lr 0.01 --workers 3 --log "$TMP/res.jsonl" --quiet
+check=$(python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+assert r[0]["resumed"] is True and r[0]["stop"] == {"steps": 120}, r[0]
+s = [x for x in r if x.get("event") == "set"]
+assert s[0]["origin"] == "resume" and s[0]["v"] == 100 and s[0]["set"] == {"lr": 0.01, "workers": 3}, s
+print("ok")' "$TMP/res.jsonl")
+expect_grep '^ok' "resume changes are logged at the checkpoint's version" "$check"
+expect_exit 2 "resume cannot change the model" "$SL" run --resume "$TMP/h.ckpt" --model logreg
+expect_grep 'stalelab run: --model: .*differs' "model change refused, naming the flag" "$LAST_OUT"
+expect_exit 2 "resume cannot change the seed" "$SL" run --resume "$TMP/h.ckpt" --seed 9
+expect_exit 2 "resume with --config" "$SL" run --resume "$TMP/h.ckpt" --config "$TMP/h.json"
+
+# a daemon's checkpoint has no stop: --steps 1 stops it at once
+start --config "$TMP/s.json"
+sleep 0.5
+curl -s -X POST "$URL/api/v1/checkpoint" -d "{\"path\": \"$TMP/d.ckpt\"}" >/dev/null
+kill -TERM $PID; wait $PID
+expect_exit 0 "resume a daemon's checkpoint with --steps 1" timeout 30 "$SL" run --resume "$TMP/d.ckpt" --steps 1 --log "$TMP/dres.jsonl" --quiet
+expect_grep '^end [0-9]+ steps' "it stops at once" "$(endv "$TMP/dres.jsonl")"
+expect_exit 2 "resume a daemon's checkpoint without a stop" timeout 30 "$SL" run --resume "$TMP/d.ckpt"
+expect_grep 'no stop' "says a stop is needed" "$LAST_OUT"
+
+# --- bench: any model spec, unknown ones refused ------------------------------
+for m in logreg mlp:784-64-10; do
+	expect_exit 0 "bench --model $m" "$SL" bench --model $m -S 0.2 -d synthetic:600 -t 1
+	expect_grep "\"model\":\"$m\"" "bench --model $m prints its figures" "$LAST_OUT"
+done
+expect_exit 2 "bench --model foo" "$SL" bench --model foo -d synthetic:600
+expect_grep 'stalelab bench: model: unknown "foo"' "unknown model named" "$LAST_OUT"
+expect_exit 2 "bench model/data mismatch" "$SL" bench --model mlp:100-10 -d synthetic:600
+
+# --- messages of one form -------------------------------------------------------
+expect_exit 2 "run: unknown option" "$SL" run --no-such-flag
+expect_grep "^stalelab run: unknown option '--no-such-flag'" "run: unknown option in one form" "$LAST_OUT"
+expect_exit 2 "run: option without its value" "$SL" run --lr
+expect_grep "^stalelab run: option '--lr' needs a value" "run: missing value in one form" "$LAST_OUT"
+expect_exit 2 "bench: unknown option" "$SL" bench --nope
+expect_grep "^stalelab bench: unknown option '--nope'" "bench: unknown option in one form" "$LAST_OUT"
+expect_exit 2 "run: missing config" "$SL" run --config "$TMP/nope.json"
+n=$(printf '%s\n' "$LAST_OUT" | grep -o 'nope.json' | wc -l)
+[ "$n" -eq 1 ] && ok "missing config named once" || bad "missing config named once ($n)" "$LAST_OUT"
+expect_exit 2 "run: missing checkpoint" "$SL" run --resume "$TMP/nope.ckpt"
+expect_grep "^stalelab run: .*nope.ckpt" "missing checkpoint named" "$LAST_OUT"
+
+finish cli

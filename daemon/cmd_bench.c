@@ -20,7 +20,9 @@ static const char bench_usage[] =
 	"LeNet-5 (plain SGD, lr 0.05, batch 64), GFLOP/s achieved, and OpenBLAS's\n"
 	"own sgemm on the same shapes. Prints a table and one JSON line per figure.\n"
 	"\n"
-	"  -m, --model SPEC   only this model (default: mlp:784-256-128-10, lenet5)\n"
+	"  -m, --model SPEC   only this model: any spec `stalelab run` takes (logreg,\n"
+	"                     mlp:784-64-10, lenet5; default: mlp:784-256-128-10\n"
+	"                     and lenet5)\n"
 	"  -t, --threads N    compute threads (default: all cores)\n"
 	"  -S, --seconds X    measuring time per figure (default 4)\n"
 	"  -d, --dataset SPEC data (default fashion-mnist)\n"
@@ -178,6 +180,34 @@ print_layers(model *m, double seconds)
 	       m->prof_loss / steps * 1e6, "", 100 * m->prof_loss / total);
 }
 
+/* The model's main GEMM shape (m x n x k), for the OpenBLAS reference:
+ * LeNet-5's first convolution as im2col does it, else the dense layer
+ * with the most FLOPs at batch 64. */
+static void
+main_gemm(const model *m, int mnk[3])
+{
+	layer_info info[MODEL_MAX_LAYERS];
+	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	mnk[0] = 64;
+	mnk[1] = 10;
+	mnk[2] = m->in_dim;
+	if (!strcmp(m->spec, "lenet5")) {
+		mnk[0] = 16;
+		mnk[1] = 64 * 100;
+		mnk[2] = 150;
+		return;
+	}
+	double best = -1;
+	for (int i = 0; i < nl; i++) {
+		const layer_info *l = &info[i];
+		if (strcmp(l->name, "dense") || !l->act_floats || l->flops_fwd <= best)
+			continue;
+		best = l->flops_fwd;
+		mnk[1] = (int)l->act_floats;
+		mnk[2] = (int)((l->n_params - l->act_floats) / l->act_floats);
+	}
+}
+
 int
 cmd_bench(int argc, char **argv)
 {
@@ -196,7 +226,8 @@ cmd_bench(int argc, char **argv)
 	double seconds = 4;
 	unsigned long long u;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "m:t:S:d:LAh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': only = optarg; break;
 		case 'd': dspec = optarg; break;
@@ -216,7 +247,7 @@ cmd_bench(int argc, char **argv)
 		case 'L': layers = 1; break;
 		case 'A': async = 1; break;
 		case 'h': fputs(bench_usage, stdout); return 0;
-		default: fprintf(stderr, "Try 'stalelab bench --help'.\n"); return 2;
+		default: return cli_bad_option("bench", opt, argv);
 		}
 	}
 	if (optind < argc) {
@@ -229,16 +260,20 @@ cmd_bench(int argc, char **argv)
 		fprintf(stderr, "stalelab bench: %s\n", err);
 		return 2;
 	}
-	const char *models[] = {"mlp:784-256-128-10", "lenet5"};
-	/* main GEMM shape of each model, for the OpenBLAS reference */
-	const int shapes[][3] = {{64, 256, 784}, {16, 64 * 100, 150}};
+	/* the default pair, or the one model asked for (any spec the engine
+	 * accepts; an unknown one is a usage error) */
+	const char *models[2] = {"mlp:784-256-128-10", "lenet5"};
+	int n_models = 2;
+	if (only) {
+		models[0] = only;
+		n_models = 1;
+	}
 	int code = 0;
-	for (int i = 0; i < 2; i++) {
-		if (only && strcmp(only, models[i]))
-			continue;
+	for (int i = 0; i < n_models; i++) {
 		backend *be;
 		model *m;
 		if (backend_cpu_new(threads, &be) < 0) {
+			fprintf(stderr, "stalelab bench: cannot start %d compute threads\n", threads);
 			code = 1;
 			break;
 		}
@@ -249,19 +284,20 @@ cmd_bench(int argc, char **argv)
 			code = 2;
 			break;
 		}
+		int mnk[3];
+		main_gemm(m, mnk);
 		double sps = measure(m, &d.train, seconds);
 		double gf = sps * model_step_flops(m, 0) * 1e-9;
-		double ref = backend_cpu_sgemm_gflops(shapes[i][0], shapes[i][1],
-						      shapes[i][2], threads,
+		double ref = backend_cpu_sgemm_gflops(mnk[0], mnk[1], mnk[2], threads,
 						      seconds / 2);
 		printf("%-20s %2d thr  %9.0f samples/s  %6.1f GFLOP/s  "
 		       "(OpenBLAS sgemm %dx%dx%d: %.1f GFLOP/s, ratio %.2f)\n",
-		       models[i], threads, sps, gf, shapes[i][0], shapes[i][1],
-		       shapes[i][2], ref, ref > 0 ? gf / ref : 0);
+		       models[i], threads, sps, gf, mnk[0], mnk[1], mnk[2], ref,
+		       ref > 0 ? gf / ref : 0);
 		printf("{\"bench\":\"train\",\"model\":\"%s\",\"threads\":%d,"
 		       "\"samples_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_gflops\":%.2f,"
 		       "\"step_mflop_per_sample\":%.4f}\n",
-		       models[i], threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
+		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
 		if (layers)
 			print_layers(m, seconds);
 		if (async) {

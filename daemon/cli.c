@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sl.h"
+
 int
 cli_double(const char *s, double *out)
 {
@@ -60,4 +62,17 @@ cli_bad_option(const char *cmd, int opt, char **argv)
 		fprintf(stderr, "stalelab %s: unknown option '%s'\n", cmd, buf);
 	fprintf(stderr, "Try 'stalelab %s --help'.\n", cmd);
 	return 2;
+}
+
+int
+cli_read_json(const char *path, json_t **out, char *err)
+{
+	json_error_t je;
+	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+	if (*out)
+		return 0;
+	if (je.line < 1) /* not opened or not read: jansson's text names it */
+		return sl_fail(err, SL_EINVAL, "%s", je.text);
+	return sl_fail(err, SL_EINVAL, "%s: line %d, column %d: %s", path, je.line,
+		       je.column, je.text);
 }

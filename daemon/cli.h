@@ -3,6 +3,8 @@
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
+#include <jansson.h>
+
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
@@ -15,6 +17,10 @@ int cli_u64(const char *s, unsigned long long *out);
  * ':': print "stalelab CMD: unknown option '--x'" or "...: option '--x'
  * needs a value" and the --help hint; returns 2. */
 int cli_bad_option(const char *cmd, int opt, char **argv);
+
+/* Read a JSON file (duplicate keys refused). Errors name the file once:
+ * "FILE: line L, column C: what" or "unable to open FILE: why". */
+int cli_read_json(const char *path, json_t **out, char *err);
 
 /* Number of online CPUs (at least 1). */
 int cli_ncpu(void);

@@ -372,26 +372,11 @@ apply_flag(run_config *cfg, const char *flag, const char *key,
 	return 0;
 }
 
-/* Read a JSON file into a jansson value; errors name the file once. */
-static int
-read_json_file(const char *path, json_t **out, char *err)
-{
-	json_error_t je;
-	*out = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
-	if (!*out) {
-		if (je.line < 1) /* not opened or not read: jansson's text names it */
-			return sl_fail(err, SL_EINVAL, "%s", je.text);
-		return sl_fail(err, SL_EINVAL, "%s: line %d, column %d: %s", path,
-			       je.line, je.column, je.text);
-	}
-	return 0;
-}
-
 static int
 load_config_file(const char *path, run_config *cfg, json_t **keep, char *err)
 {
 	json_t *obj;
-	int rc = read_json_file(path, &obj, err);
+	int rc = cli_read_json(path, &obj, err);
 	if (rc < 0)
 		return rc;
 	if (json_is_object(obj))

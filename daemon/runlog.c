@@ -17,7 +17,7 @@ runlog_open(runlog *l, const char *path, const char *format, int append,
 	memset(l, 0, sizeof(*l));
 	if (format && strcmp(format, "jsonl") && strcmp(format, "csv"))
 		return sl_fail(err, SL_EINVAL,
-			       "log-format: unknown \"%s\" (expected jsonl or csv)", format);
+			       "--log-format: unknown \"%s\" (expected jsonl or csv)", format);
 	l->csv = format && !strcmp(format, "csv");
 	if (!path || !strcmp(path, "-")) {
 		l->f = stdout;
@@ -28,7 +28,7 @@ runlog_open(runlog *l, const char *path, const char *format, int append,
 	if (l->f && append && ftell(l->f) > 0)
 		l->header_done = 1;
 	if (!l->f)
-		return sl_fail(err, SL_EIO, "log: cannot open %s: %s", path,
+		return sl_fail(err, SL_EIO, "--log: cannot open %s: %s", path,
 			       strerror(errno));
 	l->own = 1;
 	snprintf(l->path, sizeof(l->path), "%s", path);

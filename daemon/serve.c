@@ -1035,7 +1035,8 @@ cmd_serve(int argc, char **argv)
 	if (!s)
 		return 1;
 	optind = 1;
-	while ((opt = getopt_long(argc, argv, "L:c:T:l:D:X:K:R:F:Mqh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":L:c:T:l:D:X:K:R:F:Mqh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'L': listen_spec = optarg; break;
 		case 'c': config_path = optarg; break;
@@ -1049,7 +1050,7 @@ cmd_serve(int argc, char **argv)
 		case 'M': want_demo = 1; break;
 		case 'q': s->quiet = 1; break;
 		case 'h': fputs(serve_usage, stdout); free(s); return 0;
-		default: fprintf(stderr, "Try 'stalelab serve --help'.\n"); free(s); return 2;
+		default: free(s); return cli_bad_option("serve", opt, argv);
 		}
 	}
 	if (want_demo && optind < argc)
@@ -1067,11 +1068,9 @@ cmd_serve(int argc, char **argv)
 	if (want_demo) {
 		int drc;
 		if (demo_path) {
-			json_error_t je;
-			json_t *dj = json_load_file(demo_path, JSON_REJECT_DUPLICATES, &je);
-			if (!dj) {
-				fprintf(stderr, "stalelab serve: %s: line %d, column %d: %s\n",
-					demo_path, je.line, je.column, je.text);
+			json_t *dj;
+			if (cli_read_json(demo_path, &dj, err) < 0) {
+				fprintf(stderr, "stalelab serve: %s\n", err);
 				free(s);
 				return 2;
 			}
@@ -1103,11 +1102,8 @@ cmd_serve(int argc, char **argv)
 	serve_defaults(&cfg);
 	json_t *conf = NULL;
 	if (config_path) {
-		json_error_t je;
-		conf = json_load_file(config_path, JSON_REJECT_DUPLICATES, &je);
-		if (!conf) {
-			fprintf(stderr, "stalelab serve: %s: line %d, column %d: %s\n",
-				config_path, je.line, je.column, je.text);
+		if (cli_read_json(config_path, &conf, err) < 0) {
+			fprintf(stderr, "stalelab serve: %s\n", err);
 			free(s);
 			return 2;
 		}
@@ -1152,7 +1148,7 @@ cmd_serve(int argc, char **argv)
 		if (runlog_open(&s->log, log_path, log_format, 1, err) < 0) {
 			fprintf(stderr, "stalelab serve: %s\n", err);
 			free(sched);
-			code = 2;
+			code = 1; /* as `stalelab run`: a runtime failure */
 			goto out;
 		}
 		s->have_log = 1;

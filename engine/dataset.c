@@ -677,9 +677,45 @@ find_file(char *path, size_t cap, const char *dir, const char *const *names,
 }
 
 /* One IDX split: image and label files, each under its usual spellings. */
+/* Labels number the classes 0..N-1. A label above a gap that no training
+ * sample fills, or beyond the training set's classes in the test split,
+ * is out of range (a corrupt byte), not a class of its own. */
+static int
+check_labels(dataset *d, const char *path, const dataset *train, char *err)
+{
+	unsigned limit = 10;
+	if (train) {
+		limit = (unsigned)train->classes;
+	} else if (d->classes > 10) {
+		unsigned char seen[256] = {0};
+		for (uint32_t i = 0; i < d->n; i++)
+			seen[d->y[i]] = 1;
+		while (limit < 256 && seen[limit])
+			limit++;
+	}
+	if ((int)limit >= d->classes)
+		return 0;
+	for (uint32_t i = 0; i < d->n; i++) {
+		unsigned y = d->y[i];
+		if (y < limit)
+			continue;
+		ds_free(d);
+		if (train)
+			return sl_fail(err, SL_EFORMAT,
+				       "%s: label %u of sample %lu is out of range: the training "
+				       "set's labels are 0..%u", path, y, (unsigned long)i, limit - 1);
+		return sl_fail(err, SL_EFORMAT,
+			       "%s: label %u of sample %lu is out of range: no training sample "
+			       "has label %u (labels number the classes 0..N-1)",
+			       path, y, (unsigned long)i, limit);
+	}
+	return 0;
+}
+
 static int
 load_idx_split(const char *dir, const char *const img_names[2],
-	       const char *const lab_names[2], dataset *out, char *err)
+	       const char *const lab_names[2], const dataset *train,
+	       dataset *out, char *err)
 {
 	char ipath[4096], lpath[4096];
 	uint8_t *img = NULL, *lab = NULL;
@@ -692,6 +728,8 @@ load_idx_split(const char *dir, const char *const img_names[2],
 	    (rc = ds_read_file(lpath, DS_MAX_FILE, &lab, &llen, err)))
 		goto done;
 	rc = parse_idx_named(img, ilen, ipath, lab, llen, lpath, out, err);
+	if (!rc)
+		rc = check_labels(out, lpath, train, err);
 done:
 	free(img);
 	free(lab);
@@ -709,9 +747,9 @@ load_idx_dir(const char *dir, dataset_pair *out, char *err)
 						"t10k-images.idx3-ubyte"};
 	static const char *const test_lab[2] = {"t10k-labels-idx1-ubyte",
 						"t10k-labels.idx1-ubyte"};
-	int rc = load_idx_split(dir, train_img, train_lab, &out->train, err);
+	int rc = load_idx_split(dir, train_img, train_lab, NULL, &out->train, err);
 	if (!rc)
-		rc = load_idx_split(dir, test_img, test_lab, &out->test, err);
+		rc = load_idx_split(dir, test_img, test_lab, &out->train, &out->test, err);
 	return rc;
 }
 

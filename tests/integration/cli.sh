@@ -138,16 +138,46 @@ expect_grep 'stalelab bench: model: unknown "foo"' "unknown model named" "$LAST_
 expect_exit 2 "bench model/data mismatch" "$SL" bench --model mlp:100-10 -d synthetic:600
 
 # --- messages of one form -------------------------------------------------------
-expect_exit 2 "run: unknown option" "$SL" run --no-such-flag
-expect_grep "^stalelab run: unknown option '--no-such-flag'" "run: unknown option in one form" "$LAST_OUT"
 expect_exit 2 "run: option without its value" "$SL" run --lr
 expect_grep "^stalelab run: option '--lr' needs a value" "run: missing value in one form" "$LAST_OUT"
 expect_exit 2 "bench: unknown option" "$SL" bench --nope
 expect_grep "^stalelab bench: unknown option '--nope'" "bench: unknown option in one form" "$LAST_OUT"
-expect_exit 2 "run: missing config" "$SL" run --config "$TMP/nope.json"
-n=$(printf '%s\n' "$LAST_OUT" | grep -o 'nope.json' | wc -l)
-[ "$n" -eq 1 ] && ok "missing config named once" || bad "missing config named once ($n)" "$LAST_OUT"
-expect_exit 2 "run: missing checkpoint" "$SL" run --resume "$TMP/nope.ckpt"
-expect_grep "^stalelab run: .*nope.ckpt" "missing checkpoint named" "$LAST_OUT"
+
+# the same mistake, the same exit status and form in run and serve
+for cmd in run serve; do
+	expect_exit 2 "$cmd: unknown option" "$SL" $cmd --no-such-flag
+	expect_grep "^stalelab $cmd: unknown option '--no-such-flag'" "$cmd: unknown option in one form" "$LAST_OUT"
+	expect_exit 2 "$cmd: missing config" "$SL" $cmd --config "$TMP/nope.json"
+	expect_grep "^stalelab $cmd: unable to open .*nope.json: No such file" "$cmd: missing config in one form" "$LAST_OUT"
+	n=$(printf '%s\n' "$LAST_OUT" | grep -o 'nope.json' | wc -l)
+	[ "$n" -eq 1 ] && ok "$cmd: missing config named once" || bad "$cmd: missing config named once ($n)" "$LAST_OUT"
+	expect_exit 2 "$cmd: missing checkpoint" "$SL" $cmd --resume "$TMP/nope.ckpt"
+	expect_grep "^stalelab $cmd: .*nope.ckpt" "$cmd: missing checkpoint named" "$LAST_OUT"
+	stop=; [ $cmd = run ] && stop="--steps 5"
+	expect_exit 1 "$cmd: unwritable log" timeout 20 "$SL" $cmd --config "$TMP/s.json" $stop --log /nonexistent/x.jsonl --quiet
+	expect_grep "^stalelab $cmd: --log: cannot open /nonexistent/x.jsonl" "$cmd: unwritable log named" "$LAST_OUT"
+done
+
+# a label byte out of range is reported as such
+mkdir -p "$TMP/idx"
+python3 - "$TMP/idx" 200 <<'PY'
+import struct, sys
+d, bad = sys.argv[1], int(sys.argv[2])
+def imgs(n): return struct.pack(">IIII", 0x803, n, 28, 28) + bytes(n * 784)
+def labs(l): return struct.pack(">II", 0x801, len(l)) + bytes(l)
+open(d + "/train-images-idx3-ubyte", "wb").write(imgs(20))
+open(d + "/train-labels-idx1-ubyte", "wb").write(labs([i % 10 for i in range(19)] + [bad]))
+open(d + "/t10k-images-idx3-ubyte", "wb").write(imgs(5))
+open(d + "/t10k-labels-idx1-ubyte", "wb").write(labs([1, 2, 3, 47, 5]))
+PY
+expect_exit 2 "idx: a label byte out of range" "$SL" run --dataset "idx:$TMP/idx" --steps 2
+expect_grep 'train-labels-idx1-ubyte: label 200 of sample 19 is out of range' "the label, sample and file are named" "$LAST_OUT"
+printf '%s' "$LAST_OUT" | grep -Eq '[0-9]+ classes' && bad "not reported as a class count" "$LAST_OUT" || ok "not reported as a class count"
+python3 - "$TMP/idx" 3 <<'PY'
+import struct, sys
+open(sys.argv[1] + "/train-labels-idx1-ubyte", "wb").write(struct.pack(">II", 0x801, 20) + bytes([i % 10 for i in range(20)]))
+PY
+expect_exit 2 "idx: a test label beyond the training set's" "$SL" run --dataset "idx:$TMP/idx" --steps 2
+expect_grep "t10k-labels-idx1-ubyte: label 47 of sample 3 is out of range: the training set's labels are 0..9" "test label out of range named" "$LAST_OUT"
 
 finish cli

@@ -49,7 +49,7 @@ help:
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
 	@echo "make asan           the tests under ASan+UBSan"
 	@echo "make valgrind       the unit suites under memcheck (cases tagged slow left out)"
-	@echo "make install        PREFIX=/usr/local DESTDIR=: binary, man page, systemd unit"
+	@echo "make install        PREFIX=/usr/local DESTDIR=: binary, man page, docs, systemd unit"
 	@echo "make clean"
 
 # Install the Debian packages we need; quick when everything is present.
@@ -150,20 +150,23 @@ valgrind: deps
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# the docs the man page points to, installed in PREFIX/share/doc/stalelab
+DOCS    := docs/api.md docs/formats.md docs/rules.md docs/performance.md
 install: all
 	@$(MAKE) --no-print-directory install-files
 
 # install what is built, without building (the tests use this)
 install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/stalelab
+		$(DESTDIR)$(PREFIX)/share/stalelab $(DESTDIR)$(PREFIX)/share/doc/stalelab
 	install -m 755 $(BUILD)/stalelab $(DESTDIR)$(PREFIX)/bin/stalelab
 	install -m 644 docs/stalelab.1 $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
 	install -m 644 docs/stalelab.service $(DESTDIR)$(PREFIX)/share/stalelab/stalelab.service
+	install -m 644 README.md $(DOCS) $(DESTDIR)$(PREFIX)/share/doc/stalelab/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stalelab $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
-	rm -rf $(DESTDIR)$(PREFIX)/share/stalelab
+	rm -rf $(DESTDIR)$(PREFIX)/share/stalelab $(DESTDIR)$(PREFIX)/share/doc/stalelab
 
 clean:
 	rm -rf build build-asan build-vg

@@ -4,7 +4,7 @@
 # LeNet-5, 5 epochs each.   bench/accuracy.sh BUILD_DIR
 build=${1:-build}
 SL=$build/stalelab
-PEER=${PEER:-../shared/peers/torch_fmnist.py}
+PEER=${PEER:-bench/peers/torch_fmnist.py}
 EPOCHS=${EPOCHS:-5}
 out=${BENCH_OUT:-$build/bench}
 mkdir -p "$out"

@@ -2,25 +2,36 @@
 # make bench: the engine's throughput next to the PyTorch peer, measured in
 # the same run, interleaved (engine, peer, engine, peer, ...) so that a noisy
 # neighbour hurts both; medians and ratios at the end.
-#   bench/run.sh BUILD_DIR        (ROUNDS=3 SECONDS_PER=4 by default)
-# The peer is ../shared/peers/torch_fmnist.py (PEER=path to override); it
-# needs python3-torch and python3-numpy, installed here if missing.
+#   bench/run.sh BUILD_DIR        (ROUNDS=3 SECONDS_PER=4 by default;
+#                                 PEER_CHECK_ONLY=1: only the peer check)
+# The peer is bench/peers/torch_fmnist.py (PEER=path to override); it needs
+# python3-torch and python3-numpy, installed here if missing (as root); without
+# them the engine's figures come alone, with a line that says how to get them.
 build=${1:-build}
 SL=$build/stalelab
 ROUNDS=${ROUNDS:-3}
 SECONDS_PER=${SECONDS_PER:-4}
-PEER=${PEER:-../shared/peers/torch_fmnist.py}
+PEER=${PEER:-bench/peers/torch_fmnist.py}
 out=${BENCH_OUT:-$build/bench}
 mkdir -p "$out"
 
 have_peer=1
 if [ ! -f "$PEER" ]; then
-	echo "bench: no peer at $PEER; engine figures only"; have_peer=0
+	echo "bench: no PyTorch peer at $PEER: engine figures only."
+	echo "bench: the peer is bench/peers/torch_fmnist.py in the source tree; run make bench"
+	echo "bench: from there, or give its path: make bench PEER=/path/to/torch_fmnist.py"
+	have_peer=0
 elif ! /usr/bin/python3 -c 'import torch, numpy' 2>/dev/null; then
-	echo "bench: installing python3-torch python3-numpy for the peer"
+	echo "bench: installing python3-torch python3-numpy for the PyTorch peer"
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-torch python3-numpy >/dev/null 2>&1 ||
-		{ echo "bench: could not install the peer's packages"; have_peer=0; }
+		{ echo "bench: could not install the peer's packages: engine figures only."
+		  echo "bench: to compare with PyTorch, install them (as root) and run make bench again:"
+		  echo "bench:   apt-get install python3-torch python3-numpy"
+		  have_peer=0; }
 fi
+
+# PEER_CHECK_ONLY=1: say whether the peer is there (and how to get it), no more
+[ -n "$PEER_CHECK_ONLY" ] && { [ $have_peer = 1 ] && echo "bench: peer $PEER ready"; exit 0; }
 
 echo "== engine: one worker, all cores (stalelab bench) =="
 "$SL" bench -S "$SECONDS_PER" -L -A | tee "$out/engine-layers.txt" | grep -v '^{'

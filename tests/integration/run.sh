@@ -132,6 +132,29 @@ root="$TMP/root"
 make -s -C "$(dirname "$0")/../.." install-files DESTDIR="$root" PREFIX=/usr BUILD="$(cd "$(dirname "$SL")" && pwd)" >/dev/null 2>&1
 [ -x "$root/usr/bin/stalelab" ] && [ -f "$root/usr/share/man/man1/stalelab.1" ] && [ -f "$root/usr/share/stalelab/stalelab.service" ] &&
 	ok "make install (DESTDIR, PREFIX)" || bad "make install" "$(find "$root" 2>/dev/null)"
+# every doc the man page points to is installed
+missing=""
+for f in $(sed -n '/^\.SH FILES/,/^\.SH EXIT/p' "$root/usr/share/man/man1/stalelab.1" | grep -o '[a-z]*\.md'); do
+	[ -f "$root/usr/share/doc/stalelab/$f" ] || missing="$missing $f"
+done
+[ -z "$missing" ] && ok "make install installs the docs the man page names" || bad "docs the man page names are installed (missing:$missing)"
+grep -q '^\.SH OPTIONS' "$root/usr/share/man/man1/stalelab.1" && ok "the man page has an OPTIONS section" ||
+	bad "the man page has an OPTIONS section"
+unit="$root/usr/share/stalelab/stalelab.service"
+grep -q '^EnvironmentFile=.*token' "$unit" && grep -q 'STALELAB_TOKEN=' "$unit" && ! grep -q -- '--token' "$unit" &&
+	ok "the systemd unit shows where the token goes (STALELAB_TOKEN in an EnvironmentFile)" ||
+	bad "the systemd unit shows where the token goes" "$(cat "$unit")"
 "$root/usr/bin/stalelab" --version | grep -q '^stalelab ' && ok "installed binary runs" || bad "installed binary runs"
+
+# make bench without the PyTorch peer says how to get it
+out=$(cd "$(dirname "$0")/../.." && PEER=/nonexistent/peer.py PEER_CHECK_ONLY=1 sh bench/run.sh "$(dirname "$SL")" 2>&1)
+expect_grep 'no PyTorch peer at /nonexistent/peer.py' "bench without the peer says so" "$out"
+expect_grep 'make bench PEER=' "bench without the peer says how to get it" "$out"
+[ -f "$(dirname "$0")/../../bench/peers/torch_fmnist.py" ] && ok "the peer is in the source tree" || bad "the peer is in the source tree"
+
+# README and docs link nothing outside the repository
+top=$(cd "$(dirname "$0")/../.." && pwd)
+outside=$(grep -n '\.\./shared\|\](\.\./\|/work/' "$top/README.md" "$top"/docs/*.md "$top"/docs/stalelab.1 "$top"/bench/*.sh 2>/dev/null)
+[ -z "$outside" ] && ok "docs link nothing outside the repository" || bad "docs link nothing outside the repository" "$outside"
 
 finish run

@@ -82,10 +82,14 @@ have_test=0
 while IFS= read -r cmd; do
 	case $cmd in
 	"make run"*)
-		setsid sh -c "exec make run PORT=$PORT ARGS='--log build/serve.jsonl'" >"$TMP/daemon.out" 2>&1 </dev/null &
-		DAEMON=$!
+		# a session of its own, so one signal reaches make and the daemon
+		setsid sh -c "echo \$\$ >'$TMP/pgid'; exec make run PORT=$PORT ARGS='--log build/serve.jsonl'" \
+			>"$TMP/daemon.out" 2>&1 </dev/null &
 		i=0
-		while ! grep -q 'listening on' "$TMP/daemon.out" && kill -0 $DAEMON 2>/dev/null && [ $i -lt 6000 ]; do
+		while [ ! -s "$TMP/pgid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+		DAEMON=$(cat "$TMP/pgid")
+		i=0
+		while ! grep -q 'listening on' "$TMP/daemon.out" && kill -0 -- "-$DAEMON" 2>/dev/null && [ $i -lt 6000 ]; do
 			sleep 0.1; i=$((i + 1))
 		done
 		grep -q 'listening on' "$TMP/daemon.out" && ok "$cmd (builds, the daemon listens)" ||

@@ -22,7 +22,7 @@ FAIL=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/slwalk.XXXXXX")
 DAEMON=""
 cleanup() {
-	[ -n "$DAEMON" ] && kill -TERM -- "-$DAEMON" 2>/dev/null
+	[ -n "$DAEMON" ] && kill -TERM "-$DAEMON" 2>/dev/null
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
@@ -59,9 +59,9 @@ echo "readme-walk: $(wc -l <"$TMP/cmds") commands in README.md; daemon port $POR
 
 stop_daemon() {
 	[ -n "$DAEMON" ] || return
-	kill -TERM -- "-$DAEMON" 2>/dev/null
+	kill -TERM "-$DAEMON" 2>/dev/null
 	i=0
-	while kill -0 -- "-$DAEMON" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
+	while kill -0 "-$DAEMON" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
 	grep -q 'stopping' "$TMP/daemon.out" && ok "the daemon stops cleanly on SIGTERM" ||
 		bad "the daemon stops cleanly on SIGTERM" "$(cat "$TMP/daemon.out")"
 	DAEMON=""
@@ -89,7 +89,7 @@ while IFS= read -r cmd; do
 		while [ ! -s "$TMP/pgid" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
 		DAEMON=$(cat "$TMP/pgid")
 		i=0
-		while ! grep -q 'listening on' "$TMP/daemon.out" && kill -0 -- "-$DAEMON" 2>/dev/null && [ $i -lt 6000 ]; do
+		while ! grep -q 'listening on' "$TMP/daemon.out" && kill -0 "-$DAEMON" 2>/dev/null && [ $i -lt 6000 ]; do
 			sleep 0.1; i=$((i + 1))
 		done
 		grep -q 'listening on' "$TMP/daemon.out" && ok "$cmd (builds, the daemon listens)" ||

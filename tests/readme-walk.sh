@@ -25,7 +25,7 @@ cleanup() {
 	[ -n "$DAEMON" ] && kill -TERM "-$DAEMON" 2>/dev/null
 	rm -rf "$TMP"
 }
-trap cleanup EXIT
+trap cleanup EXIT INT TERM
 ok() { PASS=$((PASS + 1)); echo "  ok   $1"; }
 bad() { FAIL=$((FAIL + 1)); echo "  FAIL $1"; [ -n "$2" ] && printf '%s\n' "$2" | tail -n 15 | sed 's/^/       /'; }
 
@@ -57,13 +57,15 @@ for line in open(sys.argv[1]):
 PY
 echo "readme-walk: $(wc -l <"$TMP/cmds") commands in README.md; daemon port $PORT"
 
+# Ctrl-C, as the README says: SIGINT to make and the daemon together
 stop_daemon() {
 	[ -n "$DAEMON" ] || return
-	kill -TERM "-$DAEMON" 2>/dev/null
+	kill -INT "-$DAEMON" 2>/dev/null
 	i=0
 	while kill -0 "-$DAEMON" 2>/dev/null && [ $i -lt 300 ]; do sleep 0.1; i=$((i + 1)); done
-	grep -q 'stopping' "$TMP/daemon.out" && ok "the daemon stops cleanly on SIGTERM" ||
-		bad "the daemon stops cleanly on SIGTERM" "$(cat "$TMP/daemon.out")"
+	last=$(tail -n 1 build/serve.jsonl 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin).get("event"))' 2>/dev/null)
+	grep -q 'stopping' "$TMP/daemon.out" && [ "$last" = end ] && ok "Ctrl-C stops the daemon cleanly (end record)" ||
+		bad "Ctrl-C stops the daemon cleanly (last record: $last)" "$(cat "$TMP/daemon.out")"
 	DAEMON=""
 }
 

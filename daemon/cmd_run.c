@@ -560,6 +560,7 @@ cmd_run(int argc, char **argv)
 			break;
 		case 'r': replay_path = optarg; break;
 		case 'R': resume_path = optarg; break;
+		case 'q': quiet = 1; break;
 		case O_RUNSEL:
 			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {
 				json_decref(conf);
@@ -584,7 +585,7 @@ cmd_run(int argc, char **argv)
 		json_decref(conf);
 		return usage_error("--run: only with --replay", NULL);
 	}
-	if (replay_path && load_replay(replay_path, want_run, 0, &cfg, &conf, err) < 0) {
+	if (replay_path && load_replay(replay_path, want_run, quiet, &cfg, &conf, err) < 0) {
 		json_decref(conf);
 		return usage_error(NULL, err);
 	}

@@ -25,6 +25,7 @@ runs=$(grep -c '"model"' "$TMP/serve.jsonl")
 expect_exit 0 "replay a daemon's log (the last run)" "$SL" run --replay "$TMP/serve.jsonl" --log "$TMP/r2.jsonl"
 expect_grep 'replaying run 2 of 2' "replay says which run" "$LAST_OUT"
 expect_exit 0 "replay its first run (--run 1)" "$SL" run --replay "$TMP/serve.jsonl" --run 1 --log "$TMP/r1.jsonl" --quiet
+[ -z "$LAST_OUT" ] && ok "--quiet replay prints nothing" || bad "--quiet replay prints nothing" "$LAST_OUT"
 check=$(python3 - "$TMP/serve.jsonl" "$TMP/r1.jsonl" "$TMP/r2.jsonl" <<'PY'
 import json, sys
 src = [json.loads(l) for l in open(sys.argv[1])]

@@ -1,0 +1,136 @@
+/* test_runlog.c - reading a run log back (runlog_replay): a daemon's log
+ * with several runs, the records that are not the run's own, cut lines,
+ * CSV and resumed runs refused, where the replay stops. */
+#include "testutil.h"
+
+#include "runlog.h"
+
+#define RUN1 "{\"model\":\"logreg\",\"workers\":2,\"stop\":{},\"t\":0,\"v\":0,\"run\":1," \
+	     "\"blas\":{\"kernel\":\"Haswell\",\"config\":\"OpenBLAS\"}}\n"
+#define RUN2 "{\"model\":\"mlp:784-16-10\",\"t\":0,\"v\":0,\"run\":2}\n"
+
+static json_t *
+replay(const char *text, int want, runlog_replay_info *info, char *err)
+{
+	json_t *conf = NULL;
+	int rc = runlog_replay(text, strlen(text), want, &conf, info, err);
+	ck_assert_int_eq(rc == 0, conf != NULL);
+	return conf;
+}
+
+START_TEST(daemon_log_runs)
+{
+	const char *log =
+		RUN1
+		"{\"t\":1,\"v\":50,\"epoch\":0.1,\"test_acc\":0.5,\"run\":1}\n"
+		"{\"event\":\"set\",\"set\":{\"lr\":0.02},\"origin\":\"api\",\"t\":1,\"v\":60,\"run\":1}\n"
+		"{\"event\":\"caption\",\"caption\":\"x\",\"scene\":0,\"loop\":0,\"t\":1,\"v\":61,\"run\":1}\n"
+		"{\"event\":\"set\",\"worker\":1,\"set\":{\"spb_depth\":1},\"origin\":\"demo\",\"t\":1,\"v\":70,\"run\":1}\n"
+		"{\"event\":\"set\",\"set\":{\"checkpoint\":\"a.ckpt\"},\"origin\":\"schedule\",\"t\":1,\"v\":80,\"run\":1}\n"
+		"{\"event\":\"checkpoint\",\"path\":\"a.ckpt\",\"bytes\":9,\"run\":1}\n"
+		"{\"event\":\"end\",\"t\":2,\"v\":90,\"stop\":\"stopped\",\"run\":1}\n"
+		RUN2
+		"{\"event\":\"set\",\"set\":{\"rule\":\"dcasgd\"},\"origin\":\"api\",\"t\":1,\"v\":5,\"run\":2}\n";
+	char err[SL_ERR_LEN] = "";
+	runlog_replay_info info;
+	json_t *c = replay(log, 1, &info, err);
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(info.runs, 2);
+	ck_assert_int_eq(info.run, 1);
+	ck_assert_int_eq(info.changes, 2); /* the checkpoint change is left out */
+	ck_assert_str_eq(info.kernel, "Haswell");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "model")), "logreg");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "clock")), "virtual");
+	ck_assert_ptr_null(json_object_get(c, "run"));
+	ck_assert_ptr_null(json_object_get(c, "blas"));
+	ck_assert_ptr_null(json_object_get(c, "t"));
+	json_t *s = json_object_get(c, "schedule");
+	ck_assert_uint_eq(json_array_size(s), 2);
+	json_t *e0 = json_array_get(s, 0), *e1 = json_array_get(s, 1);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(e0, "at"), "v")), 60);
+	ck_assert_ptr_nonnull(json_object_get(json_object_get(e0, "set"), "lr"));
+	ck_assert_int_eq(json_integer_value(json_object_get(e1, "worker")), 1);
+	/* stopped by hand: the replay stops at the end record's version */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "stop"), "steps")), 90);
+	ck_assert_str_eq(info.stop_from, "end");
+	json_decref(c);
+
+	c = replay(log, 0, &info, err); /* the last run by default */
+	ck_assert_int_eq(info.run, 2);
+	ck_assert_int_eq(info.changes, 1);
+	ck_assert_str_eq(info.kernel, "");
+	ck_assert_str_eq(json_string_value(json_object_get(c, "model")), "mlp:784-16-10");
+	/* no end record: to its last record's version */
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(c, "stop"), "steps")), 5);
+	ck_assert_str_eq(info.stop_from, "last");
+	json_decref(c);
+
+	ck_assert_ptr_null(replay(log, 3, &info, err));
+	ck_assert_msg(strstr(err, "--run 3: the log holds 2 runs"), "%s", err);
+}
+END_TEST
+
+START_TEST(own_stop_kept_cut_line_skipped)
+{
+	const char *log =
+		"{\"model\":\"logreg\",\"stop\":{\"epochs\":2},\"t\":0,\"v\":0}\n"
+		"{\"event\":\"set\",\"set\":{\"lr\":0.1},\"origin\":\"schedule\",\"t\":1,\"v\":10}\n"
+		"{\"t\":1,\"v\":20,\"epo"
+		"\n{\"event\":\"end\",\"t\":2,\"v\":94,\"stop\":\"epochs\"}\n";
+	char err[SL_ERR_LEN] = "";
+	runlog_replay_info info;
+	json_t *c = replay(log, 0, &info, err);
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(info.skipped, 1);
+	ck_assert_int_eq(info.changes, 1);
+	/* it stopped on its own epochs: the replay keeps that stop */
+	json_t *stop = json_object_get(c, "stop");
+	ck_assert_ptr_null(json_object_get(stop, "steps"));
+	ck_assert(json_real_value(json_object_get(stop, "epochs")) == 2.0 ||
+		  json_integer_value(json_object_get(stop, "epochs")) == 2);
+	ck_assert_str_eq(info.stop_from, "");
+	json_decref(c);
+}
+END_TEST
+
+START_TEST(refused)
+{
+	char err[SL_ERR_LEN] = "";
+	runlog_replay_info info;
+	ck_assert_ptr_null(replay("kind,run,t,v\r\nrun,,0,0\r\n", 0, &info, err));
+	ck_assert_msg(strstr(err, "CSV") && strstr(err, "JSON-Lines"), "%s", err);
+	ck_assert_ptr_null(replay("not json\n", 0, &info, err));
+	ck_assert_msg(!strncmp(err, "1: ", 3), "%s", err);
+	ck_assert_ptr_null(replay("", 0, &info, err));
+	ck_assert_ptr_null(replay("{\"t\":1,\"v\":2,\"test_acc\":0.5}\n", 0, &info, err));
+	ck_assert_msg(strstr(err, "no run object"), "%s", err);
+	ck_assert_ptr_null(replay("{\"model\":\"logreg\",\"resumed\":true,\"run\":4}\n", 0, &info, err));
+	ck_assert_msg(strstr(err, "resumed from a checkpoint"), "%s", err);
+}
+END_TEST
+
+START_TEST(strip_log_keys)
+{
+	json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:{},s:b,s:i}", "model", "logreg", "t", 0, "v", 0,
+			      "run", 3, "blas", "resumed", 1, "batch", 8);
+	runlog_strip(o);
+	ck_assert_uint_eq(json_object_size(o), 2);
+	ck_assert_ptr_nonnull(json_object_get(o, "batch"));
+	json_decref(o);
+}
+END_TEST
+
+static Suite *
+runlog_suite(void)
+{
+	Suite *s = suite_create("runlog");
+	TCase *tc = tcase_create("replay");
+	tcase_add_test(tc, daemon_log_runs);
+	tcase_add_test(tc, own_stop_kept_cut_line_skipped);
+	tcase_add_test(tc, refused);
+	tcase_add_test(tc, strip_log_keys);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+SL_TEST_MAIN(runlog_suite)

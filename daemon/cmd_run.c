@@ -412,14 +412,23 @@ load_replay(const char *path, int want, int quiet, run_config *cfg, json_t **kee
 		json_decref(conf);
 		return sl_fail(err, SL_EINVAL, "%s: run %d: %s", path, info.run, e2);
 	}
-	const char *kernel, *blas_config;
-	backend_cpu_blas(&kernel, &blas_config);
-	if (info.kernel[0] && kernel && strcmp(info.kernel, kernel))
+	/* the cpu backend's figures depend on the kernels the CPU picks; the
+	 * ref backend's do not */
+	const char *kernel, *blas_config, *isa;
+	backend_cpu_blas(&kernel, &blas_config, &isa);
+	int cpu = strcmp(info.device, "ref") != 0;
+	if (cpu && info.kernel[0] && kernel && strcmp(info.kernel, kernel))
 		fprintf(stderr,
 			"stalelab run: warning: %s was written with the OpenBLAS kernel %s, "
 			"this process uses %s: the figures may differ in their last digits "
 			"(OPENBLAS_CORETYPE=%s picks that kernel; see docs/formats.md)\n",
 			path, info.kernel, kernel, info.kernel);
+	if (cpu && info.isa[0] && strcmp(info.isa, isa))
+		fprintf(stderr,
+			"stalelab run: warning: %s was written by kernels built for %s, this "
+			"CPU runs those for %s: the figures may differ in their last digits "
+			"(--device ref is the same everywhere; see docs/formats.md)\n",
+			path, info.isa, isa);
 	if (!quiet) {
 		fprintf(stderr, "stalelab run: replaying run %d of %d in %s (%d change%s)",
 			info.run, info.runs, path, info.changes, info.changes == 1 ? "" : "s");

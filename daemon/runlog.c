@@ -143,15 +143,15 @@ runlog_close(runlog *l)
 json_t *
 runlog_run_object(const run_config *cfg, const char *device)
 {
-	const char *kernel, *config;
-	backend_cpu_blas(&kernel, &config);
+	const char *kernel, *config, *isa;
+	backend_cpu_blas(&kernel, &config, &isa);
 	json_t *o = config_to_json(cfg);
 	if (device)
 		json_object_set_new(o, "device", json_string(device));
 	json_object_set_new(o, "t", json_real(0));
 	json_object_set_new(o, "v", json_integer(0));
-	json_object_set_new(o, "blas", json_pack("{s:s,s:s}", "kernel", kernel ? kernel : "",
-						 "config", config ? config : ""));
+	json_object_set_new(o, "blas", json_pack("{s:s,s:s,s:s}", "kernel", kernel ? kernel : "",
+						 "config", config ? config : "", "isa", isa));
 	return o;
 }
 
@@ -278,8 +278,14 @@ runlog_replay(const char *text, size_t len, int want, json_t **conf,
 	}
 	json_t *blas = json_object_get(obj, "blas");
 	json_t *kernel = json_is_object(blas) ? json_object_get(blas, "kernel") : NULL;
+	json_t *isa = json_is_object(blas) ? json_object_get(blas, "isa") : NULL;
+	json_t *dev = json_object_get(obj, "device");
 	if (json_is_string(kernel))
 		snprintf(info->kernel, sizeof(info->kernel), "%s", json_string_value(kernel));
+	if (json_is_string(isa))
+		snprintf(info->isa, sizeof(info->isa), "%s", json_string_value(isa));
+	if (json_is_string(dev))
+		snprintf(info->device, sizeof(info->device), "%s", json_string_value(dev));
 	json_t *c = json_deep_copy(obj);
 	runlog_strip(c);
 	json_object_set(c, "schedule", sched);

@@ -30,9 +30,10 @@ void runlog_close(runlog *l);
 
 /* The first record of a run's log: the run object with every default
  * filled in ("device": the backend opened, when device is not NULL),
- * "t": 0, "v": 0 and "blas": {"kernel", "config"} (the OpenBLAS kernel this
- * process computes with; runs are bit for bit the same only with the same
- * one). New reference. */
+ * "t": 0, "v": 0 and "blas": {"kernel", "config", "isa"} (the OpenBLAS
+ * kernel this process computes with and the instruction-set level of our
+ * own kernels: the cpu backend's runs are bit for bit the same only with
+ * the same ones). New reference. */
 json_t *runlog_run_object(const run_config *cfg, const char *device);
 
 /* Drop the keys a log adds to a run object (t, v, run, blas, resumed), so
@@ -46,6 +47,8 @@ typedef struct runlog_replay_info {
 	int skipped;       /* unreadable lines skipped (a killed writer) */
 	int changes;       /* change records turned into schedule entries */
 	char kernel[64];   /* its "blas" kernel, "" when not recorded */
+	char isa[16];      /* its "blas" isa (our kernels' clone), or "" */
+	char device[16];   /* its "device" (the backend that ran), or "" */
 	char stop_from[16]; /* "" or "end" / "last": where the stop came from */
 	unsigned long long stop_v;
 } runlog_replay_info;

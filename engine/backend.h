@@ -159,9 +159,11 @@ double backend_cpu_sgemm_gflops(int m, int n, int k, int blas_threads,
 				double seconds);
 
 /* The OpenBLAS kernel this process uses ("Haswell", "SkylakeX", ...; chosen
- * by the CPU, or by OPENBLAS_CORETYPE) and the build's configuration text.
- * Results are bit for bit the same only with the same kernel. */
-void backend_cpu_blas(const char **kernel, const char **config);
+ * by the CPU, or by OPENBLAS_CORETYPE), the build's configuration text, and
+ * the instruction-set level of our own kernels' clone ("x86-64-v4", "-v3",
+ * "x86-64"). cpu results are bit for bit the same only with the same
+ * kernel and level. */
+void backend_cpu_blas(const char **kernel, const char **config, const char **isa);
 
 /* Output size of a convolution/pooling dimension. */
 static inline int

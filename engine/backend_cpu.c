@@ -864,8 +864,12 @@ out:
 }
 
 void
-backend_cpu_blas(const char **kernel, const char **config)
+backend_cpu_blas(const char **kernel, const char **config, const char **isa)
 {
 	*kernel = openblas_get_corename();
 	*config = openblas_get_config();
+	/* the clone of our kernels the loader picks (target_clones above) */
+	__builtin_cpu_init();
+	*isa = __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4"
+	       : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3" : "x86-64";
 }

@@ -5,8 +5,8 @@
 
 #include "runlog.h"
 
-#define RUN1 "{\"model\":\"logreg\",\"workers\":2,\"stop\":{},\"t\":0,\"v\":0,\"run\":1," \
-	     "\"blas\":{\"kernel\":\"Haswell\",\"config\":\"OpenBLAS\"}}\n"
+#define RUN1 "{\"model\":\"logreg\",\"device\":\"cpu\",\"workers\":2,\"stop\":{},\"t\":0,\"v\":0,\"run\":1," \
+	     "\"blas\":{\"kernel\":\"Haswell\",\"config\":\"OpenBLAS\",\"isa\":\"x86-64-v3\"}}\n"
 #define RUN2 "{\"model\":\"mlp:784-16-10\",\"t\":0,\"v\":0,\"run\":2}\n"
 
 static json_t *
@@ -39,6 +39,8 @@ START_TEST(daemon_log_runs)
 	ck_assert_int_eq(info.run, 1);
 	ck_assert_int_eq(info.changes, 2); /* the checkpoint change is left out */
 	ck_assert_str_eq(info.kernel, "Haswell");
+	ck_assert_str_eq(info.isa, "x86-64-v3");
+	ck_assert_str_eq(info.device, "cpu");
 	ck_assert_str_eq(json_string_value(json_object_get(c, "model")), "logreg");
 	ck_assert_str_eq(json_string_value(json_object_get(c, "clock")), "virtual");
 	ck_assert_ptr_null(json_object_get(c, "run"));

@@ -86,6 +86,20 @@ open(sys.argv[2], "w").write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
 PY
 expect_exit 0 "replay of another kernel's log" "$SL" run --replay "$TMP/other.jsonl" --steps 5 --quiet --log /dev/null
 expect_grep 'warning: .*NoSuchCore' "replay warns of another BLAS kernel" "$LAST_OUT"
+python3 - "$TMP/r1.jsonl" "$TMP/isa.jsonl" "$TMP/ref.jsonl" <<'PY'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+first = json.loads(lines[0])
+assert first["blas"]["isa"].startswith("x86-64"), first["blas"]
+first["blas"]["isa"] = "x86-64-v9"
+open(sys.argv[2], "w").write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+first["blas"]["kernel"] = "NoSuchCore"; first["device"] = "ref"
+open(sys.argv[3], "w").write("\n".join([json.dumps(first)] + lines[1:]) + "\n")
+PY
+expect_exit 0 "replay of another instruction-set level's log" "$SL" run --replay "$TMP/isa.jsonl" --steps 5 --quiet --log /dev/null
+expect_grep 'warning: .*x86-64-v9' "replay warns of kernels built for another level" "$LAST_OUT"
+expect_exit 0 "replay of a ref-backend log" "$SL" run --replay "$TMP/ref.jsonl" --steps 5 --quiet --log /dev/null
+[ -z "$(printf '%s' "$LAST_OUT" | grep warning)" ] && ok "no kernel warning for the ref backend" || bad "no kernel warning for the ref backend" "$LAST_OUT"
 expect_exit 0 "replay of this kernel's log" "$SL" run --replay "$TMP/r1.jsonl" --steps 5 --quiet --log /dev/null
 [ -z "$(printf '%s' "$LAST_OUT" | grep warning)" ] && ok "no warning for the same kernel" || bad "no warning for the same kernel" "$LAST_OUT"
 head -n 1 "$TMP/r1.jsonl" >"$TMP/first.json"

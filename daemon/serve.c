@@ -829,7 +829,7 @@ handle_checkpoint(server *s, struct MHD_Connection *c, json_t *body)
 }
 
 typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
-	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_NONE } route;
+	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_SCHEMA, R_NONE } route;
 
 static route
 match(const char *url, int *id)
@@ -843,6 +843,7 @@ match(const char *url, int *id)
 		{"/api/v1/events", R_EVENTS}, {"/api/v1/run", R_RUN},
 		{"/api/v1/workers", R_WORKERS}, {"/metrics", R_PROM},
 		{"/api/v1/checkpoint", R_CKPT}, {"/api/v1/runs", R_RUNS},
+		{"/api/v1/schema", R_SCHEMA},
 	};
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!strcmp(url, table[i].path))
@@ -897,6 +898,8 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 		return get ? handle_events(s, c) : not_allowed(c, "GET");
 	case R_RUNS:
 		return get ? handle_runs(s, c) : not_allowed(c, "GET");
+	case R_SCHEMA:
+		return get ? send_json(c, 200, config_schema_json()) : not_allowed(c, "GET");
 	default:
 		break;
 	}

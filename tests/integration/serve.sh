@@ -79,7 +79,7 @@ expect_http "PATCH worker delay" 202 PATCH /api/v1/workers/1 '{"delay": {"dist":
 sleep 1.5
 http GET /api/v1/status >/dev/null
 got=$(json 'd["rule"], d["config"]["rule_params"]["s"], d["config"]["lr"], len(d["workers"]), d["workers"][1]["delay"]["mean_ms"], d["workers"][1]["spb_depth"]')
-[ "$got" = "ssp 1.0 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
+[ "$got" = "ssp 1 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
 http GET /api/v1/staleness >/dev/null
 [ "$(json 'len(d["workers"])')" = 5 ] && ok "staleness per worker follows the count" || bad "staleness per worker" "$(cat "$TMP/body")"
 sets=$(grep -c '"event":"set"' "$TMP/serve.jsonl")

@@ -116,72 +116,76 @@ authorized(server *s, struct MHD_Connection *c)
 	return diff == 0;
 }
 
-/* a static body (the dashboard's assets) */
+/* queue a reply of len bytes of type (copied), with its headers */
 static enum MHD_Result
-send_static(struct MHD_Connection *c, unsigned status, const char *type,
-	    const unsigned char *data, size_t len)
+send_full(struct MHD_Connection *c, unsigned status, const char *type,
+	  const char *data, size_t len, const char *allow, const char *location)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(
-		len, (void *)data, MHD_RESPMEM_PERSISTENT);
+		len, (void *)(data ? data : ""), MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
-	MHD_add_response_header(r, "Content-Type", type);
+	/* every reply says what it is, even an empty one */
+	MHD_add_response_header(r, "Content-Type", type ? type : "application/json");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (allow && *allow)
+		MHD_add_response_header(r, "Allow", allow);
+	if (location && *location)
+		MHD_add_response_header(r, "Location", location);
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
 }
 
-/* send a control reply: JSON (with a newline) or text, its headers */
+/* a static or borrowed body (the dashboard's assets go out this way) */
 static enum MHD_Result
-send_reply(struct MHD_Connection *c, ctl_reply *o)
+send_text(struct MHD_Connection *c, unsigned status, const char *type,
+	  const char *text, size_t len)
 {
-	char *txt = NULL;
-	const char *type = o->type;
+	return send_full(c, status, type, text, len, NULL, NULL);
+}
+
+/* JSON text with a newline after it, or NULL */
+static char *
+json_text(const json_t *j, size_t *len)
+{
+	char *t = jsonout_dumps(j);
+	char *full = t ? realloc(t, strlen(t) + 2) : NULL;
+	if (!full) {
+		free(t);
+		return NULL;
+	}
+	*len = strlen(full);
+	full[(*len)++] = '\n';
+	full[*len] = 0;
+	return full;
+}
+
+/* send a control reply: JSON or text, and its headers */
+static enum MHD_Result
+send_reply(struct MHD_Connection *c, const ctl_reply *o)
+{
 	size_t n = 0;
-	if (o->json) {
-		char *j = jsonout_dumps(o->json);
-		if (!j)
-			return MHD_NO;
-		n = strlen(j);
-		txt = realloc(j, n + 2);
-		if (!txt) {
-			free(j);
-			return MHD_NO;
-		}
-		txt[n++] = '\n';
-		txt[n] = 0;
-		type = "application/json";
-	} else if (o->text) {
-		txt = o->text;
-		o->text = NULL;
-		n = strlen(txt);
-	}
-	struct MHD_Response *r = MHD_create_response_from_buffer(
-		n, txt ? txt : (char *)"", txt ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
-	if (!r) {
-		free(txt);
+	char *txt = o->json ? json_text(o->json, &n) : NULL;
+	if (o->json && !txt)
 		return MHD_NO;
-	}
-	/* every reply says what it is, even an empty one */
-	MHD_add_response_header(r, "Content-Type", type ? type : "application/json");
-	MHD_add_response_header(r, "Cache-Control", "no-store");
-	if (o->allow[0])
-		MHD_add_response_header(r, "Allow", o->allow);
-	if (o->location[0])
-		MHD_add_response_header(r, "Location", o->location);
-	enum MHD_Result ret = MHD_queue_response(c, (unsigned)o->status, r);
-	MHD_destroy_response(r);
+	enum MHD_Result ret = send_full(c, (unsigned)o->status,
+					o->json ? "application/json" : o->type,
+					txt ? txt : o->text, txt ? n : o->text ? strlen(o->text) : 0,
+					o->allow, o->location);
+	free(txt);
 	return ret;
 }
 
 static enum MHD_Result
-send_error(struct MHD_Connection *c, int status, const char *code, const char *msg)
+send_error(struct MHD_Connection *c, unsigned status, const char *code, const char *msg)
 {
-	ctl_reply o = {.status = status,
-		       .json = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg)};
-	enum MHD_Result ret = send_reply(c, &o);
-	ctl_reply_free(&o);
+	size_t n = 0;
+	json_t *j = json_pack("{s:{s:s,s:s}}", "error", "code", code, "message", msg);
+	char *txt = json_text(j, &n);
+	json_decref(j);
+	enum MHD_Result ret = txt ? send_text(c, status, "application/json", txt, n) : MHD_NO;
+	free(txt);
 	return ret;
 }
 
@@ -323,7 +327,7 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 	web_reply w;
 	if (get && web_find(url, MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_ACCEPT), &w))
-		return send_static(c, w.status, w.type, w.data, w.len);
+		return send_text(c, w.status, w.type, (const char *)w.data, w.len);
 	if (get && !strcmp(url, "/api/v1/events"))
 		return handle_events(s, c);
 	if (q->too_big)
@@ -737,8 +741,8 @@ cmd_serve(int argc, char **argv)
 out:
 	events_close(&s->ctl.ev);
 	if (s->mhd)
-		MHD_stop_daemon(s->mhd);
-	if (fd >= 0)
+		MHD_stop_daemon(s->mhd); /* closes the listening socket too */
+	else if (fd >= 0)
 		close(fd);
 	ctl_free(&s->ctl);
 	if (s->ctl.have_log)

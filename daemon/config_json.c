@@ -509,6 +509,8 @@ cmd_to_json(const run_cmd *c)
 
 /* ---- schema ---------------------------------------------------------------- */
 
+/* with_mutable: 0 leaves "mutable" out; 2: the enclosing object may
+ * change mid-run, and so may its fields */
 static json_t *table_schema(const field_table *t, int with_mutable);
 
 static json_t *
@@ -541,8 +543,9 @@ field_schema(const field_desc *f, const field_table *t, int with_mutable)
 		json_object_set_new(o, "default", json_boolean(f->def != 0));
 	else if (f->store != FS_NONE && f->store != FS_STR && !(f->flags & FD_NODEFAULT))
 		json_object_set_new(o, "default", num_json(f->def, integer));
+	int mutable = with_mutable == 2 || (f->flags & FD_MUTABLE);
 	if (with_mutable)
-		json_object_set_new(o, "mutable", json_boolean(f->flags & FD_MUTABLE));
+		json_object_set_new(o, "mutable", json_boolean(mutable));
 	if (f->when_key) {
 		const field_desc *k = fields_find(t, f->when_key);
 		json_t *vals = json_array();
@@ -553,7 +556,8 @@ field_schema(const field_desc *f, const field_table *t, int with_mutable)
 	}
 	json_object_set_new(o, "doc", json_string(f->doc ? f->doc : ""));
 	if (f->sub)
-		json_object_set_new(o, "fields", table_schema(f->sub, with_mutable));
+		json_object_set_new(o, "fields",
+				    table_schema(f->sub, with_mutable ? 1 + (f->type == FT_OBJECT && mutable) : 0));
 	return o;
 }
 

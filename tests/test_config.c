@@ -360,6 +360,10 @@ START_TEST(schema)
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(json_object_get(sigma, "when"), "dist"), 0)),
 			 "lognormal");
+	ck_assert(json_is_true(json_object_get(sigma, "mutable"))); /* as its delay */
+	json_t *stop = schema_field(fs, "stop");
+	ck_assert(json_is_false(json_object_get(schema_field(json_object_get(stop, "fields"), "epochs"),
+						"mutable")));
 	ck_assert_ptr_null(json_object_get(schema_field(fs, "momentum"), "min_open"));
 	json_t *w = json_object_get(s, "worker_fields");
 	ck_assert_int_eq(json_array_size(w), 4);

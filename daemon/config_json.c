@@ -271,6 +271,10 @@ config_apply_json(json_t *obj, run_config *c, char *err)
 		rc = parse_schedule(sched, t, err);
 	if (rc == 0)
 		rc = config_validate(t, err);
+	/* checked when this object sets them: a resumed run's own state may
+	 * keep an override for a worker it shrank away */
+	if (rc == 0 && (json_object_get(obj, "worker_overrides") || json_object_get(obj, "workers")))
+		rc = config_overrides_fit(t, err);
 	if (rc == 0)
 		*c = *t;
 	free(t);

@@ -39,14 +39,21 @@ config_validate(const run_config *c, char *err)
 		snprintf(p, sizeof(p), "worker_overrides[%d]", i);
 		if ((rc = fields_validate(&fields_override, o, p, err)) < 0)
 			return rc;
-		if (o->id >= c->workers)
-			return sl_fail(err, SL_EINVAL,
-				       "%s.id: no worker %d (the run has %d workers: ids 0..%d)",
-				       p, o->id, c->workers, c->workers - 1);
 		if (o->has_spb && layers >= 0 && o->spb_depth > layers)
 			return sl_fail(err, SL_EINVAL,
 				       "%s.spb_depth: must be in [0, %d] (\"%s\" has %d parameterised layers), got %d",
 				       p, layers, c->model, layers, o->spb_depth);
 	}
+	return 0;
+}
+
+int
+config_overrides_fit(const run_config *c, char *err)
+{
+	for (int i = 0; i < c->n_overrides; i++)
+		if (c->overrides[i].id >= c->workers)
+			return sl_fail(err, SL_EINVAL,
+				       "worker_overrides[%d].id: no worker %d (the run has %d workers: ids 0..%d)",
+				       i, c->overrides[i].id, c->workers, c->workers - 1);
 	return 0;
 }

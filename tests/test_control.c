@@ -188,6 +188,40 @@ START_TEST(runs_and_location)
 }
 END_TEST
 
+/* a run shrunk below a worker with an override still checkpoints and
+ * resumes: the override waits for the worker to come back */
+START_TEST(shrink_checkpoint_resume)
+{
+	ctl c;
+	ctl_reply o;
+	char dir[256], body[512];
+	sl_test_tmpdir(dir, sizeof(dir));
+	ctl_init(&c);
+	call(&c, "POST", "/api/v1/run", NULL,
+	     "{\"model\": \"mlp:784-8-10\", \"dataset\": \"synthetic:600\", \"workers\": 3,"
+	     " \"batch\": 16, \"worker_overrides\": [{\"id\": 2, \"speed\": 0.5}]}",
+	     201, &o);
+	ctl_reply_free(&o);
+	json_t *j = call(&c, "PUT", "/api/v1/workers", NULL, "{\"count\": 2}", 202, &o);
+	ck_assert(json_is_true(json_object_get(j, "applied")));
+	ctl_reply_free(&o);
+	snprintf(body, sizeof(body), "{\"path\": \"%s/s.ckpt\"}", dir);
+	call(&c, "POST", "/api/v1/checkpoint", NULL, body, 201, &o);
+	ctl_reply_free(&o);
+	snprintf(body, sizeof(body), "{\"resume\": \"%s/s.ckpt\"}", dir);
+	j = call(&c, "POST", "/api/v1/run", NULL, body, 201, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "workers")), 2);
+	/* the echo holds no override for a worker the run does not have */
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "config"),
+							 "worker_overrides")), 0);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+	snprintf(body, sizeof(body), "%s/s.ckpt", dir);
+	unlink(body);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -197,6 +231,7 @@ control_suite(void)
 	tcase_add_test(tc, get_patch_and_errors);
 	tcase_add_test(tc, no_run_conflicts);
 	tcase_add_test(tc, runs_and_location);
+	tcase_add_test(tc, shrink_checkpoint_resume);
 	suite_add_tcase(s, tc);
 	return s;
 }

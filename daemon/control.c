@@ -90,14 +90,14 @@ say(ctl *c, const char *fmt, ...)
 {
 	if (!c->term)
 		return;
+	char line[1024];
+	int n = snprintf(line, sizeof(line), "stalelab serve: ");
 	va_list ap;
 	va_start(ap, fmt);
-	flockfile(c->term);
-	fputs("stalelab serve: ", c->term);
-	vfprintf(c->term, fmt, ap);
-	fputc('\n', c->term);
-	funlockfile(c->term);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
 	va_end(ap);
+	strcat(line, "\n");
+	fputs(line, c->term); /* one write: whole lines, never interleaved */
 }
 
 static void

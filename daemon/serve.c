@@ -716,10 +716,13 @@ cmd_serve(int argc, char **argv)
 	}
 	char url[96];
 	socket_url(fd, url, sizeof(url));
-	fprintf(stderr, "stalelab serve: listening on %s (rule %s, %d workers, %s)\n", url,
-		want_demo ? s->ctl.demo.base.rule : cfg.rule,
-		want_demo ? s->ctl.demo.base.workers : cfg.workers,
-		want_demo ? s->ctl.demo.base.model : cfg.model);
+	/* one write: scripts read the address as soon as the line is there */
+	char line[512];
+	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n",
+		 url, want_demo ? s->ctl.demo.base.rule : cfg.rule,
+		 want_demo ? s->ctl.demo.base.workers : cfg.workers,
+		 want_demo ? s->ctl.demo.base.model : cfg.model);
+	fputs(line, stderr);
 	int sig = 0;
 	sigwait(&set, &sig);
 	fprintf(stderr, "stalelab serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");

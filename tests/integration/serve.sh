@@ -335,7 +335,7 @@ kill "$PID"; wait "$PID" 2>/dev/null
 
 wait_listen() { # FILE: until the daemon says where it listens (30 s at most: loaded machines)
 	i=0
-	while [ $i -lt 300 ] && ! grep -q 'listening on' "$1"; do sleep 0.1; i=$((i + 1)); done
+	while [ $i -lt 300 ] && ! grep -q 'listening on http.*/ (rule' "$1"; do sleep 0.1; i=$((i + 1)); done
 }
 
 # the terminal: a line per run start, change and end; evaluations with -v;
@@ -372,9 +372,9 @@ if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1", 0
 	"$SL" serve --listen '[::1]:0' --quiet --config "$TMP/run.json" 2>"$TMP/l.err" &
 	PID=$!; wait_listen "$TMP/l.err"
 	p6=$(sed -n 's|.*listening on http://\[::1\]:\([0-9]*\)/.*|\1|p' "$TMP/l.err")
-	code=$(curl -s --retry 3 --retry-connrefused -o /dev/null -w '%{http_code}' "http://[::1]:$p6/api/v1/status")
+	code=$(curl -sS --retry 3 --retry-connrefused -o /dev/null -w '%{http_code}' "http://[::1]:$p6/api/v1/status" 2>"$TMP/curl6.err")
 	kill -TERM $PID; wait $PID 2>/dev/null
-	[ "$code" = 200 ] && ok "--listen [::1]:PORT answers over IPv6" || bad "--listen [::1] ($code)" "$(cat "$TMP/l.err")"
+	[ "$code" = 200 ] && ok "--listen [::1]:PORT answers over IPv6" || bad "--listen [::1] ($code)" "$(cat "$TMP/l.err" "$TMP/curl6.err")"
 else
 	ok "--listen [::1]:PORT (no IPv6 loopback here: skipped)"
 fi

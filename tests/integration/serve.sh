@@ -333,9 +333,10 @@ case "$(json 'd["path"]')" in
 esac
 kill "$PID"; wait "$PID" 2>/dev/null
 
-wait_listen() { # FILE: until the daemon says where it listens (30 s at most: loaded machines)
+wait_listen() { # FILE [PATTERN]: until the daemon says where it listens, or
+	# PATTERN (30 s at most: loaded machines)
 	i=0
-	while [ $i -lt 300 ] && ! grep -q 'listening on http.*/ (rule' "$1"; do sleep 0.1; i=$((i + 1)); done
+	while [ $i -lt 300 ] && ! grep -qs "${2:-listening on http.*/ (rule}" "$1"; do sleep 0.1; i=$((i + 1)); done
 }
 
 # the terminal: a line per run start, change and end; evaluations with -v;
@@ -358,7 +359,7 @@ grep -q 'up [0-9.]* s, 1 run started' "$TMP/term.err" && grep -q 'run 1 running 
 grep -q 'test_acc [0-9.]* staleness' "$TMP/term.err" && bad "terminal: no evaluation lines by default" "$(cat "$TMP/term.err")" || ok "terminal: no evaluation lines by default"
 "$SL" serve --listen 127.0.0.1:0 -v --config "$TMP/run.json" 2>"$TMP/term.err" &
 PID=$!
-sleep 2
+wait_listen "$TMP/term.err" 'test_acc [0-9.]* staleness'
 kill -INT $PID; wait $PID 2>/dev/null
 grep -q 'stalelab serve: v [0-9]* epoch [0-9.]* test_acc' "$TMP/term.err" && ok "terminal: -v adds evaluations" || bad "terminal: -v" "$(cat "$TMP/term.err")"
 

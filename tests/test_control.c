@@ -222,6 +222,54 @@ START_TEST(shrink_checkpoint_resume)
 }
 END_TEST
 
+typedef struct got {
+	int n;
+	int first, last;
+	char name[16];
+} got;
+
+static void
+put(void *ud, const char *name, const char *data)
+{
+	got *g = ud;
+	int k = atoi(data + 5); /* {"k":N} */
+	if (!g->n)
+		g->first = k;
+	g->last = k;
+	g->n++;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+}
+
+/* the event ring: in order, a reader that fell behind skips what was
+ * overwritten, a wait times out, closing wakes for good */
+START_TEST(event_ring)
+{
+	events h;
+	events_init(&h);
+	uint64_t seq = events_now(&h);
+	got g = {0};
+	double t0 = sl_now();
+	ck_assert_int_eq(events_wait(&h, &seq, t0 + 0.05, put, &g), 0);
+	ck_assert_int_eq(g.n, 0);
+	ck_assert(sl_now() - t0 >= 0.04);
+	for (int i = 0; i < EVENTS_N + 44; i++) {
+		json_t *j = json_pack("{s:i}", "k", i);
+		events_publish(&h, i % 2 ? "eval" : "change", j);
+		json_decref(j);
+	}
+	ck_assert_int_eq(events_wait(&h, &seq, sl_now() + 5, put, &g), 0);
+	ck_assert_int_eq(g.n, EVENTS_N);
+	ck_assert_int_eq(g.first, 44);
+	ck_assert_int_eq(g.last, EVENTS_N + 43);
+	ck_assert_str_eq(g.name, "eval");
+	ck_assert_uint_eq(seq, EVENTS_N + 44);
+	events_close(&h);
+	ck_assert_int_eq(events_wait(&h, &seq, sl_now() + 5, put, &g), 1);
+	ck_assert_int_eq(events_sleep(&h, 5), 1);
+	events_free(&h);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -232,6 +280,7 @@ control_suite(void)
 	tcase_add_test(tc, no_run_conflicts);
 	tcase_add_test(tc, runs_and_location);
 	tcase_add_test(tc, shrink_checkpoint_resume);
+	tcase_add_test(tc, event_ring);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -258,7 +258,12 @@ field_choice(const field_desc *f, int i)
 		return i < 0 ? NULL : f->choice_fn(i);
 	if (!f->choices || i < 0)
 		return NULL;
-	return *(const char *const *)((const char *)f->choices + (size_t)i * f->stride);
+	/* walk up to i: a value read from a file may be any number */
+	const char *c = NULL;
+	for (int k = 0; k <= i; k++)
+		if (!(c = *(const char *const *)((const char *)f->choices + (size_t)k * f->stride)))
+			return NULL;
+	return c;
 }
 
 int

@@ -221,6 +221,13 @@ START_TEST(field_ranges)
 	c.rp.m = 1;
 	ck_assert_int_eq(fields_validate(&fields_run, &c, "", err), -SL_EINVAL);
 	ck_assert_str_eq(err, "rule_params.m: must be in [0, 1), got 1");
+	/* an enum's stored value may be anything (a damaged checkpoint) */
+	config_defaults(&c);
+	c.delay.dist = (delay_dist)1000000;
+	ck_assert_int_eq(fields_validate(&fields_run, &c, "", err), -SL_EINVAL);
+	ck_assert_str_eq(err, "delay.dist: unknown value 1000000");
+	ck_assert_str_eq(delay_dist_name((delay_dist)1000000), "?");
+	ck_assert_str_eq(delay_dist_name(DELAY_PARETO), "pareto");
 }
 END_TEST
 

@@ -96,8 +96,8 @@ api_change_record(double t, uint64_t v, const run_cmd *c)
 	return r;
 }
 
-static json_t *
-worker_json(const worker_snap *w)
+json_t *
+api_worker_json(const worker_snap *w)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_integer(w->id));
@@ -140,7 +140,7 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "config", config_to_json(&s->cfg));
 	json_t *ws = json_array();
 	for (int i = 0; i < s->n_workers; i++)
-		json_array_append_new(ws, worker_json(&s->workers[i]));
+		json_array_append_new(ws, api_worker_json(&s->workers[i]));
 	json_object_set_new(o, "workers", ws);
 	return o;
 }

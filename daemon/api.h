@@ -17,6 +17,8 @@ json_t *api_eval_json(const run_eval *e);
 json_t *api_log_record(const run_eval *e);
 /* The log record of a change applied at (t, v). */
 json_t *api_change_record(double t, uint64_t v, const run_cmd *c);
+/* one worker of /api/v1/status (GET /api/v1/workers/{id}) */
+json_t *api_worker_json(const worker_snap *w);
 /* GET /api/v1/status */
 json_t *api_status_json(const run_snapshot *s);
 /* GET /api/v1/staleness */

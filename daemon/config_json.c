@@ -1,4 +1,5 @@
-/* config_json.c - table-driven JSON <-> run_config. */
+/* config_json.c - JSON <-> run_config and run_cmd, and the schema, all
+ * driven by the field tables of engine/fields.c. */
 #include "config_json.h"
 
 #include <math.h>
@@ -7,52 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum { F_STR, F_DBL, F_INT, F_U64, F_BOOL } ftype;
-
-typedef struct field {
-	const char *name;
-	ftype type;
-	size_t off;
-	size_t size;     /* F_STR: buffer size */
-	double min, max; /* numbers */
-} field;
-
-#define FSTR(n, m) {#n, F_STR, offsetof(run_config, m), sizeof(((run_config *)0)->m), 0, 0}
-#define FDBL(n, m, lo, hi) {#n, F_DBL, offsetof(run_config, m), 0, lo, hi}
-#define FINT(n, m, lo, hi) {#n, F_INT, offsetof(run_config, m), 0, lo, hi}
-
-static const field top_fields[] = {
-	FSTR(model, model),
-	FSTR(dataset, dataset),
-	FSTR(device, device),
-	FSTR(rule, rule),
-	FSTR(clock, clock),
-	FDBL(lr, lr, 1e-12, 100),
-	FDBL(momentum, momentum, 0, 0.999999),
-	FDBL(weight_decay, weight_decay, 0, 0.999999),
-	FINT(batch, batch, 1, 65536),
-	FINT(workers, workers, 1, CFG_MAX_WORKERS),
-	FINT(threads, threads, 0, 64),
-	FINT(eval_every, eval_every, 0, 100000000),
-	{"seed", F_U64, offsetof(run_config, seed), 0, 0, 0},
-};
-
-#define RP(n, lo, hi) {#n, F_DBL, offsetof(rule_params, n), 0, lo, hi}
-static const field rp_fields[] = {
-	RP(s, 0, 1e6), RP(lambda, 0, 1e6), RP(H, 1, 1e6), RP(n, 1, 256),
-	RP(local_lr, 1e-12, 100), RP(m, 0, 0.999999), RP(beta, 0, 1e3),
-	RP(period, 1, 1e6), RP(warmup, 0, 1e9),
-	{"adaptive", F_BOOL, offsetof(rule_params, adaptive), 0, 0, 0},
-	{"local_opt", F_STR, offsetof(rule_params, local_opt),
-	 sizeof(((rule_params *)0)->local_opt), 0, 0},
-};
-
-#define DF(n, lo, hi) {#n, F_DBL, offsetof(delay_cfg, n), 0, lo, hi}
-static const field delay_fields[] = {
-	DF(mean_ms, 0, 3600e3), DF(sigma, 1e-9, 10), DF(alpha, 1.000001, 100),
-	DF(spread, 0, 1), DF(bandwidth_mbps, 0, 1e9),
-	{"s", F_INT, offsetof(delay_cfg, s), 0, 0, 1e6},
-};
+#include "fields.h"
 
 static const char *
 jtype(const json_t *v)
@@ -70,138 +26,159 @@ jtype(const json_t *v)
 	}
 }
 
-/* Set one field of base from v; path is the field's full name. */
+/* Set one stored field of base from v; path is the field's full name. */
 static int
-set_field(const field *f, void *base, json_t *v, const char *path, char *err)
+set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *err)
 {
 	char *p = (char *)base + f->off;
-	switch (f->type) {
-	case F_STR: {
+	char list[160];
+	switch (f->store) {
+	case FS_STR: case FS_ENUM: {
 		if (!json_is_string(v))
 			return sl_fail(err, SL_EINVAL, "%s: expected a string, got %s",
 				       path, jtype(v));
 		const char *s = json_string_value(v);
+		int k = field_choice_index(f, s);
+		if (field_choice(f, 0) && k < 0) {
+			field_choices_str(f, list, sizeof(list));
+			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)",
+				       path, s, list);
+		}
+		if (f->store == FS_ENUM) {
+			field_set(f, base, k);
+			return 0;
+		}
 		if (strlen(s) >= f->size || !*s)
 			return sl_fail(err, SL_EINVAL,
 				       "%s: must be 1..%zu characters", path, f->size - 1);
 		memcpy(p, s, strlen(s) + 1);
 		return 0;
 	}
-	case F_DBL: {
+	case FS_DBL: case FS_INT: case FS_U64: {
 		if (!json_is_number(v))
-			return sl_fail(err, SL_EINVAL, "%s: expected a number, got %s",
-				       path, jtype(v));
+			return sl_fail(err, SL_EINVAL, "%s: expected %s, got %s", path,
+				       f->type == FT_INTEGER ? "an integer" : "a number",
+				       jtype(v));
+		if (f->store == FS_U64 && json_is_integer(v) && json_integer_value(v) >= 0) {
+			uint64_t u = (uint64_t)json_integer_value(v); /* exact */
+			memcpy(p, &u, sizeof(u));
+			return 0;
+		}
 		double d = json_number_value(v);
-		if (!(d >= f->min && d <= f->max))
-			return sl_fail(err, SL_EINVAL, "%s: %g is out of range [%g, %g]",
-				       path, d, f->min, f->max);
-		memcpy(p, &d, sizeof(d));
+		if (!field_in_range(f, d))
+			return field_range_fail(f, path, d, err);
+		field_set(f, base, d);
 		return 0;
 	}
-	case F_INT: {
-		if (!json_is_integer(v))
-			return sl_fail(err, SL_EINVAL, "%s: expected an integer, got %s",
-				       path, jtype(v));
-		json_int_t i = json_integer_value(v);
-		if (i < f->min || i > f->max)
-			return sl_fail(err, SL_EINVAL,
-				       "%s: %lld is out of range [%.0f, %.0f]", path,
-				       (long long)i, f->min, f->max);
-		int iv = (int)i;
-		memcpy(p, &iv, sizeof(iv));
-		return 0;
-	}
-	case F_U64: {
-		if (!json_is_integer(v) || json_integer_value(v) < 0)
-			return sl_fail(err, SL_EINVAL,
-				       "%s: expected a non-negative integer", path);
-		uint64_t u = (uint64_t)json_integer_value(v);
-		memcpy(p, &u, sizeof(u));
-		return 0;
-	}
-	case F_BOOL:
+	case FS_BOOL:
 		if (!json_is_boolean(v))
-			return sl_fail(err, SL_EINVAL, "%s: expected true or false", path);
-		*(int *)p = json_is_true(v);
+			return sl_fail(err, SL_EINVAL, "%s: expected true or false, got %s",
+				       path, jtype(v));
+		field_set(f, base, json_is_true(v));
 		return 0;
+	case FS_NONE:
+		break;
 	}
-	return sl_fail(err, SL_EINVAL, "%s: internal error", path);
+	return sl_fail(err, SL_EINVAL, "%s: internal error (no storage)", path);
 }
 
-static const field *
-find(const field *fs, size_t n, const char *key)
+/* path.key into buf */
+static const char *
+sub_path(char *buf, size_t cap, const char *path, const char *key)
 {
-	for (size_t i = 0; i < n; i++)
-		if (!strcmp(fs[i].name, key))
-			return &fs[i];
-	return NULL;
+	snprintf(buf, cap, "%s%s%s", path, *path ? "." : "", key);
+	return buf;
 }
 
-#define NF(a) (sizeof(a) / sizeof((a)[0]))
+/* the stored fields of t named in the object v onto base */
+static int
+apply_scalars(const field_table *t, void *base, json_t *v, const char *path,
+	      char *err)
+{
+	char p[160];
+	if (!json_is_object(v))
+		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s", path,
+			       jtype(v));
+	const char *key;
+	json_t *val;
+	json_object_foreach(v, key, val) {
+		const field_desc *f = fields_find(t, key);
+		sub_path(p, sizeof(p), path, key);
+		if (!f || f->store == FS_NONE)
+			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
+		int rc = set_scalar(f, base, val, p, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
 
 static int
 parse_delay(json_t *v, delay_cfg *d, const char *path, char *err)
 {
-	char p[96];
+	char p[160], list[160];
 	if (!json_is_object(v))
 		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s",
 			       path, jtype(v));
 	delay_cfg t = *d;
 	json_t *dist = json_object_get(v, "dist");
+	const field_desc *fd = fields_find(&fields_delay, "dist");
 	if (dist) {
-		static const char *const names[] = {"none", "const", "uniform",
-			"exp", "lognormal", "pareto", "version"};
-		if (!json_is_string(dist))
-			return sl_fail(err, SL_EINVAL, "%s.dist: expected a string", path);
-		const char *s = json_string_value(dist);
-		int found = -1;
-		for (int i = 0; i < (int)NF(names); i++)
-			if (!strcmp(s, names[i]))
-				found = i;
-		if (found < 0)
-			return sl_fail(err, SL_EINVAL,
-				       "%s.dist: unknown \"%s\" (expected none, const, uniform, exp, lognormal, pareto, version)",
-				       path, s);
-		t.dist = (delay_dist)found;
-		/* shape defaults for the chosen distribution */
-		if (t.dist == DELAY_LOGNORMAL && t.sigma == 0)
-			t.sigma = 1.0;
-		if (t.dist == DELAY_PARETO && t.alpha == 0)
-			t.alpha = 2.5;
-		if (t.dist == DELAY_UNIFORM && t.spread == 0)
-			t.spread = 1.0;
+		int rc = set_scalar(fd, &t, dist, sub_path(p, sizeof(p), path, "dist"), err);
+		if (rc < 0)
+			return rc;
+		/* the chosen distribution's shape takes its default if unset */
+		for (int i = 0; i < fields_delay.n; i++) {
+			const field_desc *f = &fields_delay.f[i];
+			if (f->when_key && f->def != 0 && field_get(f, &t) == 0 &&
+			    field_applies(f, &fields_delay, &t))
+				field_set(f, &t, f->def);
+		}
 	}
+	json_t *rest = json_deep_copy(v);
+	json_object_del(rest, "dist");
+	int rc = apply_scalars(&fields_delay, &t, rest, path, err);
+	json_decref(rest);
+	if (rc < 0)
+		return rc;
+	/* a change to an existing delay may omit dist; a new one may not */
+	if (!dist && d->dist == DELAY_NONE && json_object_size(v) > 0 &&
+	    !(json_object_size(v) == 1 && json_object_get(v, "bandwidth_mbps"))) {
+		field_choices_str(fd, list, sizeof(list));
+		return sl_fail(err, SL_EINVAL, "%s.dist: missing (%s)", path, list);
+	}
+	*d = t;
+	return 0;
+}
+
+/* one worker's fields (fields_worker) from v onto base (a worker_override
+ * when has is set, else a run_cmd); cmd receives the CMD_* bits */
+static int
+apply_worker(json_t *v, void *base, int as_cmd, unsigned *cmd, const char *path,
+	     char *err)
+{
+	char p[160];
 	const char *key;
 	json_t *val;
 	json_object_foreach(v, key, val) {
-		if (!strcmp(key, "dist"))
-			continue;
-		snprintf(p, sizeof(p), "%s.%s", path, key);
-		if (!strcmp(key, "where")) {
-			const char *w = json_is_string(val) ? json_string_value(val) : "";
-			if (!strcmp(w, "worker"))
-				t.at_server = 0;
-			else if (!strcmp(w, "server"))
-				t.at_server = 1;
-			else
-				return sl_fail(err, SL_EINVAL,
-					       "%s: expected \"worker\" or \"server\"", p);
-			continue;
-		}
-		const field *f = find(delay_fields, NF(delay_fields), key);
+		const field_desc *f = fields_find(&fields_worker, key);
+		sub_path(p, sizeof(p), path, key);
 		if (!f)
-			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
-		int rc = set_field(f, &t, val, p, err);
+			return sl_fail(err, SL_EINVAL,
+				       "%s: unknown field for a worker (delay, spb_depth, speed, paused)",
+				       p);
+		field_desc g = *f;
+		if (as_cmd)
+			g.off = f->cmd_off;
+		int rc = g.type == FT_OBJECT
+				 ? parse_delay(val, (delay_cfg *)((char *)base + g.off), p, err)
+				 : set_scalar(&g, base, val, p, err);
 		if (rc < 0)
 			return rc;
+		if (!as_cmd && f->has_off > 0)
+			*(int *)((char *)base + f->has_off) = 1;
+		*cmd |= f->cmd;
 	}
-	/* a change to an existing delay may omit dist; a new one may not */
-	if (!dist && d->dist == DELAY_NONE && json_object_size(v) > 0 &&
-	    !(json_object_size(v) == 1 && json_object_get(v, "bandwidth_mbps")))
-		return sl_fail(err, SL_EINVAL,
-			       "%s.dist: missing (const, uniform, exp, lognormal, pareto or version)",
-			       path);
-	*d = t;
 	return 0;
 }
 
@@ -224,89 +201,24 @@ parse_overrides(json_t *v, run_config *c, char *err)
 		o.delay = c->delay;
 		snprintf(p, sizeof(p), "worker_overrides[%zu]", i);
 		if (!json_is_object(e))
-			return sl_fail(err, SL_EINVAL, "%s: expected an object", p);
+			return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s", p,
+				       jtype(e));
 		json_t *id = json_object_get(e, "id");
-		if (!json_is_integer(id) || json_integer_value(id) < 0 ||
-		    json_integer_value(id) >= CFG_MAX_WORKERS)
-			return sl_fail(err, SL_EINVAL,
-				       "%s.id: expected an integer in 0..%d", p,
-				       CFG_MAX_WORKERS - 1);
-		o.id = (int)json_integer_value(id);
-		const char *key;
-		json_t *val;
-		json_object_foreach(e, key, val) {
-			char q[96];
-			snprintf(q, sizeof(q), "%s.%s", p, key);
-			int rc = 0;
-			if (!strcmp(key, "id")) {
-				continue;
-			} else if (!strcmp(key, "delay")) {
-				o.has_delay = 1;
-				rc = parse_delay(val, &o.delay, q, err);
-			} else if (!strcmp(key, "spb_depth")) {
-				if (!json_is_integer(val) || json_integer_value(val) < 0 ||
-				    json_integer_value(val) > 64)
-					return sl_fail(err, SL_EINVAL,
-						       "%s: expected an integer in 0..64", q);
-				o.has_spb = 1;
-				o.spb_depth = (int)json_integer_value(val);
-			} else if (!strcmp(key, "speed")) {
-				if (!json_is_number(val) || !(json_number_value(val) > 0) ||
-				    json_number_value(val) > 100)
-					return sl_fail(err, SL_EINVAL,
-						       "%s: expected a number in (0, 100]", q);
-				o.has_speed = 1;
-				o.speed = json_number_value(val);
-			} else if (!strcmp(key, "paused")) {
-				if (!json_is_boolean(val))
-					return sl_fail(err, SL_EINVAL,
-						       "%s: expected true or false", q);
-				o.has_paused = 1;
-				o.paused = json_is_true(val);
-			} else {
-				return sl_fail(err, SL_EINVAL, "%s: unknown field", q);
-			}
-			if (rc < 0)
-				return rc;
-		}
+		char q[96];
+		snprintf(q, sizeof(q), "%s.id", p);
+		if (!id)
+			return sl_fail(err, SL_EINVAL, "%s: missing", q);
+		int rc = set_scalar(fields_find(&fields_override, "id"), &o, id, q, err);
+		if (rc < 0)
+			return rc;
+		json_t *rest = json_deep_copy(e);
+		json_object_del(rest, "id");
+		unsigned bits = 0;
+		rc = apply_worker(rest, &o, 0, &bits, p, err);
+		json_decref(rest);
+		if (rc < 0)
+			return rc;
 		c->overrides[c->n_overrides++] = o;
-	}
-	return 0;
-}
-
-static int
-parse_stop(json_t *v, run_config *c, char *err)
-{
-	if (!json_is_object(v))
-		return sl_fail(err, SL_EINVAL, "stop: expected an object, got %s",
-			       jtype(v));
-	const char *key;
-	json_t *val;
-	json_object_foreach(v, key, val) {
-		if (!strcmp(key, "steps")) {
-			if (!json_is_integer(val) || json_integer_value(val) < 0)
-				return sl_fail(err, SL_EINVAL,
-					       "stop.steps: expected a non-negative integer");
-			c->stop_steps = (uint64_t)json_integer_value(val);
-			continue;
-		}
-		double *dst = !strcmp(key, "epochs") ? &c->stop_epochs
-			      : !strcmp(key, "seconds") ? &c->stop_seconds
-			      : !strcmp(key, "target_acc") ? &c->stop_target_acc
-						     : NULL;
-		if (!dst)
-			return sl_fail(err, SL_EINVAL,
-				       "stop.%s: unknown field (expected epochs, steps, seconds, target_acc)",
-				       key);
-		if (!json_is_number(val))
-			return sl_fail(err, SL_EINVAL, "stop.%s: expected a number, got %s",
-				       key, jtype(val));
-		double d = json_number_value(val);
-		double hi = dst == &c->stop_target_acc ? 1.0 : 1e9;
-		if (!(d >= 0 && d <= hi))
-			return sl_fail(err, SL_EINVAL, "stop.%s: %g is out of range [0, %g]",
-				       key, d, hi);
-		*dst = d;
 	}
 	return 0;
 }
@@ -327,7 +239,8 @@ int
 config_apply_json(json_t *obj, run_config *c, char *err)
 {
 	if (!json_is_object(obj))
-		return sl_fail(err, SL_EINVAL, "run: expected a JSON object");
+		return sl_fail(err, SL_EINVAL, "run: expected a JSON object, got %s",
+			       jtype(obj));
 	run_config *t = malloc(sizeof(*t));
 	if (!t)
 		return sl_fail(err, SL_ENOMEM, "out of memory");
@@ -335,43 +248,33 @@ config_apply_json(json_t *obj, run_config *c, char *err)
 	const char *key;
 	json_t *val;
 	int rc = 0;
+	json_t *sched = NULL;
 	json_object_foreach(obj, key, val) {
-		const field *f = find(top_fields, NF(top_fields), key);
-		if (f) {
-			rc = set_field(f, t, val, key, err);
-		} else if (!strcmp(key, "rule_params")) {
-			if (!json_is_object(val)) {
-				rc = sl_fail(err, SL_EINVAL,
-					     "rule_params: expected an object, got %s", jtype(val));
-				break;
-			}
-			const char *k2;
-			json_t *v2;
-			json_object_foreach(val, k2, v2) {
-				char p[64];
-				snprintf(p, sizeof(p), "rule_params.%s", k2);
-				const field *g = find(rp_fields, NF(rp_fields), k2);
-				rc = g ? set_field(g, &t->rp, v2, p, err)
-				       : sl_fail(err, SL_EINVAL, "%s: unknown field", p);
-				if (rc < 0)
-					break;
-			}
-		} else if (!strcmp(key, "delay")) {
-			rc = parse_delay(val, &t->delay, "delay", err);
-		} else if (!strcmp(key, "worker_overrides")) {
-			rc = parse_overrides(val, t, err);
-		} else if (!strcmp(key, "stop")) {
-			rc = parse_stop(val, t, err);
-		} else if (!strcmp(key, "schedule")) {
-			rc = parse_schedule(val, t, err);
-		} else {
+		const field_desc *f = fields_find(&fields_run, key);
+		void *at = f ? (char *)t + f->off : NULL;
+		if (!f)
 			rc = sl_fail(err, SL_EINVAL, "%s: unknown field", key);
-		}
+		else if (f->sub == &fields_delay)
+			rc = parse_delay(val, at, key, err);
+		else if (f->type == FT_OBJECT)
+			rc = apply_scalars(f->sub, at, val, key, err);
+		else if (f->sub == &fields_override)
+			rc = parse_overrides(val, t, err);
+		else if (f->type == FT_ARRAY)
+			sched = val; /* once every other field is known */
+		else
+			rc = set_scalar(f, t, val, key, err);
 		if (rc < 0)
 			break;
 	}
+	if (rc == 0 && sched)
+		rc = parse_schedule(sched, t, err);
 	if (rc == 0)
 		rc = config_validate(t, err);
+	/* checked when this object sets them: a resumed run's own state may
+	 * keep an override for a worker it shrank away */
+	if (rc == 0 && (json_object_get(obj, "worker_overrides") || json_object_get(obj, "workers")))
+		rc = config_overrides_fit(t, err);
 	if (rc == 0)
 		*c = *t;
 	free(t);
@@ -391,89 +294,106 @@ config_parse(const char *text, size_t len, run_config *c, char *err)
 	return rc;
 }
 
-json_t *
-config_delay_json(const delay_cfg *d)
+/* ---- output ------------------------------------------------------------------ */
+
+/* a number as an integer when it is one (schemas read "min": 0) */
+static json_t *
+num_json(double d, int integer)
 {
-	json_t *o = json_pack("{s:s}", "dist", delay_dist_name(d->dist));
-	if (d->dist == DELAY_VERSION) {
-		json_object_set_new(o, "s", json_integer(d->s));
-	} else if (d->dist != DELAY_NONE) {
-		json_object_set_new(o, "mean_ms", json_real(d->mean_ms));
-		if (d->dist == DELAY_LOGNORMAL)
-			json_object_set_new(o, "sigma", json_real(d->sigma));
-		if (d->dist == DELAY_PARETO)
-			json_object_set_new(o, "alpha", json_real(d->alpha));
-		if (d->dist == DELAY_UNIFORM)
-			json_object_set_new(o, "spread", json_real(d->spread));
-	}
-	if (d->at_server)
-		json_object_set_new(o, "where", json_string("server"));
-	if (d->bandwidth_mbps > 0)
-		json_object_set_new(o, "bandwidth_mbps", json_real(d->bandwidth_mbps));
-	return o;
+	if ((integer || d == floor(d)) && fabs(d) < 9e15)
+		return json_integer((json_int_t)d);
+	return json_real(d);
 }
 
 static json_t *
-rp_to_json(const rule_params *rp)
+value_json(const field_desc *f, const void *base)
+{
+	const char *p = (const char *)base + f->off;
+	switch (f->store) {
+	case FS_STR: return json_string(p);
+	case FS_ENUM: return json_string(field_choice(f, (int)field_get(f, base)));
+	case FS_BOOL: return json_boolean(field_get(f, base) != 0);
+	case FS_U64: {
+		uint64_t u;
+		memcpy(&u, p, sizeof(u));
+		return json_integer((json_int_t)u);
+	}
+	case FS_INT: return json_integer((json_int_t)field_get(f, base));
+	case FS_DBL:
+		return f->type == FT_INTEGER ? json_integer((json_int_t)field_get(f, base))
+					     : json_real(field_get(f, base));
+	case FS_NONE: break;
+	}
+	return json_null();
+}
+
+static int
+at_default(const field_desc *f, const void *base)
+{
+	if (f->store == FS_STR)
+		return !strcmp((const char *)base + f->off, f->def_str ? f->def_str : "");
+	return field_get(f, base) == f->def;
+}
+
+static json_t *overrides_json(const run_config *c);
+
+/* the fields of t at base that apply (and differ from their default where
+ * sparse) */
+static json_t *
+table_json(const field_table *t, const void *base)
 {
 	json_t *o = json_object();
-	for (size_t i = 0; i < NF(rp_fields); i++) {
-		const field *f = &rp_fields[i];
-		const char *p = (const char *)rp + f->off;
-		json_object_set_new(o, f->name,
-				    f->type == F_STR    ? json_string(p)
-				    : f->type == F_BOOL ? json_boolean(*(const int *)p)
-							: json_real(*(const double *)p));
+	for (int i = 0; i < t->n; i++) {
+		const field_desc *f = &t->f[i];
+		const void *at = (const char *)base + f->off;
+		json_t *v;
+		if ((f->flags & FD_NOECHO) || !field_applies(f, t, base))
+			continue;
+		if (f->store != FS_NONE && (f->flags & FD_SPARSE) && at_default(f, base))
+			continue;
+		if (f->sub == &fields_override)
+			v = overrides_json(base);
+		else if (f->type == FT_OBJECT)
+			v = table_json(f->sub, at);
+		else
+			v = value_json(f, base);
+		json_object_set_new(o, f->key, v);
 	}
 	return o;
+}
+
+json_t *
+config_delay_json(const delay_cfg *d)
+{
+	return table_json(&fields_delay, d);
+}
+
+static json_t *
+overrides_json(const run_config *c)
+{
+	json_t *ov = json_array();
+	for (int i = 0; i < c->n_overrides; i++) {
+		const worker_override *w = &c->overrides[i];
+		if (w->id >= c->workers)
+			continue; /* kept for a worker gone since; not in the run now */
+		json_t *e = json_object();
+		for (int k = 0; k < fields_override.n; k++) {
+			const field_desc *f = &fields_override.f[k];
+			if (f->has_off > 0 && !*(const int *)((const char *)w + f->has_off))
+				continue;
+			json_object_set_new(e, f->key, f->type == FT_OBJECT
+							      ? config_delay_json(&w->delay)
+							      : value_json(f, w));
+		}
+		json_array_append_new(ov, e);
+	}
+	return ov;
 }
 
 json_t *
 config_to_json(const run_config *c)
 {
-	json_t *o = json_object();
-	for (size_t i = 0; i < NF(top_fields); i++) {
-		const field *f = &top_fields[i];
-		const char *p = (const char *)c + f->off;
-		json_t *v = NULL;
-		if (f->type == F_STR)
-			v = json_string(p);
-		else if (f->type == F_DBL)
-			v = json_real(*(const double *)p);
-		else if (f->type == F_INT)
-			v = json_integer(*(const int *)p);
-		else if (f->type == F_U64)
-			v = json_integer((json_int_t)*(const uint64_t *)p);
-		json_object_set_new(o, f->name, v);
-	}
-	json_object_set_new(o, "rule_params", rp_to_json(&c->rp));
-	json_object_set_new(o, "delay", config_delay_json(&c->delay));
-	json_t *ov = json_array();
-	for (int i = 0; i < c->n_overrides; i++) {
-		const worker_override *w = &c->overrides[i];
-		json_t *e = json_pack("{s:i}", "id", w->id);
-		if (w->has_delay)
-			json_object_set_new(e, "delay", config_delay_json(&w->delay));
-		if (w->has_spb)
-			json_object_set_new(e, "spb_depth", json_integer(w->spb_depth));
-		if (w->has_speed)
-			json_object_set_new(e, "speed", json_real(w->speed));
-		if (w->has_paused)
-			json_object_set_new(e, "paused", json_boolean(w->paused));
-		json_array_append_new(ov, e);
-	}
-	json_object_set_new(o, "worker_overrides", ov);
-	json_t *st = json_object();
-	if (c->stop_epochs > 0)
-		json_object_set_new(st, "epochs", json_real(c->stop_epochs));
-	if (c->stop_steps)
-		json_object_set_new(st, "steps", json_integer((json_int_t)c->stop_steps));
-	if (c->stop_seconds > 0)
-		json_object_set_new(st, "seconds", json_real(c->stop_seconds));
-	if (c->stop_target_acc > 0)
-		json_object_set_new(st, "target_acc", json_real(c->stop_target_acc));
-	json_object_set_new(o, "stop", st);
-	return o;
+	return table_json(&fields_run, c);
 }
 
 /* ---- changes ------------------------------------------------------------ */
@@ -486,24 +406,9 @@ get_int(json_t *v, const char *path, int lo, int hi, int *out, char *err)
 			       jtype(v));
 	json_int_t i = json_integer_value(v);
 	if (i < lo || i > hi)
-		return sl_fail(err, SL_EINVAL, "%s: %lld is out of range [%d, %d]", path,
-			       (long long)i, lo, hi);
+		return sl_fail(err, SL_EINVAL, "%s: must be in [%d, %d], got %lld", path,
+			       lo, hi, (long long)i);
 	*out = (int)i;
-	return 0;
-}
-
-static int
-get_num(json_t *v, const char *path, double lo, double hi, double *out,
-	char *err)
-{
-	if (!json_is_number(v))
-		return sl_fail(err, SL_EINVAL, "%s: expected a number, got %s", path,
-			       jtype(v));
-	double d = json_number_value(v);
-	if (!(d >= lo && d <= hi))
-		return sl_fail(err, SL_EINVAL, "%s: %g is out of range [%g, %g]", path,
-			       d, lo, hi);
-	*out = d;
 	return 0;
 }
 
@@ -521,125 +426,82 @@ cmd_from_json(json_t *set, int worker, const run_config *cur, const char *path,
 				c->delay = cur->overrides[i].delay;
 	}
 	if (!json_is_object(set))
-		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s", path,
-			       jtype(set));
-	const char *key;
-	json_t *v;
-	char p[128];
-	json_object_foreach(set, key, v) {
-		int rc = 0;
-		snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", key);
-		if (!strcmp(key, "delay")) {
-			rc = parse_delay(v, &c->delay, p, err);
-			c->fields |= CMD_DELAY;
-		} else if (!strcmp(key, "paused")) {
-			if (!json_is_boolean(v))
-				return sl_fail(err, SL_EINVAL, "%s: expected true or false", p);
-			c->paused = json_is_true(v);
-			c->fields |= CMD_PAUSED;
-		} else if (!strcmp(key, "spb_depth") && worker >= 0) {
-			rc = get_int(v, p, 0, 64, &c->spb_depth, err);
-			c->fields |= CMD_SPB;
-		} else if (!strcmp(key, "speed") && worker >= 0) {
-			rc = get_num(v, p, 1e-6, 100, &c->speed, err);
-			c->fields |= CMD_SPEED;
-		} else if (worker >= 0) {
-			return sl_fail(err, SL_EINVAL,
-				       "%s: unknown field for a worker (delay, spb_depth, speed, paused)",
-				       p);
-		} else if (!strcmp(key, "rule")) {
-			if (!json_is_string(v) || !config_rule_known(json_string_value(v)))
-				return sl_fail(err, SL_EINVAL,
-					       "%s: unknown rule (expected ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild)",
-					       p);
-			snprintf(c->rule, sizeof(c->rule), "%s", json_string_value(v));
-			c->fields |= CMD_RULE;
-		} else if (!strcmp(key, "rule_params")) {
-			if (!json_is_object(v))
-				return sl_fail(err, SL_EINVAL, "%s: expected an object", p);
-			const char *k2;
-			json_t *v2;
-			json_object_foreach(v, k2, v2) {
-				char q[160];
-				snprintf(q, sizeof(q), "%s.%s", p, k2);
-				const field *g = find(rp_fields, NF(rp_fields), k2);
-				rc = g ? set_field(g, &c->rp, v2, q, err)
-				       : sl_fail(err, SL_EINVAL, "%s: unknown field", q);
-				if (rc < 0)
-					return rc;
-			}
-			c->fields |= CMD_RULE_PARAMS;
-		} else if (!strcmp(key, "lr")) {
-			rc = get_num(v, p, 1e-12, 100, &c->lr, err);
-			c->fields |= CMD_LR;
-		} else if (!strcmp(key, "momentum")) {
-			rc = get_num(v, p, 0, 0.999999, &c->momentum, err);
-			c->fields |= CMD_MOMENTUM;
-		} else if (!strcmp(key, "weight_decay")) {
-			rc = get_num(v, p, 0, 0.999999, &c->weight_decay, err);
-			c->fields |= CMD_WEIGHT_DECAY;
-		} else if (!strcmp(key, "batch")) {
-			rc = get_int(v, p, 1, 65536, &c->batch, err);
-			c->fields |= CMD_BATCH;
-		} else if (!strcmp(key, "workers")) {
-			rc = get_int(v, p, 1, CFG_MAX_WORKERS, &c->workers, err);
-			c->fields |= CMD_WORKERS;
-		} else if (!strcmp(key, "eval_every")) {
-			rc = get_int(v, p, 0, 100000000, &c->eval_every, err);
-			c->fields |= CMD_EVAL_EVERY;
-		} else if (!strcmp(key, "stop")) {
-			if (!json_is_true(v))
-				return sl_fail(err, SL_EINVAL, "%s: expected true", p);
-			c->fields |= CMD_STOP;
-		} else if (!strcmp(key, "checkpoint")) {
-			if (!json_is_string(v) || !json_string_length(v) ||
-			    json_string_length(v) >= sizeof(c->path))
-				return sl_fail(err, SL_EINVAL,
-					       "%s: expected a file name (< %zu bytes)", p,
-					       sizeof(c->path));
-			snprintf(c->path, sizeof(c->path), "%s", json_string_value(v));
-			c->fields |= CMD_CHECKPOINT;
-		} else {
-			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
-		}
+		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s",
+			       *path ? path : "set", jtype(set));
+	if (worker >= 0) {
+		int rc = apply_worker(set, c, 1, &c->fields, path, err);
 		if (rc < 0)
 			return rc;
+	}
+	const char *key;
+	json_t *v;
+	char p[160];
+	json_object_foreach(set, key, v) {
+		if (worker >= 0)
+			break;
+		int rc = 0;
+		sub_path(p, sizeof(p), path, key);
+		/* controls first: a PATCH's "stop" is stop now, not the run
+		 * object's stop conditions */
+		const field_desc *f = fields_find(&fields_controls, key);
+		if (!f)
+			f = fields_find(&fields_run, key);
+		if (!f)
+			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
+		if (!(f->flags & FD_MUTABLE))
+			return sl_fail(err, SL_EINVAL,
+				       "%s: cannot change mid-run (POST /api/v1/run starts a new run)",
+				       p);
+		field_desc g = *f;
+		g.off = f->cmd_off;
+		void *at = (char *)c + g.off;
+		if (f->sub == &fields_delay)
+			rc = parse_delay(v, at, p, err);
+		else if (f->type == FT_OBJECT)
+			rc = apply_scalars(f->sub, at, v, p, err);
+		else if (f->store == FS_NONE && !json_is_true(v))
+			rc = sl_fail(err, SL_EINVAL, "%s: expected true, got %s", p,
+				     json_is_false(v) ? "false" : jtype(v));
+		else if (f->store != FS_NONE)
+			rc = set_scalar(&g, c, v, p, err);
+		if (rc < 0)
+			return rc;
+		c->fields |= f->cmd;
 	}
 	if (!c->fields)
 		return sl_fail(err, SL_EINVAL, "%s: nothing to change", *path ? path : "set");
 	return 0;
 }
 
+/* the fields of t that c sets, from their places in c */
+static void
+cmd_fields_json(json_t *set, const field_table *t, const run_cmd *c)
+{
+	for (int i = 0; i < t->n; i++) {
+		const field_desc *f = &t->f[i];
+		if (!(f->flags & FD_MUTABLE) || (f->flags & FD_NOECHO) ||
+		    !(c->fields & (f->echo ? f->echo : f->cmd)))
+			continue;
+		field_desc g = *f;
+		g.off = f->cmd_off;
+		const void *at = (const char *)c + g.off;
+		json_object_set_new(set, f->key,
+				    f->type == FT_OBJECT ? table_json(f->sub, at)
+				    : f->store == FS_NONE ? json_true()
+							  : value_json(&g, c));
+	}
+}
+
 json_t *
 cmd_to_json(const run_cmd *c)
 {
 	json_t *set = json_object();
-	if (c->fields & CMD_RULE)
-		json_object_set_new(set, "rule", json_string(c->rule));
-	if (c->fields & (CMD_RULE | CMD_RULE_PARAMS))
-		json_object_set_new(set, "rule_params", rp_to_json(&c->rp));
-	if (c->fields & CMD_LR)
-		json_object_set_new(set, "lr", json_real(c->lr));
-	if (c->fields & CMD_MOMENTUM)
-		json_object_set_new(set, "momentum", json_real(c->momentum));
-	if (c->fields & CMD_WEIGHT_DECAY)
-		json_object_set_new(set, "weight_decay", json_real(c->weight_decay));
-	if (c->fields & CMD_BATCH)
-		json_object_set_new(set, "batch", json_integer(c->batch));
-	if (c->fields & CMD_WORKERS)
-		json_object_set_new(set, "workers", json_integer(c->workers));
-	if (c->fields & CMD_EVAL_EVERY)
-		json_object_set_new(set, "eval_every", json_integer(c->eval_every));
-	if (c->fields & CMD_DELAY)
-		json_object_set_new(set, "delay", config_delay_json(&c->delay));
-	if (c->fields & CMD_SPB)
-		json_object_set_new(set, "spb_depth", json_integer(c->spb_depth));
-	if (c->fields & CMD_SPEED)
-		json_object_set_new(set, "speed", json_real(c->speed));
-	if (c->fields & CMD_PAUSED)
-		json_object_set_new(set, "paused", json_boolean(c->paused));
-	if (c->fields & CMD_STOP)
-		json_object_set_new(set, "stop", json_true());
+	if (c->worker >= 0) {
+		cmd_fields_json(set, &fields_worker, c);
+	} else {
+		cmd_fields_json(set, &fields_run, c);
+		cmd_fields_json(set, &fields_controls, c);
+	}
 	json_t *o = json_pack("{s:s}", "event", "set");
 	if (c->worker >= 0)
 		json_object_set_new(o, "worker", json_integer(c->worker));
@@ -647,6 +509,98 @@ cmd_to_json(const run_cmd *c)
 	if (c->origin[0])
 		json_object_set_new(o, "origin", json_string(c->origin));
 	return o;
+}
+
+/* ---- schema ---------------------------------------------------------------- */
+
+/* with_mutable: 0 leaves "mutable" out; 2: the enclosing object may
+ * change mid-run, and so may its fields */
+static json_t *table_schema(const field_table *t, int with_mutable);
+
+static json_t *
+field_schema(const field_desc *f, const field_table *t, int with_mutable)
+{
+	static const char *const types[] = {"number", "integer", "string",
+		"boolean", "object", "array"};
+	json_t *o = json_pack("{s:s,s:s}", "key", f->key, "type", types[f->type]);
+	int integer = f->type == FT_INTEGER;
+	if (f->flags & FD_MIN)
+		json_object_set_new(o, "min", num_json(f->min, integer));
+	if (f->flags & FD_MIN_OPEN)
+		json_object_set_new(o, "min_open", json_true());
+	if (f->flags & FD_MAX)
+		json_object_set_new(o, "max", num_json(f->max, integer));
+	if (f->flags & FD_MAX_OPEN)
+		json_object_set_new(o, "max_open", json_true());
+	if (field_choice(f, 0)) {
+		json_t *e = json_array();
+		const char *ch;
+		for (int i = 0; (ch = field_choice(f, i)); i++)
+			json_array_append_new(e, json_string(ch));
+		json_object_set_new(o, "enum", e);
+	}
+	if (f->store == FS_STR && f->def_str)
+		json_object_set_new(o, "default", json_string(f->def_str));
+	else if (f->store == FS_ENUM)
+		json_object_set_new(o, "default", json_string(field_choice(f, (int)f->def)));
+	else if (f->store == FS_BOOL)
+		json_object_set_new(o, "default", json_boolean(f->def != 0));
+	else if (f->store != FS_NONE && f->store != FS_STR && !(f->flags & FD_NODEFAULT))
+		json_object_set_new(o, "default", num_json(f->def, integer));
+	int mutable = with_mutable == 2 || (f->flags & FD_MUTABLE);
+	if (with_mutable)
+		json_object_set_new(o, "mutable", json_boolean(mutable));
+	if (f->when_key) {
+		const field_desc *k = fields_find(t, f->when_key);
+		json_t *vals = json_array();
+		for (int i = 0; i < 32; i++)
+			if (f->when_mask >> i & 1u)
+				json_array_append_new(vals, json_string(field_choice(k, i)));
+		json_object_set_new(o, "when", json_pack("{s:o}", f->when_key, vals));
+	}
+	json_object_set_new(o, "doc", json_string(f->doc ? f->doc : ""));
+	if (f->sub)
+		json_object_set_new(o, "fields",
+				    table_schema(f->sub, with_mutable ? 1 + (f->type == FT_OBJECT && mutable) : 0));
+	return o;
+}
+
+static json_t *
+table_schema(const field_table *t, int with_mutable)
+{
+	json_t *a = json_array();
+	for (int i = 0; i < t->n; i++)
+		json_array_append_new(a, field_schema(&t->f[i], t, with_mutable));
+	return a;
+}
+
+json_t *
+config_schema_json(void)
+{
+	static const struct {
+		unsigned bit;
+		const char *name;
+	} flag_names[] = {{RULE_ROUND, "round"}, {RULE_WAIT, "wait"}, {RULE_LOCAL, "local"},
+			  {RULE_SHARED, "shared"}, {RULE_BACKUP, "backup"}};
+	json_t *rules = json_array();
+	for (int k = 0; rule_table[k]; k++) {
+		const rule_class *r = rule_table[k];
+		json_t *ps = json_array(), *fl = json_array();
+		for (int i = 0; r->params && r->params[i]; i++)
+			json_array_append_new(ps, field_schema(fields_find(&fields_rule_params,
+									   r->params[i]),
+							       &fields_rule_params, 0));
+		for (size_t i = 0; i < sizeof(flag_names) / sizeof(flag_names[0]); i++)
+			if (r->flags & flag_names[i].bit)
+				json_array_append_new(fl, json_string(flag_names[i].name));
+		json_array_append_new(rules, json_pack("{s:s,s:b,s:o,s:s,s:o}", "name", r->name,
+						       "sync", (r->flags & RULE_ROUND) != 0,
+						       "flags", fl, "doc", r->doc ? r->doc : "",
+						       "params", ps));
+	}
+	return json_pack("{s:o,s:o,s:o,s:o}", "fields", table_schema(&fields_run, 1),
+			 "worker_fields", table_schema(&fields_worker, 1),
+			 "controls", table_schema(&fields_controls, 1), "rules", rules);
 }
 
 int

@@ -18,6 +18,11 @@ int config_parse(const char *text, size_t len, run_config *c, char *err);
 /* Same, from an already parsed object. */
 int config_apply_json(json_t *obj, run_config *c, char *err);
 
+/* GET /api/v1/schema: every field of the run object, of a worker and of
+ * PATCH /api/v1/run's controls, and every rule with its parameters (new
+ * reference). */
+json_t *config_schema_json(void);
+
 /* A delay object as JSON (new reference). */
 json_t *config_delay_json(const delay_cfg *d);
 

@@ -2,6 +2,7 @@
  * applied between steps; the schedule's timed changes; each reported
  * through the change callback so a log replays the run. */
 #include "run_impl.h"
+#include "fields.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -13,8 +14,8 @@
 static int
 check_cmd(const run *r, const run_cmd *c, char *err)
 {
-	if (c->worker >= CFG_MAX_WORKERS)
-		return sl_fail(err, SL_EINVAL, "worker: id %d out of range", c->worker);
+	if (fields_check_cmd(c, err) < 0) /* the ranges of engine/fields.c */
+		return -SL_EINVAL;
 	if (c->worker >= 0 && (c->worker >= r->cfg.workers))
 		return sl_fail(err, SL_EINVAL, "worker: no worker %d (the run has %d)",
 			       c->worker, r->cfg.workers);
@@ -29,20 +30,14 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 				       "rule: %s needs threads sharing memory (the wall clock)",
 				       rc->name);
 	}
-	if ((c->fields & CMD_LR) && !(c->lr > 0 && c->lr <= 100))
-		return sl_fail(err, SL_EINVAL, "lr: must be in (0, 100]");
-	if ((c->fields & CMD_MOMENTUM) && !(c->momentum >= 0 && c->momentum < 1))
-		return sl_fail(err, SL_EINVAL, "momentum: must be in [0, 1)");
-	if ((c->fields & CMD_BATCH) && (c->batch < 1 || c->batch > r->cfg.batch))
+	if ((c->fields & CMD_BATCH) && c->batch > r->cfg.batch)
 		return sl_fail(err, SL_EINVAL,
-			       "batch: must be in 1..%d (the run's starting batch)",
-			       r->cfg.batch);
-	if ((c->fields & CMD_WORKERS) && (c->workers < 1 || c->workers > CFG_MAX_WORKERS))
-		return sl_fail(err, SL_EINVAL, "workers: must be in 1..%d", CFG_MAX_WORKERS);
-	if ((c->fields & CMD_SPB) && (c->spb_depth < 0 || c->spb_depth > 64))
-		return sl_fail(err, SL_EINVAL, "spb_depth: must be in 0..64");
-	if ((c->fields & CMD_SPEED) && !(c->speed > 0 && c->speed <= 100))
-		return sl_fail(err, SL_EINVAL, "speed: must be in (0, 100]");
+			       "batch: must be in [1, %d] (the run's starting batch), got %d",
+			       r->cfg.batch, c->batch);
+	if ((c->fields & CMD_SPB) && c->spb_depth > r->evm->n_param_layers)
+		return sl_fail(err, SL_EINVAL,
+			       "spb_depth: must be in [0, %d] (the model's parameterised layers), got %d",
+			       r->evm->n_param_layers, c->spb_depth);
 	if ((c->fields & CMD_DELAY) && c->delay.dist == DELAY_VERSION &&
 	    c->delay.s >= VHIST_MAX)
 		return sl_fail(err, SL_EINVAL, "delay.s: at most %d", VHIST_MAX - 1);

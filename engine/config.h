@@ -74,8 +74,13 @@ typedef struct run_config {
  * one worker and no delay this is sequential SGD), lr 0.05, batch 64. */
 void config_defaults(run_config *c);
 
-/* Range and consistency checks; err names the field. */
+/* Range and consistency checks; err names the field. A run's own state
+ * passes too: an override may outlive its worker when the run shrinks
+ * (config_overrides_fit refuses that in a run object a person wrote). */
 int config_validate(const run_config *c, char *err);
+
+/* Every worker_overrides entry names a worker of the run (id < workers). */
+int config_overrides_fit(const run_config *c, char *err);
 
 const char *delay_dist_name(delay_dist d);
 

@@ -362,6 +362,26 @@ spec_layers(const char *spec, int in_dim, int classes, layer *d, int *n,
 		       spec);
 }
 
+int
+model_spec_param_layers(const char *spec)
+{
+	layer d[MODEL_MAX_LAYERS];
+	int sizes[MODEL_MAX_LAYERS], ns = 0, n = 0, in = 1, classes = 2, np = 0;
+	shape input = {1, 1, 1, 0};
+	char err[SL_ERR_LEN];
+	if (!strncmp(spec, "mlp:", 4)) {
+		if (parse_mlp(spec + 4, sizes, &ns, err) < 0)
+			return -1;
+		in = sizes[0];
+		classes = sizes[ns - 1];
+	}
+	if (spec_layers(spec, in, classes, d, &n, &input, err) < 0)
+		return -1;
+	for (int i = 0; i < n; i++)
+		np += d[i].kind == LAYER_DENSE || d[i].kind == LAYER_CONV;
+	return np;
+}
+
 /* ---- construction ----------------------------------------------------- */
 
 static int

@@ -115,6 +115,10 @@ int model_new_layers(const layer *desc, int n, shape input, int classes,
 		     char *err);
 void model_free(model *m);
 
+/* Parameterised layers of a model spec without building it (the deepest
+ * useful spb_depth), or -1 when the spec is not one model_new takes. */
+int model_spec_param_layers(const char *spec);
+
 /* (Re)initialise parameters from the seed (He/Xavier, zero biases). */
 void model_init_params(model *m, uint64_t seed);
 

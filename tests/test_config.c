@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "config_json.h"
+#include "fields.h"
 #include "jsonout.h"
 #include "testutil.h"
 
@@ -79,35 +80,47 @@ static const struct {
 } bad[] = {
 	{"{\"bacth\": 64}", "bacth: unknown field"},
 	{"{\"batch\": \"64\"}", "batch: expected an integer, got a string"},
-	{"{\"batch\": 64.5}", "batch: expected an integer"},
-	{"{\"batch\": 0}", "batch: 0 is out of range"},
-	{"{\"workers\": 257}", "workers: 257 is out of range"},
-	{"{\"lr\": 0}", "lr: 0 is out of range"},
+	{"{\"batch\": 64.5}", "batch: must be an integer in [1, 65536], got 64.5"},
+	{"{\"batch\": 0}", "batch: must be an integer in [1, 65536], got 0"},
+	{"{\"workers\": 257}", "workers: must be an integer in [1, 256], got 257"},
+	{"{\"lr\": 0}", "lr: must be in (0, 10], got 0"},
 	{"{\"lr\": -0.1}", "lr: "},
 	{"{\"lr\": \"fast\"}", "lr: expected a number, got a string"},
-	{"{\"momentum\": 1}", "momentum: "},
+	{"{\"momentum\": 1}", "momentum: must be in [0, 1), got 1"},
+	{"{\"lr\": 10.5}", "lr: must be in (0, 10], got 10.5"},
 	{"{\"rule\": \"adam\"}", "rule: unknown \"adam\""},
 	{"{\"device\": \"tpu\"}", "device: unknown \"tpu\""},
 	{"{\"clock\": \"fast\"}", "clock: unknown \"fast\""},
 	{"{\"model\": \"\"}", "model: must be 1..127 characters"},
-	{"{\"seed\": -1}", "seed: expected a non-negative integer"},
+	{"{\"seed\": -1}", "seed: must be an integer >= 0, got -1"},
 	{"{\"stop\": {\"epoch\": 3}}", "stop.epoch: unknown field"},
-	{"{\"stop\": {\"epochs\": -1}}", "stop.epochs: -1 is out of range"},
-	{"{\"stop\": {\"target_acc\": 1.5}}", "stop.target_acc: 1.5 is out of range"},
+	{"{\"stop\": {\"epochs\": -1}}", "stop.epochs: must be in [0, 1000000000], got -1"},
+	{"{\"stop\": {\"target_acc\": 1.5}}", "stop.target_acc: must be in [0, 1], got 1.5"},
 	{"{\"stop\": 3}", "stop: expected an object, got an integer"},
 	{"{\"delay\": {\"dist\": \"gauss\"}}", "delay.dist: unknown \"gauss\""},
 	{"{\"delay\": {\"dist\": \"exp\", \"mean\": 20}}", "delay.mean: unknown field"},
-	{"{\"delay\": {\"dist\": \"exp\", \"mean_ms\": -5}}", "delay.mean_ms: -5 is out of range"},
-	{"{\"delay\": {\"dist\": \"pareto\", \"mean_ms\": 5, \"alpha\": 1}}", "delay.alpha: 1 is out of range"},
-	{"{\"delay\": {\"dist\": \"exp\", \"where\": \"cloud\"}}", "delay.where: expected \"worker\" or \"server\""},
+	{"{\"delay\": {\"dist\": \"exp\", \"mean_ms\": -5}}", "delay.mean_ms: must be in [0, 3600000], got -5"},
+	{"{\"delay\": {\"dist\": \"pareto\", \"mean_ms\": 5, \"alpha\": 1}}", "delay.alpha: must be in (1, 100], got 1"},
+	{"{\"delay\": {\"dist\": \"exp\", \"where\": \"cloud\"}}", "delay.where: unknown \"cloud\" (expected worker, server)"},
 	{"{\"delay\": {\"mean_ms\": 5}}", "delay.dist: missing"},
-	{"{\"rule_params\": {\"H\": 0}}", "rule_params.H: 0 is out of range"},
+	{"{\"rule_params\": {\"H\": 0}}", "rule_params.H: must be an integer in [1, 1000000], got 0"},
 	{"{\"rule_params\": {\"tau\": 3}}", "rule_params.tau: unknown field"},
-	{"{\"worker_overrides\": [{\"delay\": {}}]}", "worker_overrides[0].id: expected an integer"},
-	{"{\"worker_overrides\": [{\"id\": 1, \"speed\": 0}]}", "worker_overrides[0].speed: expected a number in (0, 100]"},
+	{"{\"worker_overrides\": [{\"delay\": {}}]}", "worker_overrides[0].id: missing"},
+	{"{\"worker_overrides\": [{\"id\": 1, \"speed\": 0}]}", "worker_overrides[0].speed: must be in (0, 100], got 0"},
 	{"{\"worker_overrides\": [{\"id\": 1, \"spb\": 2}]}", "worker_overrides[0].spb: unknown field"},
 	{"{\"worker_overrides\": [{\"id\": 1, \"delay\": {\"dist\": \"const\", \"mean_ms\": \"x\"}}]}",
 	 "worker_overrides[0].delay.mean_ms: expected a number"},
+	{"{\"rule_params\": {\"s\": 2.5}}", "rule_params.s: must be an integer in [0, 1000000], got 2.5"},
+	{"{\"rule_params\": {\"local_opt\": \"adam\"}}", "rule_params.local_opt: unknown \"adam\" (expected sgd, cadcasgd)"},
+	{"{\"delay\": {\"dist\": \"version\", \"s\": 65}}", "delay.s: must be an integer in [0, 64], got 65"},
+	/* accepted before, meaningless: a worker the run does not have, a
+	 * depth the model does not have */
+	{"{\"workers\": 4, \"worker_overrides\": [{\"id\": 4, \"speed\": 0.5}]}",
+	 "worker_overrides[0].id: no worker 4 (the run has 4 workers: ids 0..3)"},
+	{"{\"model\": \"mlp:784-64-10\", \"workers\": 2, \"worker_overrides\": [{\"id\": 1, \"spb_depth\": 3}]}",
+	 "worker_overrides[0].spb_depth: must be in [0, 2] (\"mlp:784-64-10\" has 2 parameterised layers), got 3"},
+	{"{\"model\": \"lenet5\", \"workers\": 2, \"worker_overrides\": [{\"id\": 1, \"spb_depth\": 6}]}",
+	 "worker_overrides[0].spb_depth: must be in [0, 5]"},
 	{"{\"schedule\": [{\"at\": {\"x\": 1}, \"set\": {}}]}", "schedule[0].at: expected"},
 	{"{\"schedule\": [{\"at\": {\"v\": 1}}]}", "schedule[0].set: expected an object"},
 	{"[1, 2]", "run: expected a JSON object"},
@@ -175,6 +188,212 @@ START_TEST(number_printing)
 }
 END_TEST
 
+/* ranges print as they are, and the ends are open or closed as written */
+START_TEST(field_ranges)
+{
+	char buf[64];
+	const field_desc *lr = fields_find(&fields_run, "lr");
+	const field_desc *mom = fields_find(&fields_run, "momentum");
+	const field_desc *seed = fields_find(&fields_run, "seed");
+	ck_assert_ptr_nonnull(lr);
+	field_range_str(lr, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "(0, 10]");
+	field_range_str(mom, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "[0, 1)");
+	field_range_str(seed, buf, sizeof(buf));
+	ck_assert_str_eq(buf, ">= 0");
+	ck_assert(!field_in_range(lr, 0));
+	ck_assert(field_in_range(lr, 1e-9));
+	ck_assert(field_in_range(lr, 10));
+	ck_assert(!field_in_range(lr, 10.000001));
+	ck_assert(field_in_range(mom, 0));
+	ck_assert(!field_in_range(mom, 1));
+	ck_assert(!field_in_range(lr, NAN));
+	ck_assert(!field_in_range(fields_find(&fields_run, "batch"), 2.5));
+	/* defaults come from the table and pass its own checks */
+	run_config c;
+	char err[SL_ERR_LEN];
+	config_defaults(&c);
+	ck_assert_double_eq(c.lr, lr->def);
+	ck_assert_double_eq(c.rp.warmup, 200);
+	ck_assert_str_eq(c.rp.local_opt, "sgd");
+	ck_assert_int_eq(fields_validate(&fields_run, &c, "", err), 0);
+	c.rp.m = 1;
+	ck_assert_int_eq(fields_validate(&fields_run, &c, "", err), -SL_EINVAL);
+	ck_assert_str_eq(err, "rule_params.m: must be in [0, 1), got 1");
+	/* an enum's stored value may be anything (a damaged checkpoint) */
+	config_defaults(&c);
+	c.delay.dist = (delay_dist)1000000;
+	ck_assert_int_eq(fields_validate(&fields_run, &c, "", err), -SL_EINVAL);
+	ck_assert_str_eq(err, "delay.dist: unknown value 1000000");
+	ck_assert_str_eq(delay_dist_name((delay_dist)1000000), "?");
+	ck_assert_str_eq(delay_dist_name(DELAY_PARETO), "pareto");
+}
+END_TEST
+
+/* every rule's parameters are described rule_params fields, and every
+ * rule_params field is read by some rule */
+START_TEST(rule_params_described)
+{
+	int n = 0;
+	for (int k = 0; rule_table[k]; k++, n++) {
+		const rule_class *r = rule_table[k];
+		ck_assert_ptr_eq(rule_find(r->name), r);
+		for (int i = 0; r->params && r->params[i]; i++)
+			ck_assert_msg(fields_find(&fields_rule_params, r->params[i]),
+				      "%s: no rule_params.%s", r->name, r->params[i]);
+	}
+	ck_assert_int_eq(n, 10);
+	for (int i = 0; i < fields_rule_params.n; i++) {
+		const char *key = fields_rule_params.f[i].key;
+		int used = 0;
+		for (int k = 0; rule_table[k]; k++)
+			for (int j = 0; rule_table[k]->params && rule_table[k]->params[j]; j++)
+				used |= !strcmp(rule_table[k]->params[j], key);
+		ck_assert_msg(used, "rule_params.%s: no rule reads it", key);
+	}
+	/* the rule field's values are the classes' names */
+	const field_desc *rf = fields_find(&fields_run, "rule");
+	for (int k = 0; rule_table[k]; k++)
+		ck_assert_str_eq(field_choice(rf, k), rule_table[k]->name);
+	ck_assert_ptr_null(field_choice(rf, n));
+	ck_assert_int_eq(fields_model_layers("mlp:784-256-128-10"), 3);
+	ck_assert_int_eq(fields_model_layers("logreg"), 1);
+	ck_assert_int_eq(fields_model_layers("lenet5"), 5);
+	ck_assert_int_eq(fields_model_layers("resnet"), -1);
+}
+END_TEST
+
+static run_config
+cur4(void)
+{
+	run_config cur;
+	config_defaults(&cur);
+	cur.workers = 4;
+	return cur;
+}
+
+static int
+change(const char *text, int worker, run_cmd *c, char *err)
+{
+	run_config cur = cur4();
+	json_error_t je;
+	json_t *j = json_loads(text, 0, &je);
+	ck_assert_msg(j != NULL, "%s", je.text);
+	int rc = cmd_from_json(j, worker, &cur, "", c, err);
+	json_decref(j);
+	return rc;
+}
+
+/* PATCH bodies: the same table, mutability enforced, echo round-trips */
+START_TEST(changes)
+{
+	run_cmd c, d;
+	run_config cur = cur4();
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(change("{\"lr\": 0.02, \"rule\": \"ssp\", \"rule_params\": {\"s\": 5}}", -1, &c, err), 0);
+	ck_assert_uint_eq(c.fields, CMD_LR | CMD_RULE | CMD_RULE_PARAMS);
+	ck_assert_double_eq(c.lr, 0.02);
+	ck_assert_double_eq(c.rp.s, 5);
+	ck_assert_double_eq(c.rp.lambda, 0.04); /* merged onto the current */
+	json_t *j = cmd_to_json(&c);
+	ck_assert_int_eq(cmd_from_json(json_object_get(j, "set"), -1, &cur, "", &d, err), 0);
+	json_decref(j);
+	ck_assert_mem_eq(&c, &d, sizeof(c));
+
+	ck_assert_int_eq(change("{\"lr\": 11}", -1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "lr: must be in (0, 10], got 11");
+	ck_assert_int_eq(change("{\"clock\": \"virtual\"}", -1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "clock: cannot change mid-run (POST /api/v1/run starts a new run)");
+	ck_assert_int_eq(change("{\"stop\": false}", -1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "stop: expected true, got false");
+	ck_assert_int_eq(change("{\"spb_depth\": 1}", -1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "spb_depth: unknown field");
+	ck_assert_int_eq(change("{\"paused\": true, \"stop\": true}", -1, &c, err), 0);
+	ck_assert_uint_eq(c.fields, CMD_PAUSED | CMD_STOP);
+
+	ck_assert_int_eq(change("{\"spb_depth\": 2, \"delay\": {\"dist\": \"const\", \"mean_ms\": 5}}", 1, &c, err), 0);
+	ck_assert_uint_eq(c.fields, CMD_SPB | CMD_DELAY);
+	ck_assert_int_eq(c.spb_depth, 2);
+	ck_assert_int_eq(c.delay.dist, DELAY_CONST);
+	j = cmd_to_json(&c);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "worker")), 1);
+	ck_assert_int_eq(cmd_from_json(json_object_get(j, "set"), 1, &cur, "", &d, err), 0);
+	json_decref(j);
+	ck_assert_mem_eq(&c, &d, sizeof(c));
+	ck_assert_int_eq(change("{\"lr\": 0.1}", 1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "lr: unknown field for a worker (delay, spb_depth, speed, paused)");
+	ck_assert_int_eq(change("{\"speed\": 0}", 1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "speed: must be in (0, 100], got 0");
+	/* the engine's own check uses the same table */
+	c.fields = CMD_SPEED;
+	c.speed = 0;
+	ck_assert_int_eq(fields_check_cmd(&c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "speed: must be in (0, 100], got 0");
+}
+END_TEST
+
+static json_t *
+schema_field(json_t *arr, const char *key)
+{
+	size_t i;
+	json_t *f;
+	json_array_foreach(arr, i, f)
+		if (!strcmp(json_string_value(json_object_get(f, "key")), key))
+			return f;
+	return NULL;
+}
+
+/* GET /api/v1/schema's body, in the shape of SCHEMA.md */
+START_TEST(schema)
+{
+	json_t *s = config_schema_json();
+	json_t *fs = json_object_get(s, "fields");
+	ck_assert_int_eq(json_array_size(fs), fields_run.n);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(fs, 0), "key")), "model");
+	json_t *lr = schema_field(fs, "lr");
+	char *t = jsonout_dumps(lr);
+	ck_assert_str_eq(t, "{\"key\":\"lr\",\"type\":\"number\",\"min\":0,\"min_open\":true,"
+			    "\"max\":10,\"default\":0.05,\"mutable\":true,\"doc\":\"learning rate\"}");
+	free(t);
+	ck_assert(json_is_false(json_object_get(schema_field(fs, "clock"), "mutable")));
+	json_t *rule = schema_field(fs, "rule");
+	ck_assert_int_eq(json_array_size(json_object_get(rule, "enum")), 10);
+	json_t *batch = schema_field(fs, "batch");
+	ck_assert_str_eq(json_string_value(json_object_get(batch, "type")), "integer");
+	ck_assert_int_eq(json_integer_value(json_object_get(batch, "default")), 64);
+	json_t *delay = schema_field(fs, "delay");
+	json_t *sigma = schema_field(json_object_get(delay, "fields"), "sigma");
+	ck_assert_str_eq(json_string_value(json_array_get(
+				 json_object_get(json_object_get(sigma, "when"), "dist"), 0)),
+			 "lognormal");
+	ck_assert(json_is_true(json_object_get(sigma, "mutable"))); /* as its delay */
+	json_t *stop = schema_field(fs, "stop");
+	ck_assert(json_is_false(json_object_get(schema_field(json_object_get(stop, "fields"), "epochs"),
+						"mutable")));
+	ck_assert_ptr_null(json_object_get(schema_field(fs, "momentum"), "min_open"));
+	json_t *w = json_object_get(s, "worker_fields");
+	ck_assert_int_eq(json_array_size(w), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "paused"), "type")),
+			 "boolean");
+	json_t *rules = json_object_get(s, "rules");
+	ck_assert_int_eq(json_array_size(rules), 10);
+	size_t i;
+	json_t *r;
+	json_array_foreach(rules, i, r) {
+		if (strcmp(json_string_value(json_object_get(r, "name")), "odsgd"))
+			continue;
+		ck_assert(json_is_true(json_object_get(r, "sync")));
+		json_t *params = json_object_get(r, "params");
+		ck_assert_int_eq(json_array_size(params), 5);
+		json_t *lo = schema_field(params, "local_opt");
+		ck_assert_str_eq(json_string_value(json_object_get(lo, "default")), "sgd");
+		ck_assert_ptr_null(json_object_get(lo, "mutable"));
+	}
+	json_decref(s);
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -185,6 +404,10 @@ config_suite(void)
 	tcase_add_loop_test(tc, rejects_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, number_printing);
+	tcase_add_test(tc, field_ranges);
+	tcase_add_test(tc, rule_params_described);
+	tcase_add_test(tc, changes);
+	tcase_add_test(tc, schema);
 	suite_add_tcase(s, tc);
 	return s;
 }

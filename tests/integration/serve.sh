@@ -74,12 +74,18 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH --data-binary @"$TMP/big.
 
 # live changes, seen in /status, /staleness and the log
 expect_http "PATCH rule" 202 PATCH /api/v1/run '{"rule": "ssp", "rule_params": {"s": 1}, "lr": 0.02}'
+# the answer is the change as logged: applied, with t and v
+[ "$(json 'd["applied"], d["change"]["set"]["lr"], d["change"]["run"], d["change"]["v"] >= 0, d["change"]["t"] >= 0, d["change"]["origin"]')" = "True 0.02 1 True True api" ] &&
+	ok "PATCH answers the change with t and v" || bad "PATCH answer" "$(cat "$TMP/body")"
+pv=$(json 'd["change"]["v"]')
+grep '"event":"set"' "$TMP/serve.jsonl" | grep '"lr":0.02' | grep -q "\"v\":$pv," &&
+	ok "the answer's v is the logged one" || bad "answer v $pv not in the log" "$(grep '"event":"set"' "$TMP/serve.jsonl")"
 expect_http "PUT workers" 202 PUT /api/v1/workers '{"count": 5}'
 expect_http "PATCH worker delay" 202 PATCH /api/v1/workers/1 '{"delay": {"dist": "const", "mean_ms": 30}, "spb_depth": 1}'
 sleep 1.5
 http GET /api/v1/status >/dev/null
 got=$(json 'd["rule"], d["config"]["rule_params"]["s"], d["config"]["lr"], len(d["workers"]), d["workers"][1]["delay"]["mean_ms"], d["workers"][1]["spb_depth"]')
-[ "$got" = "ssp 1.0 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
+[ "$got" = "ssp 1 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
 http GET /api/v1/staleness >/dev/null
 [ "$(json 'len(d["workers"])')" = 5 ] && ok "staleness per worker follows the count" || bad "staleness per worker" "$(cat "$TMP/body")"
 sets=$(grep -c '"event":"set"' "$TMP/serve.jsonl")
@@ -150,6 +156,40 @@ for key, g in groups.items():
     assert b[-1] == g["count"], key
 PY
 
+# GET on what can be changed; the schema; HTTP conventions
+expect_http "GET /api/v1/run" 200 GET /api/v1/run
+[ "$(json 'd["run"], d["state"], d["config"]["rule"], d["config"]["lr"]')" = "1 running ssp 0.02" ] &&
+	ok "GET /api/v1/run: the run object with the changes" || bad "GET /api/v1/run" "$(cat "$TMP/body")"
+expect_http "GET /api/v1/workers" 200 GET /api/v1/workers
+[ "$(json 'd["count"], len(d["workers"]), d["workers"][1]["spb_depth"]')" = "5 5 1" ] &&
+	ok "GET /api/v1/workers" || bad "GET /api/v1/workers" "$(cat "$TMP/body")"
+expect_http "GET /api/v1/workers/1" 200 GET /api/v1/workers/1
+[ "$(json 'd["id"], d["delay"]["dist"], d["delay"]["mean_ms"]')" = "1 const 30.0" ] &&
+	ok "GET /api/v1/workers/1" || bad "GET /api/v1/workers/1" "$(cat "$TMP/body")"
+expect_http "GET a worker beyond the count: 404" 404 GET /api/v1/workers/9
+expect_http "PATCH spb_depth deeper than the model" 400 PATCH /api/v1/workers/1 '{"spb_depth": 3}'
+expect_grep 'spb_depth: must be in \[0, 2\]' "the model's depth is named" "$LAST_OUT"
+expect_http "PATCH a fixed field" 400 PATCH /api/v1/run '{"clock": "virtual"}'
+expect_grep 'clock: cannot change mid-run' "a fixed field says so" "$LAST_OUT"
+expect_http "GET /api/v1/schema" 200 GET /api/v1/schema
+[ "$(json '[f["key"] for f in d["fields"]][:6], [f for f in d["fields"] if f["key"] == "lr"][0]["max"], [r["params"][0]["key"] for r in d["rules"] if r["name"] == "ssp"][0], len(d["worker_fields"])')" = "['model', 'dataset', 'device', 'rule', 'rule_params', 'lr'] 10 s 4" ] &&
+	ok "schema: fields, ranges, rules' parameters" || bad "schema" "$(head -c 300 "$TMP/body")"
+expect_http "POST /api/v1/schema: 405" 405 POST /api/v1/schema '{}'
+hdr=$(curl -s -D - -o /dev/null -X DELETE "$URL/api/v1/run")
+printf '%s' "$hdr" | grep -qi '^Allow: GET, HEAD, POST, PATCH' && ok "405 lists Allow" || bad "405 Allow" "$hdr"
+hdr=$(curl -s -I "$URL/api/v1/status")
+printf '%s' "$hdr" | grep -q '^HTTP/1.1 200' && printf '%s' "$hdr" | grep -qi '^Content-Type: application/json' &&
+	ok "HEAD where GET is" || bad "HEAD" "$hdr"
+hdr=$(curl -s -D - -o /dev/null "$URL/api/v1/nothing")
+printf '%s' "$hdr" | grep -qi '^Content-Type: application/json' && ok "Content-Type on a 404" || bad "Content-Type on a 404" "$hdr"
+hdr=$(curl -s -D - -o /dev/null -X OPTIONS "$URL/api/v1/workers")
+printf '%s' "$hdr" | grep -q '^HTTP/1.1 204' && printf '%s' "$hdr" | grep -qi '^Allow: GET, HEAD, PUT, OPTIONS' &&
+	ok "OPTIONS lists the methods" || bad "OPTIONS" "$hdr"
+code=$(curl -s -o "$TMP/body" -w '%{http_code}' -X PATCH -H 'Content-Type: application/xml' --data '<lr/>' "$URL/api/v1/run")
+[ "$code" = 415 ] && grep -q 'unsupported_media_type' "$TMP/body" && ok "a body that is not JSON: 415" || bad "415 ($code)" "$(cat "$TMP/body")"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH --data '{"lr": 0.02}' "$URL/api/v1/run")
+[ "$code" = 202 ] && ok "curl -d (form type) is read as JSON" || bad "curl -d: $code"
+
 # checkpoint and resume
 expect_http "POST /api/v1/checkpoint" 201 POST /api/v1/checkpoint "{\"path\": \"$TMP/c1.ckpt\"}"
 ckv=$(json 'd["version"]')
@@ -158,7 +198,9 @@ ls "$TMP"/c1.ckpt.tmp.* >/dev/null 2>&1 && bad "temporary file left behind" || o
 expect_http "checkpoint: bad field" 400 POST /api/v1/checkpoint '{"file": "x"}'
 expect_http "checkpoint: no .. components" 400 POST /api/v1/checkpoint '{"path": "../x.ckpt"}'
 expect_http "checkpoint: unwritable" 400 POST /api/v1/checkpoint '{"path": "/nonexistent/dir/c.ckpt"}'
-expect_http "resume" 201 POST /api/v1/run "{\"resume\": \"$TMP/c1.ckpt\"}"
+hdr=$(curl -s -D - -o "$TMP/body" -X POST --data "{\"resume\": \"$TMP/c1.ckpt\"}" "$URL/api/v1/run")
+printf '%s' "$hdr" | grep -q '^HTTP/1.1 201' && ok "resume" || bad "resume" "$hdr"
+printf '%s' "$hdr" | grep -qi '^Location: /api/v1/runs/2' && ok "201 with Location" || bad "Location" "$hdr"
 got=$(json 'd["version"] >= '"$ckv"', d["config"]["rule"], len(d["workers"]), d["run"]')
 [ "$got" = "True ssp 5 2" ] && ok "resumed where the checkpoint was" || bad "resumed where the checkpoint was" "$got / $ckv"
 printf 'garbage' >"$TMP/bad.ckpt"
@@ -175,13 +217,36 @@ expect_http "no token: 401" 401 PATCH /api/v1/run '{"lr": 0.02}'
 AUTH=wrong expect_http "wrong token: 401" 401 PATCH /api/v1/run '{"lr": 0.02}'
 AUTH=s3cret expect_http "right token: 202" 202 PATCH /api/v1/run '{"lr": 0.02}'
 expect_http "reads need no token" 200 GET /api/v1/status
+kill -TERM $PID; wait $PID 2>/dev/null
+# the token from a file or the environment, not on the command line
+printf 'fromfile\n' >"$TMP/token"
+start --config "$TMP/run.json" --token-file "$TMP/token"
+AUTH=fromfile expect_http "--token-file: its token works" 202 PATCH /api/v1/run '{"lr": 0.02}'
+expect_http "--token-file: none is refused" 401 PATCH /api/v1/run '{"lr": 0.02}'
+ps -o args= -p $PID | grep -q fromfile && bad "token visible in ps" || ok "token not visible in ps"
+kill -TERM $PID; wait $PID 2>/dev/null
+STALELAB_TOKEN=fromenv start --config "$TMP/run.json"
+AUTH=fromenv expect_http "STALELAB_TOKEN: its token works" 202 PATCH /api/v1/run '{"lr": 0.02}'
+AUTH=fromfile expect_http "STALELAB_TOKEN: another is refused" 401 PATCH /api/v1/run '{"lr": 0.02}'
+kill -TERM $PID; wait $PID 2>/dev/null
+expect_exit 2 "--token-file missing" "$SL" serve --token-file "$TMP/none" --config "$TMP/run.json"
+expect_grep "--token-file $TMP/none: No such file" "a missing token file is named" "$LAST_OUT"
+start --config "$TMP/run.json" --token s3cret
 
 # a new run replaces the old; a stopped run refuses changes with 409
 AUTH=s3cret expect_http "POST /api/v1/run" 201 POST /api/v1/run '{"model": "logreg", "dataset": "synthetic:3000", "workers": 2, "clock": "virtual", "stop": {"steps": 200}}'
 [ "$(json 'd["config"]["model"], d["config"]["clock"], d["run"]')" = "logreg virtual 2" ] && ok "new run in the answer" || bad "new run" "$LAST_OUT"
 expect_http "GET /api/v1/runs" 200 GET /api/v1/runs
-[ "$(json '[r["run"] for r in d["runs"]], d["runs"][0]["config"]["model"], len(d["runs"][0]["series"]) > 0, d["runs"][1]["config"]["model"]')" = "[1, 2] mlp:784-32-10 True logreg" ] &&
-	ok "runs: the earlier one kept with its series" || bad "runs" "$(head -c 400 "$TMP/body")"
+[ "$(json '[r["run"] for r in d["runs"]], d["runs"][0]["config"]["model"], "series" in d["runs"][0], d["runs"][1]["config"]["model"]')" = "[1, 2] mlp:784-32-10 False logreg" ] &&
+	ok "runs: summaries by default" || bad "runs" "$(head -c 400 "$TMP/body")"
+expect_http "GET /api/v1/runs?series=1" 200 GET '/api/v1/runs?series=1'
+[ "$(json 'len(d["runs"][0]["series"]) > 0, "series" in d["runs"][1]')" = "True True" ] &&
+	ok "runs?series=1: the earlier one kept with its series" || bad "runs?series=1" "$(head -c 400 "$TMP/body")"
+expect_http "GET /api/v1/runs/1" 200 GET /api/v1/runs/1
+[ "$(json 'd["run"], d["config"]["model"], len(d["series"]) > 0')" = "1 mlp:784-32-10 True" ] &&
+	ok "runs/1: one run with its series" || bad "runs/1" "$(head -c 400 "$TMP/body")"
+expect_http "GET /api/v1/runs/99" 404 GET /api/v1/runs/99
+expect_http "runs?series=2" 400 GET '/api/v1/runs?series=2'
 AUTH=s3cret expect_http "POST bad run object" 400 POST /api/v1/run '{"model": "resnet"}'
 expect_grep 'model' "bad run object names the field" "$LAST_OUT"
 sleep 1
@@ -228,7 +293,11 @@ cat >"$TMP/demo.json" <<'JSON'
 JSON
 start --demo "$TMP/demo.json" --log "$TMP/demo.jsonl"
 timeout 3 curl -s -N "$URL/api/v1/events?hz=1" >"$TMP/demo-sse.txt" 2>/dev/null
+http GET /api/v1/status >/dev/null
+[ "$(json 'd["demo"]["scenes"], d["demo"]["caption"] in ("scene A", "scene B"), d["demo"]["scene"] in (0, 1)')" = "2 True True" ] &&
+	ok "status carries the demo's scene and caption" || bad "demo in status" "$(head -c 300 "$TMP/body")"
 kill -TERM $PID; wait $PID 2>/dev/null
+grep 'event: snapshot' -A1 "$TMP/demo-sse.txt" | grep -q '"demo":{"scene":' && ok "snapshots carry the demo's scene" || bad "demo in snapshots" "$(head -c 400 "$TMP/demo-sse.txt")"
 grep -q '"caption":"scene B"' "$TMP/demo-sse.txt" && ok "demo captions reach SSE" || bad "demo captions reach SSE" "$(head -c 400 "$TMP/demo-sse.txt")"
 [ "$(grep -c '"event":"caption"' "$TMP/demo.jsonl")" -ge 2 ] && ok "demo captions logged" || bad "demo captions logged"
 grep '"event":"set"' "$TMP/demo.jsonl" | grep -q '"origin":"demo"' && ok "demo changes logged" || bad "demo changes logged"
@@ -239,7 +308,7 @@ expect_grep 'scenes\[0\]\.set\.rule' "bad demo names the field" "$LAST_OUT"
 # a port in use: exit 1, saying so, before any training
 start --config "$TMP/run.json"
 expect_exit 1 "port in use" "$SL" serve --listen "127.0.0.1:$port" --config "$TMP/run.json"
-expect_grep 'cannot listen on 127.0.0.1:[0-9]+: Address already in use' "port in use is named" "$LAST_OUT"
+expect_grep '--listen 127.0.0.1:[0-9]+: cannot listen: Address already in use' "port in use is named" "$LAST_OUT"
 kill -TERM $PID; wait $PID 2>/dev/null
 
 # a virtual run's checkpoint is quick, and the version it names (reply and
@@ -264,7 +333,54 @@ case "$(json 'd["path"]')" in
 esac
 kill "$PID"; wait "$PID" 2>/dev/null
 
+wait_listen() { # FILE [PATTERN]: until the daemon says where it listens, or
+	# PATTERN (30 s at most: loaded machines)
+	i=0
+	while [ $i -lt 300 ] && ! grep -qs "${2:-listening on http.*/ (rule}" "$1"; do sleep 0.1; i=$((i + 1)); done
+}
+
+# the terminal: a line per run start, change and end; evaluations with -v;
+# a summary at SIGINT
+: >"$TMP/term.err"
+"$SL" serve --listen 127.0.0.1:0 --config "$TMP/run.json" 2>"$TMP/term.err" &
+PID=$!
+wait_listen "$TMP/term.err"
+sleep 0.5
+port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/term.err")
+URL=http://127.0.0.1:$port
+http PATCH /api/v1/run '{"lr": 0.03}' >/dev/null
+sleep 0.5
+kill -INT $PID; wait $PID 2>/dev/null
+grep -q 'run 1 started: rule asgd, 3 workers' "$TMP/term.err" && ok "terminal: run start" || bad "terminal: run start" "$(cat "$TMP/term.err")"
+grep -q 'run 1 at v [0-9]*: set {"lr":0.03} (api)' "$TMP/term.err" && ok "terminal: a change" || bad "terminal: a change" "$(cat "$TMP/term.err")"
+grep -q 'run 1 ended (stopped) at v' "$TMP/term.err" && ok "terminal: run end" || bad "terminal: run end" "$(cat "$TMP/term.err")"
+grep -q 'up [0-9.]* s, 1 run started' "$TMP/term.err" && grep -q 'run 1 running at v [0-9]*, epoch' "$TMP/term.err" &&
+	ok "terminal: a summary at SIGINT" || bad "terminal: summary" "$(cat "$TMP/term.err")"
+grep -q 'test_acc [0-9.]* staleness' "$TMP/term.err" && bad "terminal: no evaluation lines by default" "$(cat "$TMP/term.err")" || ok "terminal: no evaluation lines by default"
+"$SL" serve --listen 127.0.0.1:0 -v --config "$TMP/run.json" 2>"$TMP/term.err" &
+PID=$!
+wait_listen "$TMP/term.err" 'test_acc [0-9.]* staleness'
+kill -INT $PID; wait $PID 2>/dev/null
+grep -q 'stalelab serve: v [0-9]* epoch [0-9.]* test_acc' "$TMP/term.err" && ok "terminal: -v adds evaluations" || bad "terminal: -v" "$(cat "$TMP/term.err")"
+
+# --listen forms: PORT, :PORT, [::1]:PORT
+for spec in 0 :0; do
+	"$SL" serve --listen "$spec" --quiet --config "$TMP/run.json" 2>"$TMP/l.err" &
+	PID=$!; wait_listen "$TMP/l.err"; kill -TERM $PID; wait $PID 2>/dev/null
+	grep -q 'listening on http://127.0.0.1:[1-9][0-9]*/' "$TMP/l.err" && ok "--listen $spec: loopback" || bad "--listen $spec" "$(cat "$TMP/l.err")"
+done
+if python3 -c 'import socket; s=socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
+	"$SL" serve --listen '[::1]:0' --quiet --config "$TMP/run.json" 2>"$TMP/l.err" &
+	PID=$!; wait_listen "$TMP/l.err"
+	p6=$(sed -n 's|.*listening on http://\[::1\]:\([0-9]*\)/.*|\1|p' "$TMP/l.err")
+	code=$(curl -sS --retry 3 --retry-connrefused -o /dev/null -w '%{http_code}' "http://[::1]:$p6/api/v1/status" 2>"$TMP/curl6.err")
+	kill -TERM $PID; wait $PID 2>/dev/null
+	[ "$code" = 200 ] && ok "--listen [::1]:PORT answers over IPv6" || bad "--listen [::1] ($code)" "$(cat "$TMP/l.err" "$TMP/curl6.err")"
+else
+	ok "--listen [::1]:PORT (no IPv6 loopback here: skipped)"
+fi
+expect_exit 2 "serve: IPv6 without brackets" "$SL" serve --listen ::1:8470
 expect_exit 2 "serve: bad --listen" "$SL" serve --listen nowhere
-expect_grep -- 'listen' "bad --listen is named" "$LAST_OUT"
+expect_grep '--listen' "bad --listen is named" "$LAST_OUT"
 expect_exit 0 "serve --help" "$SL" serve --help
 finish serve

@@ -1,0 +1,478 @@
+/* fields.c - the descriptor tables of the run object and the checks that
+ * follow from them. */
+#include "fields.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backend.h"
+#include "model.h"
+
+#define NF(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define BOTH (FD_MIN | FD_MAX)
+#define RC offsetof(run_cmd, rp)
+
+static const char *const clocks[] = {"wall", "virtual", NULL};
+static const char *const dists[] = {"none", "const", "uniform", "exp",
+	"lognormal", "pareto", "version", NULL};
+static const char *const wheres[] = {"worker", "server", NULL};
+static const char *const local_opts[] = {"sgd", "cadcasgd", NULL};
+
+/* ---- delay --------------------------------------------------------------- */
+
+#define DM(d) (1u << (d))
+#define TIMED (DM(DELAY_CONST) | DM(DELAY_UNIFORM) | DM(DELAY_EXP) | \
+	       DM(DELAY_LOGNORMAL) | DM(DELAY_PARETO))
+#define DOFF(m) offsetof(delay_cfg, m)
+
+static const field_desc delay_f[] = {
+	{.key = "dist", .type = FT_STRING, .store = FS_ENUM, .off = DOFF(dist),
+	 .choices = dists, .stride = sizeof(char *), .def = DELAY_NONE,
+	 .doc = "distribution of the injected delay; version draws the staleness itself from U{0..s}"},
+	{.key = "mean_ms", .type = FT_NUMBER, .store = FS_DBL, .off = DOFF(mean_ms),
+	 .min = 0, .max = 3600e3, .flags = BOTH, .when_key = "dist", .when_mask = TIMED,
+	 .doc = "mean delay in milliseconds"},
+	{.key = "sigma", .type = FT_NUMBER, .store = FS_DBL, .off = DOFF(sigma),
+	 .min = 0, .max = 10, .flags = BOTH | FD_MIN_OPEN, .def = 1,
+	 .when_key = "dist", .when_mask = DM(DELAY_LOGNORMAL),
+	 .doc = "lognormal shape (sigma of the underlying normal)"},
+	{.key = "alpha", .type = FT_NUMBER, .store = FS_DBL, .off = DOFF(alpha),
+	 .min = 1, .max = 100, .flags = BOTH | FD_MIN_OPEN, .def = 2.5,
+	 .when_key = "dist", .when_mask = DM(DELAY_PARETO),
+	 .doc = "pareto shape (> 1: a finite mean)"},
+	{.key = "spread", .type = FT_NUMBER, .store = FS_DBL, .off = DOFF(spread),
+	 .min = 0, .max = 1, .flags = BOTH, .def = 1,
+	 .when_key = "dist", .when_mask = DM(DELAY_UNIFORM),
+	 .doc = "uniform: half-width as a fraction of the mean"},
+	{.key = "s", .type = FT_INTEGER, .store = FS_INT, .off = DOFF(s),
+	 .min = 0, .max = 64, .flags = BOTH, .def = 0,
+	 .when_key = "dist", .when_mask = DM(DELAY_VERSION),
+	 .doc = "version: largest staleness drawn"},
+	{.key = "where", .type = FT_STRING, .store = FS_ENUM, .off = DOFF(at_server),
+	 .choices = wheres, .stride = sizeof(char *), .flags = FD_SPARSE,
+	 .doc = "worker: the worker sleeps; server: the gradient is held at the server"},
+	{.key = "bandwidth_mbps", .type = FT_NUMBER, .store = FS_DBL,
+	 .off = DOFF(bandwidth_mbps), .min = 0, .max = 1e9, .flags = BOTH | FD_SPARSE,
+	 .doc = "link bandwidth for the gradient's bytes (0: infinite)"},
+};
+const field_table fields_delay = {delay_f, NF(delay_f)};
+
+/* ---- rule_params ----------------------------------------------------------- */
+
+#define RP(m) offsetof(rule_params, m)
+#define RPF(k, t, st, lo, hi, fl, d, dc)                                     \
+	{.key = #k, .type = t, .store = st, .off = RP(k), .min = lo, .max = hi,  \
+	 .flags = (fl), .def = d, .doc = dc}
+
+static const field_desc rp_f[] = {
+	RPF(s, FT_INTEGER, FS_DBL, 0, 1e6, BOTH, 3,
+	    "ssp: how many clocks a worker may run ahead of the slowest"),
+	RPF(lambda, FT_NUMBER, FS_DBL, 0, 1e6, BOTH, 0.04,
+	    "dcasgd (and odsgd's cadcasgd): delay-compensation strength"),
+	RPF(H, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 8,
+	    "localsgd: local steps between averages"),
+	RPF(n, FT_INTEGER, FS_DBL, 1, 256, BOTH, 2,
+	    "softsync: a round is max(1, floor(N/n)) gradients"),
+	RPF(local_lr, FT_NUMBER, FS_DBL, 0, 100, BOTH | FD_MIN_OPEN, 0.1,
+	    "odsgd: local step size (divided by N)"),
+	RPF(m, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MAX_OPEN, 0.95,
+	    "dcasgd adaptive (and cadcasgd): decay of the mean square"),
+	RPF(beta, FT_NUMBER, FS_DBL, 0, 1e3, BOTH, 0.9,
+	    "easgd: elastic strength (alpha = beta/N)"),
+	RPF(period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 10,
+	    "easgd: local steps between elastic exchanges"),
+	RPF(warmup, FT_INTEGER, FS_DBL, 0, 1e9, BOTH, 200,
+	    "odsgd: a worker's iterations of plain ssgd before the local steps"),
+	{.key = "adaptive", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(adaptive),
+	 .doc = "dcasgd: adaptive lambda (DC-ASGD-a)"},
+	{.key = "local_opt", .type = FT_STRING, .store = FS_STR, .off = RP(local_opt),
+	 .size = sizeof(((rule_params *)0)->local_opt), .choices = local_opts,
+	 .stride = sizeof(char *), .def_str = "sgd",
+	 .doc = "odsgd: the worker's local step, sgd or cadcasgd (uses lambda and m)"},
+};
+const field_table fields_rule_params = {rp_f, NF(rp_f)};
+
+/* the device field's values: "auto", then the backend classes' names */
+static const char *
+device_choice(int i)
+{
+	const backend_class *b = i > 0 ? backend_class_at(i - 1) : NULL;
+	return i == 0 ? "auto" : b ? b->name : NULL;
+}
+
+/* the rule field's values: the rule classes' names */
+static const char *
+rule_choice(int i)
+{
+	for (int k = 0; rule_table[k]; k++)
+		if (k == i)
+			return rule_table[k]->name;
+	return NULL;
+}
+
+/* ---- stop ----------------------------------------------------------------- */
+
+#define CO(m) offsetof(run_config, m)
+
+static const field_desc stop_f[] = {
+	{.key = "epochs", .type = FT_NUMBER, .store = FS_DBL, .off = CO(stop_epochs),
+	 .min = 0, .max = 1e9, .flags = BOTH | FD_SPARSE,
+	 .doc = "stop after this many epochs (0: no limit)"},
+	{.key = "steps", .type = FT_INTEGER, .store = FS_U64, .off = CO(stop_steps),
+	 .min = 0, .flags = FD_MIN | FD_SPARSE,
+	 .doc = "stop at this version, the number of server updates (0: no limit)"},
+	{.key = "seconds", .type = FT_NUMBER, .store = FS_DBL, .off = CO(stop_seconds),
+	 .min = 0, .max = 1e9, .flags = BOTH | FD_SPARSE,
+	 .doc = "stop after this many run seconds, virtual on the virtual clock (0: no limit)"},
+	{.key = "target_acc", .type = FT_NUMBER, .store = FS_DBL, .off = CO(stop_target_acc),
+	 .min = 0, .max = 1, .flags = BOTH | FD_SPARSE,
+	 .doc = "stop once the test accuracy reaches this (0: no target)"},
+};
+const field_table fields_stop = {stop_f, NF(stop_f)};
+
+/* ---- workers ------------------------------------------------------------ */
+
+#define WO(m) offsetof(worker_override, m)
+#define WC(m) offsetof(run_cmd, m)
+
+#define WORKER_FIELDS                                                          \
+	{.key = "delay", .type = FT_OBJECT, .off = WO(delay), .flags = FD_MUTABLE, \
+	 .cmd = CMD_DELAY, .cmd_off = WC(delay), .has_off = WO(has_delay),        \
+	 .sub = &fields_delay,                                                     \
+	 .doc = "this worker's delay (merged onto its current one)"},              \
+	{.key = "spb_depth", .type = FT_INTEGER, .store = FS_INT,                  \
+	 .off = WO(spb_depth), .min = 0, .max = 64, .flags = BOTH | FD_MUTABLE,    \
+	 .cmd = CMD_SPB, .cmd_off = WC(spb_depth), .has_off = WO(has_spb),         \
+	 .doc = "partial backprop: the top k parameterised layers only (0: all; at most the model's)"}, \
+	{.key = "speed", .type = FT_NUMBER, .store = FS_DBL, .off = WO(speed),    \
+	 .min = 0, .max = 100, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 1, \
+	 .cmd = CMD_SPEED, .cmd_off = WC(speed), .has_off = WO(has_speed),         \
+	 .doc = "compute speed factor (< 1: a straggler)"},                        \
+	{.key = "paused", .type = FT_BOOLEAN, .store = FS_BOOL, .off = WO(paused), \
+	 .flags = FD_MUTABLE, .cmd = CMD_PAUSED, .cmd_off = WC(paused),            \
+	 .has_off = WO(has_paused), .doc = "the worker sits out"}
+
+static const field_desc worker_f[] = {WORKER_FIELDS};
+const field_table fields_worker = {worker_f, NF(worker_f)};
+
+static const field_desc override_f[] = {
+	{.key = "id", .type = FT_INTEGER, .store = FS_INT, .off = WO(id),
+	 .min = 0, .max = CFG_MAX_WORKERS - 1, .flags = BOTH | FD_NODEFAULT,
+	 .has_off = -1, .doc = "the worker (below workers)"},
+	WORKER_FIELDS,
+};
+const field_table fields_override = {override_f, NF(override_f)};
+
+/* ---- the run object ------------------------------------------------------- */
+
+#define STRF(k, m, dflt, dc)                                                 \
+	{.key = #k, .type = FT_STRING, .store = FS_STR, .off = CO(m),           \
+	 .size = sizeof(((run_config *)0)->m), .def_str = dflt, .doc = dc}
+
+static const field_desc run_f[] = {
+	STRF(model, model, "mlp:784-256-128-10",
+	     "logreg, mlp:<in>-<hidden>...-<out>, or lenet5"),
+	STRF(dataset, dataset, "fashion-mnist",
+	     "fashion-mnist, idx:<dir>, cifar10:<dir> or synthetic:<n>"),
+	{.key = "device", .type = FT_STRING, .store = FS_STR, .off = CO(device),
+	 .size = sizeof(((run_config *)0)->device), .choice_fn = device_choice,
+	 .def_str = "auto", .doc = "where the model trains"},
+	{.key = "rule", .type = FT_STRING, .store = FS_STR, .off = CO(rule),
+	 .size = sizeof(((run_config *)0)->rule), .choice_fn = rule_choice,
+	 .def_str = "asgd", .flags = FD_MUTABLE,
+	 .cmd = CMD_RULE, .cmd_off = WC(rule), .doc = "the update rule (see rules)"},
+	{.key = "rule_params", .type = FT_OBJECT, .off = CO(rp), .flags = FD_MUTABLE,
+	 .cmd = CMD_RULE_PARAMS, .cmd_off = RC, .echo = CMD_RULE | CMD_RULE_PARAMS,
+	 .sub = &fields_rule_params,
+	 .doc = "the rules' parameters (merged onto the current ones)"},
+	{.key = "lr", .type = FT_NUMBER, .store = FS_DBL, .off = CO(lr),
+	 .min = 0, .max = 10, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 0.05,
+	 .cmd = CMD_LR, .cmd_off = WC(lr), .doc = "learning rate"},
+	{.key = "momentum", .type = FT_NUMBER, .store = FS_DBL, .off = CO(momentum),
+	 .min = 0, .max = 1, .flags = BOTH | FD_MAX_OPEN | FD_MUTABLE,
+	 .cmd = CMD_MOMENTUM, .cmd_off = WC(momentum), .doc = "server momentum"},
+	{.key = "weight_decay", .type = FT_NUMBER, .store = FS_DBL,
+	 .off = CO(weight_decay), .min = 0, .max = 1,
+	 .flags = BOTH | FD_MAX_OPEN | FD_MUTABLE, .cmd = CMD_WEIGHT_DECAY,
+	 .cmd_off = WC(weight_decay), .doc = "L2 weight decay at the server"},
+	{.key = "batch", .type = FT_INTEGER, .store = FS_INT, .off = CO(batch),
+	 .min = 1, .max = 65536, .flags = BOTH | FD_MUTABLE, .def = 64,
+	 .cmd = CMD_BATCH, .cmd_off = WC(batch),
+	 .doc = "minibatch per worker step (mid-run: at most the starting batch)"},
+	{.key = "workers", .type = FT_INTEGER, .store = FS_INT, .off = CO(workers),
+	 .min = 1, .max = CFG_MAX_WORKERS, .flags = BOTH | FD_MUTABLE, .def = 1,
+	 .cmd = CMD_WORKERS, .cmd_off = WC(workers), .doc = "number of workers"},
+	{.key = "threads", .type = FT_INTEGER, .store = FS_INT, .off = CO(threads),
+	 .min = 0, .max = 64, .flags = BOTH,
+	 .doc = "compute threads per worker (0: automatic)"},
+	{.key = "delay", .type = FT_OBJECT, .off = CO(delay), .flags = FD_MUTABLE,
+	 .cmd = CMD_DELAY, .cmd_off = WC(delay), .sub = &fields_delay,
+	 .doc = "every worker's injected delay (mid-run: replaces the overrides' delays)"},
+	{.key = "worker_overrides", .type = FT_ARRAY, .sub = &fields_override,
+	 .doc = "per-worker settings at the start (mid-run: PATCH /api/v1/workers/{id})"},
+	{.key = "clock", .type = FT_STRING, .store = FS_STR, .off = CO(clock),
+	 .size = sizeof(((run_config *)0)->clock), .choices = clocks,
+	 .stride = sizeof(char *), .def_str = "wall",
+	 .doc = "wall: threads that really sleep; virtual: a deterministic simulated clock"},
+	{.key = "seed", .type = FT_INTEGER, .store = FS_U64, .off = CO(seed),
+	 .min = 0, .flags = FD_MIN, .def = 1, .doc = "seed of every random stream"},
+	{.key = "stop", .type = FT_OBJECT, .off = 0, .sub = &fields_stop,
+	 .doc = "when the run ends (none set: never)"},
+	{.key = "eval_every", .type = FT_INTEGER, .store = FS_INT, .off = CO(eval_every),
+	 .min = 0, .max = 1e8, .flags = BOTH | FD_MUTABLE, .def = 200,
+	 .cmd = CMD_EVAL_EVERY, .cmd_off = WC(eval_every),
+	 .doc = "server updates between test-set evaluations (0: at epoch ends only)"},
+	{.key = "schedule", .type = FT_ARRAY, .flags = FD_NOECHO,
+	 .doc = "timed changes: [{\"at\": {\"v\": N} or {\"t\": s}, \"worker\": k?, \"set\": {...}}]"},
+};
+const field_table fields_run = {run_f, NF(run_f)};
+
+static const field_desc control_f[] = {
+	{.key = "paused", .type = FT_BOOLEAN, .store = FS_BOOL, .flags = FD_MUTABLE,
+	 .cmd = CMD_PAUSED, .cmd_off = WC(paused), .doc = "pause or resume the run"},
+	/* FS_NONE: nothing to store, only true is accepted */
+	{.key = "stop", .type = FT_BOOLEAN, .store = FS_NONE, .flags = FD_MUTABLE,
+	 .cmd = CMD_STOP, .doc = "true: stop the run now (it ends and is logged)"},
+	{.key = "checkpoint", .type = FT_STRING, .store = FS_STR, .flags = FD_MUTABLE | FD_NOECHO,
+	 .size = sizeof(((run_cmd *)0)->path), .cmd = CMD_CHECKPOINT, .cmd_off = WC(path),
+	 .doc = "write a checkpoint to this file at this point (schedules)"},
+};
+const field_table fields_controls = {control_f, NF(control_f)};
+
+/* ---- functions -------------------------------------------------------------- */
+
+const field_desc *
+fields_find(const field_table *t, const char *key)
+{
+	for (int i = 0; i < t->n; i++)
+		if (!strcmp(t->f[i].key, key))
+			return &t->f[i];
+	return NULL;
+}
+
+const char *
+field_choice(const field_desc *f, int i)
+{
+	if (f->choice_fn)
+		return i < 0 ? NULL : f->choice_fn(i);
+	if (!f->choices || i < 0)
+		return NULL;
+	/* walk up to i: a value read from a file may be any number */
+	const char *c = NULL;
+	for (int k = 0; k <= i; k++)
+		if (!(c = *(const char *const *)((const char *)f->choices + (size_t)k * f->stride)))
+			return NULL;
+	return c;
+}
+
+int
+field_choice_index(const field_desc *f, const char *s)
+{
+	const char *c;
+	for (int i = 0; (c = field_choice(f, i)); i++)
+		if (!strcmp(c, s))
+			return i;
+	return -1;
+}
+
+void
+field_choices_str(const field_desc *f, char *buf, size_t cap)
+{
+	size_t n = 0;
+	const char *c;
+	buf[0] = 0;
+	for (int i = 0; (c = field_choice(f, i)) && n < cap; i++)
+		n += (size_t)snprintf(buf + n, cap - n, "%s%s", i ? ", " : "", c);
+}
+
+void
+field_range_str(const field_desc *f, char *buf, size_t cap)
+{
+	int lo = f->flags & FD_MIN, hi = f->flags & FD_MAX;
+	if (lo && hi)
+		snprintf(buf, cap, "%c%.10g, %.10g%c", f->flags & FD_MIN_OPEN ? '(' : '[',
+			 f->min, f->max, f->flags & FD_MAX_OPEN ? ')' : ']');
+	else if (lo)
+		snprintf(buf, cap, "%s %.10g", f->flags & FD_MIN_OPEN ? ">" : ">=", f->min);
+	else if (hi)
+		snprintf(buf, cap, "%s %.10g", f->flags & FD_MAX_OPEN ? "<" : "<=", f->max);
+	else
+		snprintf(buf, cap, "any");
+}
+
+int
+field_in_range(const field_desc *f, double d)
+{
+	if (isnan(d))
+		return 0;
+	if (f->type == FT_INTEGER && d != floor(d))
+		return 0;
+	if (f->flags & FD_MIN && (f->flags & FD_MIN_OPEN ? !(d > f->min) : !(d >= f->min)))
+		return 0;
+	if (f->flags & FD_MAX && (f->flags & FD_MAX_OPEN ? !(d < f->max) : !(d <= f->max)))
+		return 0;
+	return isfinite(d);
+}
+
+int
+field_range_fail(const field_desc *f, const char *path, double got, char *err)
+{
+	char r[96];
+	field_range_str(f, r, sizeof(r));
+	return sl_fail(err, SL_EINVAL, "%s: must be %s%s%s, got %.10g", path,
+		       f->type == FT_INTEGER ? "an integer " : "",
+		       (f->flags & BOTH) == BOTH ? "in " : "", r, got);
+}
+
+double
+field_get(const field_desc *f, const void *base)
+{
+	const char *p = (const char *)base + f->off;
+	double d = 0;
+	switch (f->store) {
+	case FS_DBL: memcpy(&d, p, sizeof(d)); return d;
+	case FS_INT: case FS_BOOL: case FS_ENUM: {
+		int i;
+		memcpy(&i, p, sizeof(i));
+		return i;
+	}
+	case FS_U64: {
+		uint64_t u;
+		memcpy(&u, p, sizeof(u));
+		return (double)u;
+	}
+	default: return 0;
+	}
+}
+
+void
+field_set(const field_desc *f, void *base, double d)
+{
+	char *p = (char *)base + f->off;
+	switch (f->store) {
+	case FS_DBL: memcpy(p, &d, sizeof(d)); break;
+	case FS_INT: case FS_BOOL: case FS_ENUM: {
+		int i = (int)d;
+		memcpy(p, &i, sizeof(i));
+		break;
+	}
+	case FS_U64: {
+		uint64_t u = (uint64_t)d;
+		memcpy(p, &u, sizeof(u));
+		break;
+	}
+	default: break;
+	}
+}
+
+int
+field_applies(const field_desc *f, const field_table *t, const void *base)
+{
+	if (!f->when_key)
+		return 1;
+	const field_desc *k = fields_find(t, f->when_key);
+	int v = k ? (int)field_get(k, base) : -1;
+	return v >= 0 && v < 32 && (f->when_mask >> v & 1u);
+}
+
+void
+fields_defaults(const field_table *t, void *base)
+{
+	for (int i = 0; i < t->n; i++) {
+		const field_desc *f = &t->f[i];
+		if (f->type == FT_OBJECT && f->sub)
+			fields_defaults(f->sub, (char *)base + f->off);
+		else if (f->store == FS_STR)
+			snprintf((char *)base + f->off, f->size, "%s", f->def_str ? f->def_str : "");
+		else if (f->store != FS_NONE)
+			field_set(f, base, f->def);
+	}
+}
+
+static int
+check_one(const field_desc *f, const field_table *t, const void *base,
+	  const char *path, char *err)
+{
+	char p[128], list[160];
+	snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", f->key);
+	if (!field_applies(f, t, base))
+		return 0;
+	switch (f->store) {
+	case FS_STR: {
+		const char *s = (const char *)base + f->off;
+		if (field_choice(f, 0) && field_choice_index(f, s) < 0) {
+			field_choices_str(f, list, sizeof(list));
+			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)", p,
+				       s, list);
+		}
+		if (!*s)
+			return sl_fail(err, SL_EINVAL, "%s: must not be empty", p);
+		return 0;
+	}
+	case FS_DBL: case FS_INT: case FS_U64: {
+		double d = field_get(f, base);
+		return field_in_range(f, d) ? 0 : field_range_fail(f, p, d, err);
+	}
+	case FS_ENUM: {
+		int i = (int)field_get(f, base);
+		if (!field_choice(f, i))
+			return sl_fail(err, SL_EINVAL, "%s: unknown value %d", p, i);
+		return 0;
+	}
+	case FS_BOOL:
+	case FS_NONE:
+		if (f->type == FT_OBJECT && f->sub)
+			return fields_validate(f->sub, (const char *)base + f->off, p, err);
+		return 0;
+	}
+	return 0;
+}
+
+int
+fields_validate(const field_table *t, const void *base, const char *path,
+		char *err)
+{
+	for (int i = 0; i < t->n; i++) {
+		const field_desc *f = &t->f[i];
+		if (f->has_off > 0 && !*(const int *)((const char *)base + f->has_off))
+			continue;
+		int rc = check_one(f, t, base, path, err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* the mutable fields of t that c sets, checked where they sit in c */
+static int
+check_cmd_table(const field_table *t, const run_cmd *c, char *err)
+{
+	for (int i = 0; i < t->n; i++) {
+		const field_desc *f = &t->f[i];
+		if (!(f->flags & FD_MUTABLE) || !(c->fields & f->cmd) || f->cmd == CMD_CHECKPOINT)
+			continue;
+		field_desc g = *f;
+		g.off = f->cmd_off; /* the same field, at its place in run_cmd */
+		g.has_off = -1;
+		int rc = check_one(&g, t, c, "", err);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+fields_check_cmd(const run_cmd *c, char *err)
+{
+	if (c->worker >= CFG_MAX_WORKERS)
+		return sl_fail(err, SL_EINVAL, "worker: must be in [0, %d], got %d",
+			       CFG_MAX_WORKERS - 1, c->worker);
+	return check_cmd_table(c->worker >= 0 ? &fields_worker : &fields_run, c, err);
+}
+
+int
+fields_model_layers(const char *spec)
+{
+	return model_spec_param_layers(spec);
+}

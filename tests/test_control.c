@@ -1,0 +1,288 @@
+/* test_control.c - the daemon's control driven directly, without a socket:
+ * (method, path, query, body, authorized) in, (status, JSON, headers) out,
+ * as the HTTP transport and the bus see it. */
+#include <jansson.h>
+
+#include "config_json.h"
+#include "control.h"
+#include "testutil.h"
+
+/* a small wall-clock run that goes on until the ctl is freed */
+static void
+start_small(ctl *c)
+{
+	run_config cfg;
+	char err[SL_ERR_LEN] = "";
+	config_defaults(&cfg);
+	snprintf(cfg.model, sizeof(cfg.model), "mlp:784-8-10");
+	snprintf(cfg.dataset, sizeof(cfg.dataset), "synthetic:600");
+	cfg.workers = 2;
+	cfg.batch = 16;
+	cfg.eval_every = 50;
+	ck_assert_msg(ctl_start(c, &cfg, NULL, 0, NULL, 0, err) == 0, "%s", err);
+}
+
+/* one request; the reply's status is checked, its JSON returned (owned by
+ * *o, free with ctl_reply_free) */
+static json_t *
+call(ctl *c, const char *method, const char *path, const char *query,
+     const char *body, int want, ctl_reply *o)
+{
+	ctl_handle(c, method, path, query, body, body ? strlen(body) : 0, 1, o);
+	ck_assert_msg(o->status == want, "%s %s: %d, want %d (%s)", method, path,
+		      o->status, want,
+		      o->json ? json_string_value(json_object_get(
+					json_object_get(o->json, "error"), "message"))
+			      : "-");
+	return o->json;
+}
+
+static const char *
+error_message(json_t *j)
+{
+	return json_string_value(json_object_get(json_object_get(j, "error"), "message"));
+}
+
+START_TEST(get_patch_and_errors)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	start_small(&c);
+
+	json_t *j = call(&c, "GET", "/api/v1/status", NULL, NULL, 200, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "run")), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "config"), "model")),
+			 "mlp:784-8-10");
+	ck_assert_ptr_null(json_object_get(j, "demo")); /* no demo running */
+	ctl_reply_free(&o);
+
+	/* a PATCH answers the change as logged, once applied: t and v */
+	j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": 0.02}", 202, &o);
+	ck_assert(json_is_true(json_object_get(j, "applied")));
+	json_t *ch = json_object_get(j, "change");
+	ck_assert_double_eq(json_real_value(json_object_get(json_object_get(ch, "set"), "lr")), 0.02);
+	ck_assert_ptr_nonnull(json_object_get(ch, "t"));
+	ck_assert(json_is_integer(json_object_get(ch, "v")));
+	ck_assert_str_eq(json_string_value(json_object_get(ch, "origin")), "api");
+	ctl_reply_free(&o);
+	/* reads see it from the run's next snapshot (every 0.1 s) */
+	double lr = 0;
+	for (int i = 0; i < 200 && lr != 0.02; i++) {
+		if (i)
+			usleep(10000);
+		j = call(&c, "GET", "/api/v1/run", NULL, NULL, 200, &o);
+		lr = json_real_value(json_object_get(json_object_get(j, "config"), "lr"));
+		ctl_reply_free(&o);
+	}
+	ck_assert_double_eq(lr, 0.02);
+
+	/* a bad body: 400 naming the field and its range */
+	j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": -1}", 400, &o);
+	ck_assert_str_eq(error_message(j), "lr: must be in (0, 10], got -1");
+	ctl_reply_free(&o);
+	j = call(&c, "PATCH", "/api/v1/workers/1", NULL, "{\"spb_depth\": 3}", 400, &o);
+	ck_assert_str_eq(error_message(j),
+			 "spb_depth: must be in [0, 2] (the model's parameterised layers), got 3");
+	ctl_reply_free(&o);
+	j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": ", 400, &o);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+			 "bad_json");
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/metrics", "since=abc", NULL, 400, &o);
+	ck_assert_ptr_nonnull(strstr(error_message(j), "since"));
+	ctl_reply_free(&o);
+
+	/* 404: no such endpoint, no such worker */
+	call(&c, "GET", "/api/v1/nothing", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+	j = call(&c, "PATCH", "/api/v1/workers/7", NULL, "{\"paused\": true}", 404, &o);
+	ck_assert_str_eq(error_message(j), "worker 7: the run has 2 workers");
+	ctl_reply_free(&o);
+	call(&c, "GET", "/api/v1/workers/2", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+
+	/* 405 with Allow */
+	call(&c, "DELETE", "/api/v1/run", NULL, NULL, 405, &o);
+	ck_assert_str_eq(o.allow, "GET, HEAD, POST, PATCH");
+	ctl_reply_free(&o);
+	call(&c, "PATCH", "/api/v1/workers", NULL, "{}", 405, &o);
+	ck_assert_str_eq(o.allow, "GET, HEAD, PUT");
+	ctl_reply_free(&o);
+
+	/* 401 for a change without the token, reads need none */
+	ctl_handle(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": 0.1}", 11, 0, &o);
+	ck_assert_int_eq(o.status, 401);
+	ctl_reply_free(&o);
+	ctl_handle(&c, "HEAD", "/api/v1/workers", NULL, NULL, 0, 0, &o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(o.json, "count")), 2);
+	ctl_reply_free(&o);
+
+	/* text answers say their type */
+	call(&c, "GET", "/metrics", NULL, NULL, 200, &o);
+	ck_assert_ptr_nonnull(strstr(o.text, "stalelab_updates_total"));
+	ck_assert_ptr_nonnull(strstr(o.type, "text/plain"));
+	ctl_reply_free(&o);
+	ctl_free(&c);
+}
+END_TEST
+
+START_TEST(no_run_conflicts)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	json_t *j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": 0.02}", 409, &o);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+			 "no_run");
+	ctl_reply_free(&o);
+	call(&c, "GET", "/api/v1/status", NULL, NULL, 409, &o);
+	ctl_reply_free(&o);
+	call(&c, "POST", "/api/v1/checkpoint", NULL, "{}", 409, &o);
+	ctl_reply_free(&o);
+	/* the schema and the (empty) list of runs need no run */
+	j = call(&c, "GET", "/api/v1/schema", NULL, NULL, 200, &o);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "rules")), 10);
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/runs", NULL, NULL, 200, &o);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 0);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+}
+END_TEST
+
+START_TEST(runs_and_location)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	start_small(&c);
+	json_t *j = call(&c, "POST", "/api/v1/run", NULL,
+			 "{\"model\": \"logreg\", \"dataset\": \"synthetic:600\", \"clock\": \"virtual\","
+			 " \"stop\": {\"steps\": 60}, \"eval_every\": 20}",
+			 201, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "run")), 2);
+	ck_assert_str_eq(o.location, "/api/v1/runs/2");
+	ctl_reply_free(&o);
+	call(&c, "POST", "/api/v1/run", NULL, "{\"workers\": 2, \"worker_overrides\": [{\"id\": 2}]}",
+	     400, &o);
+	ck_assert_str_eq(error_message(o.json),
+			 "worker_overrides[0].id: no worker 2 (the run has 2 workers: ids 0..1)");
+	ctl_reply_free(&o);
+	/* summaries by default, series on request or for one run */
+	j = call(&c, "GET", "/api/v1/runs", NULL, NULL, 200, &o);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 2);
+	ck_assert_ptr_null(json_object_get(json_array_get(json_object_get(j, "runs"), 0), "series"));
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/runs", "series=1", NULL, 200, &o);
+	ck_assert_ptr_nonnull(json_object_get(json_array_get(json_object_get(j, "runs"), 0), "series"));
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/runs/1", NULL, NULL, 200, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "run")), 1);
+	ck_assert(json_is_array(json_object_get(j, "series")));
+	ctl_reply_free(&o);
+	call(&c, "GET", "/api/v1/runs/5", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+}
+END_TEST
+
+/* a run shrunk below a worker with an override still checkpoints and
+ * resumes: the override waits for the worker to come back */
+START_TEST(shrink_checkpoint_resume)
+{
+	ctl c;
+	ctl_reply o;
+	char dir[256], body[512];
+	sl_test_tmpdir(dir, sizeof(dir));
+	ctl_init(&c);
+	call(&c, "POST", "/api/v1/run", NULL,
+	     "{\"model\": \"mlp:784-8-10\", \"dataset\": \"synthetic:600\", \"workers\": 3,"
+	     " \"batch\": 16, \"worker_overrides\": [{\"id\": 2, \"speed\": 0.5}]}",
+	     201, &o);
+	ctl_reply_free(&o);
+	json_t *j = call(&c, "PUT", "/api/v1/workers", NULL, "{\"count\": 2}", 202, &o);
+	ck_assert(json_is_true(json_object_get(j, "applied")));
+	ctl_reply_free(&o);
+	snprintf(body, sizeof(body), "{\"path\": \"%s/s.ckpt\"}", dir);
+	call(&c, "POST", "/api/v1/checkpoint", NULL, body, 201, &o);
+	ctl_reply_free(&o);
+	snprintf(body, sizeof(body), "{\"resume\": \"%s/s.ckpt\"}", dir);
+	j = call(&c, "POST", "/api/v1/run", NULL, body, 201, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "workers")), 2);
+	/* the echo holds no override for a worker the run does not have */
+	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "config"),
+							 "worker_overrides")), 0);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+	snprintf(body, sizeof(body), "%s/s.ckpt", dir);
+	unlink(body);
+	rmdir(dir);
+}
+END_TEST
+
+typedef struct got {
+	int n;
+	int first, last;
+	char name[16];
+} got;
+
+static void
+put(void *ud, const char *name, const char *data)
+{
+	got *g = ud;
+	int k = atoi(data + 5); /* {"k":N} */
+	if (!g->n)
+		g->first = k;
+	g->last = k;
+	g->n++;
+	snprintf(g->name, sizeof(g->name), "%s", name);
+}
+
+/* the event ring: in order, a reader that fell behind skips what was
+ * overwritten, a wait times out, closing wakes for good */
+START_TEST(event_ring)
+{
+	events h;
+	events_init(&h);
+	uint64_t seq = events_now(&h);
+	got g = {0};
+	double t0 = sl_now();
+	ck_assert_int_eq(events_wait(&h, &seq, t0 + 0.05, put, &g), 0);
+	ck_assert_int_eq(g.n, 0);
+	ck_assert(sl_now() - t0 >= 0.04);
+	for (int i = 0; i < EVENTS_N + 44; i++) {
+		json_t *j = json_pack("{s:i}", "k", i);
+		events_publish(&h, i % 2 ? "eval" : "change", j);
+		json_decref(j);
+	}
+	ck_assert_int_eq(events_wait(&h, &seq, sl_now() + 5, put, &g), 0);
+	ck_assert_int_eq(g.n, EVENTS_N);
+	ck_assert_int_eq(g.first, 44);
+	ck_assert_int_eq(g.last, EVENTS_N + 43);
+	ck_assert_str_eq(g.name, "eval");
+	ck_assert_uint_eq(seq, EVENTS_N + 44);
+	events_close(&h);
+	ck_assert_int_eq(events_wait(&h, &seq, sl_now() + 5, put, &g), 1);
+	ck_assert_int_eq(events_sleep(&h, 5), 1);
+	events_free(&h);
+}
+END_TEST
+
+static Suite *
+control_suite(void)
+{
+	Suite *s = suite_create("control");
+	TCase *tc = tcase_create("handle");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, get_patch_and_errors);
+	tcase_add_test(tc, no_run_conflicts);
+	tcase_add_test(tc, runs_and_location);
+	tcase_add_test(tc, shrink_checkpoint_resume);
+	tcase_add_test(tc, event_ring);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+SL_TEST_MAIN(control_suite)

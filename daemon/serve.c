@@ -723,6 +723,12 @@ cmd_serve(int argc, char **argv)
 	fputs(line, stderr);
 	int sig = 0;
 	sigwait(&set, &sig);
+	/* while stopping, more of them are ignored: `make run` passes its own
+	 * SIGINT or SIGTERM on top of the terminal's, and a signal that lands
+	 * on a thread that does not block it (OpenBLAS makes its threads
+	 * before main runs) would end the process before the end record */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
 	fprintf(stderr, "stalelab serve: %s, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
 	code = 0;
 	if (!quiet)

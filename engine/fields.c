@@ -187,7 +187,7 @@ static const field_desc run_f[] = {
 	 .sub = &fields_rule_params,
 	 .doc = "the rules' parameters (merged onto the current ones)"},
 	{.key = "lr", .type = FT_NUMBER, .store = FS_DBL, .off = CO(lr),
-	 .min = 0, .max = 10, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 0.05,
+	 .min = 0, .max = 100, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 0.05,
 	 .cmd = CMD_LR, .cmd_off = WC(lr), .doc = "learning rate"},
 	{.key = "momentum", .type = FT_NUMBER, .store = FS_DBL, .off = CO(momentum),
 	 .min = 0, .max = 1, .flags = BOTH | FD_MAX_OPEN | FD_MUTABLE,

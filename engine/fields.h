@@ -110,13 +110,13 @@ int field_choice_index(const field_desc *f, const char *s);
 /* "a, b, c" into buf */
 void field_choices_str(const field_desc *f, char *buf, size_t cap);
 
-/* The range as people write it: "(0, 10]", "[1, 65536]", ">= 0", "any". */
+/* The range as people write it: "(0, 100]", "[1, 65536]", ">= 0", "any". */
 void field_range_str(const field_desc *f, char *buf, size_t cap);
 
 /* 1 if d is in the field's range (integers: and integral). */
 int field_in_range(const field_desc *f, double d);
 
-/* "path: must be in (0, 10], got -1" (returns -SL_EINVAL). */
+/* "path: must be in (0, 100], got -1" (returns -SL_EINVAL). */
 int field_range_fail(const field_desc *f, const char *path, double got,
 		     char *err);
 

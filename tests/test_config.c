@@ -83,11 +83,11 @@ static const struct {
 	{"{\"batch\": 64.5}", "batch: must be an integer in [1, 65536], got 64.5"},
 	{"{\"batch\": 0}", "batch: must be an integer in [1, 65536], got 0"},
 	{"{\"workers\": 257}", "workers: must be an integer in [1, 256], got 257"},
-	{"{\"lr\": 0}", "lr: must be in (0, 10], got 0"},
+	{"{\"lr\": 0}", "lr: must be in (0, 100], got 0"},
 	{"{\"lr\": -0.1}", "lr: "},
 	{"{\"lr\": \"fast\"}", "lr: expected a number, got a string"},
 	{"{\"momentum\": 1}", "momentum: must be in [0, 1), got 1"},
-	{"{\"lr\": 10.5}", "lr: must be in (0, 10], got 10.5"},
+	{"{\"lr\": 100.5}", "lr: must be in (0, 100], got 100.5"},
 	{"{\"rule\": \"adam\"}", "rule: unknown \"adam\""},
 	{"{\"device\": \"tpu\"}", "device: unknown \"tpu\""},
 	{"{\"clock\": \"fast\"}", "clock: unknown \"fast\""},
@@ -197,15 +197,15 @@ START_TEST(field_ranges)
 	const field_desc *seed = fields_find(&fields_run, "seed");
 	ck_assert_ptr_nonnull(lr);
 	field_range_str(lr, buf, sizeof(buf));
-	ck_assert_str_eq(buf, "(0, 10]");
+	ck_assert_str_eq(buf, "(0, 100]");
 	field_range_str(mom, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "[0, 1)");
 	field_range_str(seed, buf, sizeof(buf));
 	ck_assert_str_eq(buf, ">= 0");
 	ck_assert(!field_in_range(lr, 0));
 	ck_assert(field_in_range(lr, 1e-9));
-	ck_assert(field_in_range(lr, 10));
-	ck_assert(!field_in_range(lr, 10.000001));
+	ck_assert(field_in_range(lr, 100));
+	ck_assert(!field_in_range(lr, 100.00001));
 	ck_assert(field_in_range(mom, 0));
 	ck_assert(!field_in_range(mom, 1));
 	ck_assert(!field_in_range(lr, NAN));
@@ -301,8 +301,8 @@ START_TEST(changes)
 	json_decref(j);
 	ck_assert_mem_eq(&c, &d, sizeof(c));
 
-	ck_assert_int_eq(change("{\"lr\": 11}", -1, &c, err), -SL_EINVAL);
-	ck_assert_str_eq(err, "lr: must be in (0, 10], got 11");
+	ck_assert_int_eq(change("{\"lr\": 111}", -1, &c, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "lr: must be in (0, 100], got 111");
 	ck_assert_int_eq(change("{\"clock\": \"virtual\"}", -1, &c, err), -SL_EINVAL);
 	ck_assert_str_eq(err, "clock: cannot change mid-run (POST /api/v1/run starts a new run)");
 	ck_assert_int_eq(change("{\"stop\": false}", -1, &c, err), -SL_EINVAL);
@@ -354,7 +354,7 @@ START_TEST(schema)
 	json_t *lr = schema_field(fs, "lr");
 	char *t = jsonout_dumps(lr);
 	ck_assert_str_eq(t, "{\"key\":\"lr\",\"type\":\"number\",\"min\":0,\"min_open\":true,"
-			    "\"max\":10,\"default\":0.05,\"mutable\":true,\"doc\":\"learning rate\"}");
+			    "\"max\":100,\"default\":0.05,\"mutable\":true,\"doc\":\"learning rate\"}");
 	free(t);
 	ck_assert(json_is_false(json_object_get(schema_field(fs, "clock"), "mutable")));
 	json_t *rule = schema_field(fs, "rule");

@@ -257,6 +257,14 @@ kill -TERM $PID; wait $PID; rc=$?
 [ $rc -eq 0 ] && ok "SIGTERM: exit 0" || bad "SIGTERM exit $rc"
 grep -q 'SIGTERM, stopping' "$TMP/serve.err" && ok "says it stops" || bad "says it stops" "$(cat "$TMP/serve.err")"
 
+# two SIGTERMs at once (make run passes its own on top of the first): still
+# a clean stop with the end record
+start --config "$TMP/run.json" --log "$TMP/twice.jsonl"
+sleep 1
+kill -TERM $PID; kill -TERM $PID; wait $PID; rc=$?
+[ $rc -eq 0 ] && ok "two SIGTERMs: exit 0" || bad "two SIGTERMs: exit $rc" "$(tail -3 "$TMP/serve.err")"
+expect_grep '"event":"end"' "two SIGTERMs: the log ends with the end record" "$(tail -n 1 "$TMP/twice.jsonl")"
+
 # checkpoint on exit, then start from it
 start --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt" --log "$TMP/exit.jsonl"
 sleep 1.5

@@ -79,7 +79,7 @@ START_TEST(get_patch_and_errors)
 
 	/* a bad body: 400 naming the field and its range */
 	j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": -1}", 400, &o);
-	ck_assert_str_eq(error_message(j), "lr: must be in (0, 10], got -1");
+	ck_assert_str_eq(error_message(j), "lr: must be in (0, 100], got -1");
 	ctl_reply_free(&o);
 	j = call(&c, "PATCH", "/api/v1/workers/1", NULL, "{\"spb_depth\": 3}", 400, &o);
 	ck_assert_str_eq(error_message(j),

@@ -25,6 +25,10 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 		if (!rc)
 			return sl_fail(err, SL_EINVAL, "rule: unknown \"%s\" (expected %s)",
 				       c->rule, rule_names(names, sizeof(names)));
+		if ((rc->flags & RULE_SHARED) && !r->be_ps->ops->host_memory)
+			return sl_fail(err, SL_EINVAL,
+				       "rule: %s needs workers that share the server's memory "
+				       "(device %s does not)", rc->name, backend_name(r->be_ps));
 		if ((rc->flags & RULE_SHARED) && r->virt)
 			return sl_fail(err, SL_EINVAL,
 				       "rule: %s needs threads sharing memory (the wall clock)",

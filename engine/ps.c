@@ -33,6 +33,7 @@ struct ps {
 	} *old;
 	int n_old, cap_old;
 	float *spare;
+	float *stage;    /* host payloads, staged into a device server's memory */
 	int oom;         /* a copy could not be made: written in place */
 	const rule_class *rule;
 	rule_params rp;
@@ -96,6 +97,7 @@ ps_free(ps *p)
 		be->ops->free(be, p->old[i].buf);
 	free(p->old);
 	be->ops->free(be, p->spare);
+	be->ops->free(be, p->stage);
 	be->ops->free(be, p->mom);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
@@ -342,19 +344,48 @@ ps_round_add(ps *p, const ps_grad *g, int round_size)
 	return 1;
 }
 
+/* the payload where the server's backend can read it: in place, or
+ * staged into the server's memory (a host payload, a device server) */
+static const float *
+payload(ps *p, const ps_grad *g)
+{
+	if (!g->host || p->be->ops->host_memory)
+		return g->g;
+	if (!p->stage && !(p->stage = balloc(p, p->n)))
+		return NULL;
+	p->be->ops->upload(p->be, p->stage + g->off, g->g + g->off,
+			   sizeof(float) * (p->n - g->off));
+	return p->stage;
+}
+
+static void elastic(ps *p, const float *x, float alpha, float *diff, int host);
+static int average(ps *p, const float *x, int round_size);
+
 int
 ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 {
 	ps_result r = {0};
-	if (g->off >= p->n || g->worker < 0 || g->worker >= p->max_workers)
+	if (g->off >= p->n || g->worker < 0 || g->worker >= p->max_workers ||
+	    !g->g || (g->kind != PS_GRADIENT && g->off) ||
+	    (g->kind == PS_ELASTIC && !g->reply) || (unsigned)g->kind > PS_ELASTIC)
 		return -SL_EINVAL;
+	const float *data = payload(p, g);
+	if (!data)
+		return -SL_ENOMEM;
 	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
-	if (p->rule->server_push) {
-		int rc = p->rule->server_push(p, g, round_size, &r);
+	if (g->kind == PS_MODEL) {
+		r.applied = average(p, data, round_size);
+	} else if (g->kind == PS_ELASTIC) {
+		elastic(p, data, g->alpha, g->reply, g->host);
+		r.applied = 1;
+	} else if (p->rule->server_push) {
+		ps_grad m = *g;
+		m.g = data;
+		int rc = p->rule->server_push(p, &m, round_size, &r);
 		if (rc < 0)
 			return rc;
 	} else {
-		ps_step(p, g->g, g->off, p->lr);
+		ps_step(p, data, g->off, p->lr);
 		r.applied = 1;
 	}
 	if (res)
@@ -371,8 +402,8 @@ ps_flush_round(ps *p, int round_size)
 	return 1;
 }
 
-void
-ps_elastic(ps *p, const float *x, float alpha, float *diff)
+static void
+elastic(ps *p, const float *x, float alpha, float *diff, int host)
 {
 	backend *be = p->be;
 	/* diff = alpha (x - w); w += diff (the worker then takes x -= diff) */
@@ -381,12 +412,15 @@ ps_elastic(ps *p, const float *x, float alpha, float *diff)
 	be->ops->scal(be, p->n, alpha, p->tmp);
 	writable(p);
 	be->ops->axpy(be, p->n, 1.0f, p->tmp, p->w);
-	be->ops->copy(be, diff, p->tmp, sizeof(float) * p->n);
+	if (host && !be->ops->host_memory)
+		be->ops->download(be, diff, p->tmp, sizeof(float) * p->n);
+	else
+		be->ops->copy(be, diff, p->tmp, sizeof(float) * p->n);
 	p->v++;
 }
 
-int
-ps_average_push(ps *p, const float *x, int round_size)
+static int
+average(ps *p, const float *x, int round_size)
 {
 	backend *be = p->be;
 	be->ops->axpy(be, p->n, 1.0f, x, p->acc);

@@ -24,17 +24,40 @@ typedef struct ps_layer {
 
 /* One push. g holds n floats; only [off, n) is meaningful (structured
  * partial backprop sends the top layers, a contiguous tail). */
+/* What a message to the server carries. */
+typedef enum ps_kind {
+	PS_GRADIENT, /* a gradient from off on, applied through the rule */
+	PS_MODEL,    /* a worker's weights, for the models' average (localsgd) */
+	PS_ELASTIC,  /* a worker's weights for an elastic exchange (easgd); the
+		      * reply is the difference alpha (x - centre) */
+} ps_kind;
+
+/* One message from a worker: a header and a payload of n floats (only
+ * [off, n) is meaningful for a gradient: structured partial backprop sends
+ * the top layers, a contiguous tail). The same shape serves an in-process
+ * worker and, over a transport, a remote one. */
 typedef struct ps_grad {
+	ps_kind kind;
 	int worker;
 	uint64_t seq;    /* per-worker sequence number */
 	uint64_t v_read; /* version of the weights g was computed on */
 	size_t off;
 	int batch;
-	const float *g;
+	const float *g;  /* the payload */
+	/* where the payload is: 0, memory the server's backend reads in place
+	 * (an in-process worker on a host-memory backend: no copy); 1, host
+	 * memory (a remote worker's received bytes, a device worker's
+	 * download), staged into the server's memory first when the server's
+	 * backend is not in host memory */
+	int host;
 	/* DC-ASGD: the weights g was computed on, when the server kept them
 	 * with the gradient (a gradient held at the server while its worker
 	 * pulled again); NULL: the worker's backup from its last pull */
 	const float *bak;
+	/* PS_ELASTIC: the moving rate, and where the reply goes (n floats, in
+	 * host memory when host is set) */
+	float alpha;
+	float *reply;
 } ps_grad;
 
 /* What a push did. */
@@ -88,9 +111,11 @@ void ps_pull_old(ps *p, int worker, const float *old, uint64_t v_old,
  * NULL when it never pulled under dcasgd. */
 const float *ps_backup(const ps *p, int worker);
 
-/* Apply (or, for sync rules, accumulate) one gradient. round_size is the
- * number of gradients a round needs (ssgd/odsgd: active workers;
- * softsync: max(1, active / n)); ignored by asynchronous rules. */
+/* Deliver one message. A gradient is applied (or, for round rules, added
+ * to the round) through the rule; round_size is the number a round needs
+ * (ssgd/odsgd: active workers; softsync: max(1, active / n); localsgd's
+ * average: active workers). -SL_EINVAL for a malformed header,
+ * -SL_ENOMEM when a host payload cannot be staged. */
 int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
 
 /* ---- for the rules' server hooks (engine/rules/) ---- */
@@ -116,16 +141,11 @@ float *ps_worker_state(ps *p, int worker);
  * gradients (after workers left). Returns 1 if applied. */
 int ps_flush_round(ps *p, int round_size);
 
-/* Elastic averaging, a model message: the worker sends its weights x (n
- * floats); the centre moves toward x by diff = alpha (x - centre), the
- * reply is diff (n floats, the worker's memory) for the worker to take
- * x -= diff; v advances. */
-void ps_elastic(ps *p, const float *x, float alpha, float *diff);
-
-/* Model averaging (local SGD): add x to the round's sum; when round_size
- * models are in, the weights become their mean and v advances. Returns 1
- * when the average was taken. */
-int ps_average_push(ps *p, const float *x, int round_size);
+/* PS_ELASTIC: the worker sends its weights x; the centre moves toward x
+ * by diff = alpha (x - centre), the reply is diff, for the worker to take
+ * x -= diff; v advances.
+ * PS_MODEL: x joins the round's sum; when round_size models are in, the
+ * weights become their mean and v advances (res->applied). */
 
 /* Hogwild: the caller steps the shared weights itself, without a lock,
  * with the server's momentum buffer (NULL when momentum is 0), then counts

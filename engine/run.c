@@ -137,6 +137,12 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		rc = backend_open(backend_name(r->be_eval), 1, &r->be_ps, err);
 	if (rc < 0)
 		goto fail;
+	if ((rule->flags & RULE_SHARED) && !r->be_ps->ops->host_memory) {
+		rc = sl_fail(err, SL_EINVAL,
+			     "rule: %s needs workers that share the server's memory "
+			     "(device %s does not)", rule->name, backend_name(r->be_ps));
+		goto fail;
+	}
 	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, eval_batch,
 		       cfg->seed, r->be_eval, &r->evm, err);
 	if (rc < 0)

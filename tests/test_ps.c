@@ -254,15 +254,28 @@ START_TEST(elastic_and_average)
 	ps *p = mk(be, w0, "easgd", NULL, 0.1f, 0);
 	float x[] = {1, 2, 4};
 	float d[3];
-	ps_elastic(p, x, 0.25f, d); /* d = 0.25 (x - centre); centre += d */
+	/* d = 0.25 (x - centre); centre += d */
+	ps_grad el = {.kind = PS_ELASTIC, .g = x, .alpha = 0.25f, .reply = d};
+	ck_assert_int_eq(ps_push(p, &el, 1, NULL), 0);
 	ck_assert_float_eq_tol(d[2], 1.0f, 1e-7);
 	ck_assert_float_eq_tol(d[1], 0.5f, 1e-7);
 	ck_assert_float_eq(x[2], 4.0f); /* the worker's own to change */
 	ck_assert_float_eq_tol(W(p, 2), 1.0f, 1e-7);
 	ck_assert_uint_eq(ps_version(p), 1);
 	float y[] = {3, 3, 3}, z[] = {1, 1, 1};
-	ck_assert_int_eq(ps_average_push(p, y, 2), 0);
-	ck_assert_int_eq(ps_average_push(p, z, 2), 1);
+	ps_grad my = {.kind = PS_MODEL, .g = y}, mz = {.kind = PS_MODEL, .worker = 1, .g = z};
+	ps_result r;
+	ck_assert_int_eq(ps_push(p, &my, 2, &r), 0);
+	ck_assert_int_eq(r.applied, 0);
+	ck_assert_int_eq(ps_push(p, &mz, 2, &r), 0);
+	ck_assert_int_eq(r.applied, 1);
+	/* malformed messages are refused */
+	ps_grad bad = {.kind = PS_ELASTIC, .g = x, .alpha = 0.25f}; /* no reply */
+	ck_assert_int_eq(ps_push(p, &bad, 1, NULL), -SL_EINVAL);
+	ps_grad off = {.kind = PS_MODEL, .g = y, .off = 1};
+	ck_assert_int_eq(ps_push(p, &off, 1, NULL), -SL_EINVAL);
+	ps_grad who = {.g = y, .worker = 4};
+	ck_assert_int_eq(ps_push(p, &who, 1, NULL), -SL_EINVAL);
 	ck_assert_float_eq_tol(W(p, 0), 2.0f, 1e-7);
 	ck_assert_uint_eq(ps_version(p), 2);
 	ps_free(p);
@@ -312,6 +325,81 @@ START_TEST(pinned_reads_copy_on_write)
 }
 END_TEST
 
+/* a device whose memory is not the host's: the reference backend's ops,
+ * with its uploads and downloads counted */
+typedef struct counted {
+	backend dev;
+	backend_ops ops;
+	backend *host;
+} counted;
+
+static int n_up, n_down;
+
+static void
+up(backend *be, void *dst, const void *src, size_t bytes)
+{
+	n_up++;
+	counted *c = (counted *)be;
+	c->host->ops->upload(c->host, dst, src, bytes);
+}
+
+static void
+down(backend *be, void *dst, const void *src, size_t bytes)
+{
+	n_down++;
+	counted *c = (counted *)be;
+	c->host->ops->download(c->host, dst, src, bytes);
+}
+
+START_TEST(host_payloads_are_staged)
+{
+	/* the same messages to a host-memory server and to a device server:
+	 * the same weights; the device server uploads each host payload (and
+	 * downloads an elastic reply) once, an in-place payload never */
+	char err[SL_ERR_LEN];
+	counted *c = calloc(1, sizeof(*c));
+	ck_assert_int_eq(backend_open("ref", 1, &c->host, err), 0);
+	c->ops = *c->host->ops;
+	c->ops.host_memory = 0;
+	c->ops.upload = up;
+	c->ops.download = down;
+	c->dev.ops = &c->ops;
+	c->dev.ctx = c->host->ctx;
+	float w0[] = {1, 2, 3}, g[] = {0.5f, -1, 2}, x[] = {3, 3, 3};
+	ps *h = mk(c->host, w0, "asgd", NULL, 0.1f, 0);
+	n_up = n_down = 0;
+	ps *d = mk(&c->dev, w0, "asgd", NULL, 0.1f, 0);
+	ck_assert_int_eq(n_up, 1); /* the initial weights */
+	ps_grad m = {.worker = 1, .g = g, .off = 1, .host = 1};
+	ck_assert_int_eq(ps_push(h, &m, 1, NULL), 0);
+	ck_assert_int_eq(ps_push(d, &m, 1, NULL), 0);
+	ck_assert_int_eq(n_up, 2);
+	float dh[3], dd[3];
+	ps_grad e = {.kind = PS_ELASTIC, .g = x, .alpha = 0.5f, .host = 1};
+	e.reply = dh;
+	ps_push(h, &e, 1, NULL);
+	e.reply = dd;
+	ps_push(d, &e, 1, NULL);
+	ck_assert_int_eq(n_up, 3);
+	ck_assert_int_eq(n_down, 1);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_float_eq(ps_weights(h)[i], ps_weights(d)[i]);
+		ck_assert_float_eq(dh[i], dd[i]);
+	}
+	/* 1, 2 - 0.1 * -1 = 2.1, 3 - 0.2 = 2.8; then halfway to 3 */
+	ck_assert_float_eq_tol(ps_weights(d)[1], 2.55f, 1e-6);
+	/* a payload already in the server's memory is read in place */
+	ps_grad in = {.worker = 1, .g = ps_scratch(d)};
+	memset(ps_scratch(d), 0, sizeof(float) * 3);
+	ck_assert_int_eq(ps_push(d, &in, 1, NULL), 0);
+	ck_assert_int_eq(n_up, 3);
+	ps_free(h);
+	ps_free(d);
+	backend_free(c->host);
+	free(c);
+}
+END_TEST
+
 START_TEST(rule_table_lookup)
 {
 	ck_assert_int_eq(rule_count(), 10);
@@ -345,6 +433,7 @@ ps_suite(void)
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_table_lookup);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
+	tcase_add_test(tc, host_payloads_are_staged);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -20,8 +20,11 @@ deliver(run *r, worker *w)
 			return tau;
 		}
 		int n = run_n_running(r);
-		ps_elastic(r->ps, w->m->params, (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)),
-			   w->tmp);
+		ps_grad m = {.kind = PS_ELASTIC, .worker = w->id, .seq = w->seq,
+			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params,
+			     .alpha = (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)),
+			     .reply = w->tmp};
+		ps_push(r->ps, &m, 1, NULL);
 		be->ops->axpy(be, r->n_params, -1.0f, w->tmp, w->m->params);
 		step_version_changed(r);
 	}

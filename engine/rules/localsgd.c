@@ -23,7 +23,10 @@ deliver(run *r, worker *w)
 		w->waiting = 1;
 		w->wait_v = ps_version(r->ps);
 		w->have = UINT64_MAX; /* take the average when released */
-		if (ps_average_push(r->ps, w->m->params, run_n_running(r)))
+		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
+			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
+		ps_result res;
+		if (ps_push(r->ps, &m, run_n_running(r), &res) == 0 && res.applied)
 			step_version_changed(r);
 	}
 	return tau;

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,4 +76,15 @@ cli_read_json(const char *path, json_t **out, char *err)
 		return sl_fail(err, SL_EINVAL, "%s", je.text);
 	return sl_fail(err, SL_EINVAL, "%s: line %d, column %d: %s", path, je.line,
 		       je.column, je.text);
+}
+
+void
+cli_block_signals(sigset_t *set, int usr1)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	if (usr1)
+		sigaddset(set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, set, NULL);
 }

@@ -4,6 +4,7 @@
 #define SL_CLI_H
 
 #include <jansson.h>
+#include <signal.h>
 
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -17,6 +18,11 @@ int cli_u64(const char *s, unsigned long long *out);
  * ':': print "stalelab CMD: unknown option '--x'" or "...: option '--x'
  * needs a value" and the --help hint; returns 2. */
 int cli_bad_option(const char *cmd, int opt, char **argv);
+
+/* Block SIGINT and SIGTERM (and SIGUSR1 when usr1: the run thread's "I
+ * am done") in this thread and every thread it makes from now on, for the
+ * main thread to sigwait on set. Call it before any thread is made. */
+void cli_block_signals(sigset_t *set, int usr1);
 
 /* Read a JSON file (duplicate keys refused). Errors name the file once:
  * "FILE: line L, column C: what" or "unable to open FILE: why". */

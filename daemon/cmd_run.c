@@ -703,15 +703,9 @@ cmd_run(int argc, char **argv)
 			    .ud = &ctx};
 	/* block them before our threads exist: the main thread sigwaits */
 	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGINT);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGUSR1);
-	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
-	int rc2 = run_new(&cfg, &data, sched, n_sched, &cb, &r, err);
+	cli_block_signals(&sigs, 1);
+	int rc2 = run_open(&cfg, &data, sched, n_sched, &cb, ckpt, ckpt_len, &r, err);
 	free(sched);
-	if (rc2 == 0 && ckpt)
-		rc2 = run_restore(r, ckpt, ckpt_len, err);
 	free(ckpt);
 	ckpt = NULL;
 	if (rc2 == 0 && n_resume > 0)

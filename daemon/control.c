@@ -308,10 +308,7 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	run_callbacks cb = {.eval = on_eval, .change = on_change,
 			    .checkpoint = on_checkpoint, .ud = c};
 	run *r = NULL;
-	if ((rc = run_new(cfg, dp, sched, n_sched, &cb, &r, err)) < 0 ||
-	    (ckpt && (rc = run_restore(r, ckpt, ckpt_len, err)) < 0)) {
-		if (rc < 0 && ckpt && r)
-			run_free(r);
+	if ((rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err)) < 0) {
 		if (new_data) {
 			ds_pair_free(dp);
 			free(dp);

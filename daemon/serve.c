@@ -676,11 +676,8 @@ cmd_serve(int argc, char **argv)
 	}
 	/* signals go to the main thread only (sigwait below) */
 	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cli_block_signals(&set, 0);
+	signal(SIGPIPE, SIG_IGN); /* a client gone away is a write error */
 
 	if (resume_path && ckpt_read(resume_path, &ckpt, &ckpt_len, &cfg, err) < 0) {
 		fprintf(stderr, "stalelab serve: %s\n", err);

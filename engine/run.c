@@ -202,6 +202,19 @@ fail:
 }
 
 int
+run_open(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
+	 int n_sched, const run_callbacks *cb, const uint8_t *ckpt, size_t ckpt_len,
+	 run **out, char *err)
+{
+	int rc = run_new(cfg, data, sched, n_sched, cb, out, err);
+	if (rc == 0 && ckpt && (rc = run_restore(*out, ckpt, ckpt_len, err)) < 0) {
+		run_free(*out);
+		*out = NULL;
+	}
+	return rc;
+}
+
+int
 run_exec(run *r)
 {
 	pthread_mutex_lock(&r->mu);

@@ -191,6 +191,13 @@ int run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err
  * run_new() (counted from the original start, like v and epoch). */
 int run_restore(run *r, const uint8_t *buf, size_t len, char *err);
 
+/* The set-up every front end repeats: run_new(), then run_restore() from
+ * ckpt when it is given (ckpt_len bytes); on failure nothing is left
+ * (*out NULL) and err says why. */
+int run_open(const run_config *cfg, const dataset_pair *data,
+	     const run_sched *sched, int n_sched, const run_callbacks *cb,
+	     const uint8_t *ckpt, size_t ckpt_len, run **out, char *err);
+
 void run_free(run *r);
 
 #endif

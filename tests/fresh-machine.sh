@@ -124,6 +124,15 @@ setup_chroot() {
 	mkdir -p "$root"
 	tar -C "$root" -xf "$dir/base.tar" || exit 1
 	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	# the network this machine reaches the registries through: its own
+	# certificate authorities (a proxy's, where there is one) are trusted
+	# in the chroot too, as on any machine of this workplace
+	if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+		mkdir -p "$root/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+		chroot "$root" update-ca-certificates >/dev/null 2>&1 ||
+			cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+	fi
 	mounted=1
 	mount -t proc proc "$root/proc" &&
 		mount -t sysfs sys "$root/sys" &&
@@ -153,9 +162,12 @@ machine_cmd() {
 	if [ "$host" -eq 1 ]; then
 		printf "cd '%s' && %s" "$work" "$1"
 	else
-		printf "exec env -i HOME=/root LANG=C.UTF-8 TERM=dumb %s %s chroot '%s' sh -c 'cd %s && %s'" \
+		# Node.js trusts its own list of authorities, not the system's,
+		# unless told: pass the host's setting on (npm fetches uPlot)
+		printf "exec env -i HOME=/root LANG=C.UTF-8 TERM=dumb %s %s %s chroot '%s' sh -c 'cd %s && %s'" \
 			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 			"${OPENBLAS_CORETYPE:+OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE}" \
+			"${NODE_EXTRA_CA_CERTS:+NODE_EXTRA_CA_CERTS=$NODE_EXTRA_CA_CERTS}" \
 			"$root" "$work" "$1"
 	fi
 }

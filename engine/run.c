@@ -168,7 +168,8 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		sl_fail(err, SL_ENOMEM, "out of memory");
 		goto fail;
 	}
-	r->perm = malloc(sizeof(uint32_t) * tr->n);
+	/* zeroed: a checkpoint taken before the first batch saves it as it is */
+	r->perm = calloc(tr->n, sizeof(uint32_t));
 	if (!r->perm) {
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 		goto fail;

@@ -75,7 +75,7 @@ worker_new(run *r, int id, worker **out)
 	int rc = model_new(r->cfg.model, tr->c, tr->h, tr->w, tr->classes,
 			   r->cfg.batch, r->cfg.seed, w->be, &w->m, r->err);
 	w->idx_cap = r->cfg.batch;
-	w->idx = malloc(sizeof(uint32_t) * (size_t)w->idx_cap);
+	w->idx = calloc((size_t)w->idx_cap, sizeof(uint32_t)); /* saved by checkpoints */
 	if (rc < 0 || !w->idx) {
 		if (!r->virt)
 			backend_free(w->be);

@@ -11,6 +11,7 @@
 #include "rng.h"
 #include "run.h"
 #include "sl.h"
+#include "runrec.h"
 #include "testutil.h"
 #include "tlv.h"
 
@@ -30,34 +31,6 @@ slurp(const char *path, size_t *len)
 	fclose(f);
 	*len = (size_t)n;
 	return b;
-}
-
-/* evaluation records and changes of a run */
-typedef struct rec {
-	run_eval ev[64];
-	int n;
-	uint64_t change_v[8];
-	unsigned change_fields[8];
-	int n_change;
-} rec;
-
-static void
-on_eval(void *ud, const run_eval *e)
-{
-	rec *r = ud;
-	if (r->n < 64)
-		r->ev[r->n++] = *e;
-}
-
-static void
-on_change(void *ud, double t, uint64_t v, const run_cmd *c)
-{
-	(void)t;
-	rec *r = ud;
-	if (r->n_change < 8) {
-		r->change_v[r->n_change] = v;
-		r->change_fields[r->n_change++] = c->fields;
-	}
 }
 
 /* a run restored from buf (with its own data set); NULL and err on a

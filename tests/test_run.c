@@ -6,6 +6,7 @@
 
 #include "rule.h"
 #include "run.h"
+#include "runrec.h"
 #include "testutil.h"
 
 static dataset_pair data;
@@ -38,34 +39,6 @@ base(const char *rule, int workers)
 	c.eval_every = 50;
 	c.stop_steps = 300;
 	return c;
-}
-
-/* collects evaluation records and changes */
-typedef struct rec {
-	run_eval ev[256];
-	int n;
-	uint64_t change_v[16];
-	unsigned change_fields[16];
-	int n_change;
-} rec;
-
-static void
-on_eval(void *ud, const run_eval *e)
-{
-	rec *r = ud;
-	if (r->n < 256)
-		r->ev[r->n++] = *e;
-}
-
-static void
-on_change(void *ud, double t, uint64_t v, const run_cmd *c)
-{
-	(void)t;
-	rec *r = ud;
-	if (r->n_change < 16) {
-		r->change_v[r->n_change] = v;
-		r->change_fields[r->n_change++] = c->fields;
-	}
 }
 
 /* run cfg to the end; returns the final snapshot (caller puts it) */

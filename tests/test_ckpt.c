@@ -702,6 +702,12 @@ ckpt_suite(void)
 	tc = tcase_create("refused");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, bad_fields_are_named);
+	suite_add_tcase(s, tc);
+	/* every cut and every flipped byte: thousands of loads, minutes under
+	 * memcheck (make valgrind leaves "slow" out; make asan runs them) */
+	tc = tcase_create("exhaustive");
+	tcase_set_timeout(tc, 120);
+	tcase_set_tags(tc, "slow");
 	tcase_add_test(tc, every_truncation_is_refused);
 	tcase_add_test(tc, damaged_files_are_refused);
 	suite_add_tcase(s, tc);

@@ -693,6 +693,10 @@ ckpt_suite(void)
 	Suite *s = suite_create("ckpt");
 	TCase *tc = tcase_create("fixture");
 	tcase_set_timeout(tc, 60);
+	/* whole runs on the reference backend: tens of minutes under memcheck
+	 * at -O0 (make valgrind leaves "slow" out; make test and make asan
+	 * run them) */
+	tcase_set_tags(tc, "slow");
 	tcase_add_test(tc, fixture_loads_and_finishes);
 	tcase_add_test(tc, fixture_round_trips);
 	tcase_add_test(tc, unknown_fields_are_skipped);

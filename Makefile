@@ -67,7 +67,7 @@ deps:
 # The CPU kernels: let the vectorizer use its full cost model (-O2 alone
 # only vectorizes loops with no remainder).
 KERNEL_CFLAGS := -fvect-cost-model=dynamic
-$(BUILD)/engine/backend_cpu.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
+$(BUILD)/engine/backend_cpu.o $(BUILD)/engine/backend_cpu_conv.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
 # The reference backend and the ops it shares with cpu: no fused
 # multiply-add, whatever CFLAGS say, so its results are the same bits on
 # every x86-64 CPU.

@@ -1,0 +1,69 @@
+/* backend_cpu_impl.h - what the CPU backend's files share: the context
+ * (the thread team and per-thread scratch), the SIMD clones attribute and
+ * the ops each file contributes to the table in backend_cpu.c. Private to
+ * backend_cpu*.c. */
+#ifndef SL_BACKEND_CPU_IMPL_H
+#define SL_BACKEND_CPU_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend_impl.h"
+#include "sl.h"
+#include "team.h"
+
+#define CPU_MAX_THREADS 64
+
+/* Hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2+FMA
+ * (x86-64-v3) and plain x86-64, and the loader picks the best the CPU has;
+ * the plain clone is the portable path. (Sanitizer builds use one copy.) */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define SIMD_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SIMD_CLONES
+#endif
+#define COL_CHUNK_FLOATS 65536 /* im2col chunk: ~256 KiB, stays in L2 */
+
+typedef struct cpu_ctx {
+	team *team;
+	int nt;
+	float *scratch[CPU_MAX_THREADS]; /* per-thread im2col buffers */
+	size_t scratch_cap[CPU_MAX_THREADS];
+	float *part[CPU_MAX_THREADS]; /* per-thread partial dw|db (conv) */
+	size_t part_cap[CPU_MAX_THREADS];
+} cpu_ctx;
+
+static inline cpu_ctx *
+CTX(backend *be)
+{
+	return (cpu_ctx *)be->ctx;
+}
+
+/* Grow a per-thread buffer; only called by its own thread. Allocation
+ * happens in the first step only (sizes do not change after). */
+static inline float *
+grow(float **buf, size_t *cap, size_t n)
+{
+	if (*cap < n) {
+		sl_free_aligned(*buf);
+		*buf = sl_calloc_aligned(n, sizeof(float));
+		SL_ASSERT(*buf != NULL);
+		*cap = n;
+	}
+	return *buf;
+}
+
+/* backend_cpu_conv.c: convolution and max pooling */
+void cpu_conv_fwd(backend *be, const conv_geom *g, const float *x,
+		  const float *w, const float *b, float *y, int batch, int relu);
+void cpu_conv_bwd(backend *be, const conv_geom *g, const float *x,
+		  const float *w, const float *y, float *dy, float *dx,
+		  float *dw, float *db, int batch, int relu);
+void cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x,
+		     float *y, int32_t *arg, int batch);
+void cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
+		     const int32_t *arg, float *dx, int batch);
+
+#endif

@@ -4,11 +4,11 @@
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
-PKGS    := openblas check jansson zlib libmicrohttpd
+PKGS    := openblas check jansson zlib libmicrohttpd nanomsg
 # pkg-config is asked when a recipe needs the flags (recursive '='), not when
 # this file is parsed: on a fresh machine `make run` installs the packages
 # first (make deps), and only then are the flags there to read.
-PKGCONFIG = $(shell pkg-config $(1) openblas jansson zlib libmicrohttpd 2>/dev/null)
+PKGCONFIG = $(shell pkg-config $(1) openblas jansson zlib libmicrohttpd nanomsg 2>/dev/null)
 CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)

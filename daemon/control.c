@@ -517,6 +517,20 @@ status_json(ctl *c, const run_snapshot *snap)
 	return o;
 }
 
+int
+ctl_token_ok(const char *token, const char *given)
+{
+	if (!token)
+		return 1;
+	if (!given)
+		return 0;
+	size_t a = strlen(given), b = strlen(token);
+	unsigned diff = (unsigned)(a != b);
+	for (size_t i = 0; i < a && i < b; i++)
+		diff |= (unsigned)(given[i] ^ token[i]);
+	return diff == 0;
+}
+
 json_t *
 ctl_snapshot(ctl *c)
 {

@@ -87,6 +87,11 @@ void ctl_handle(ctl *c, const char *method, const char *path,
 		const char *query, const char *body, size_t len,
 		int authorized, ctl_reply *out);
 
+/* May a caller that gave `given` (NULL: nothing) change things, when the
+ * daemon's token is `token` (NULL: none)? Compares in constant time, for
+ * every transport (HTTP's Bearer, the bus's "token"). */
+int ctl_token_ok(const char *token, const char *given);
+
 /* The SSE / bus snapshot: status, staleness and run id (NULL: no run). */
 json_t *ctl_snapshot(ctl *c);
 

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus.h"
+#include "busmsg.h"
 #include "ckpt.h"
 #include "cli.h"
 #include "config_json.h"
@@ -34,9 +36,10 @@ static const char serve_usage[] =
 	"Usage: stalelab serve [OPTIONS]\n"
 	"\n"
 	"Run the daemon in the foreground: train the default run (or --config)\n"
-	"and serve the HTTP API, live events and Prometheus metrics until\n"
-	"SIGINT or SIGTERM; a browser at the address gets the dashboard.\n"
-	"See docs/api.md and docs/dashboard.md.\n"
+	"and serve the HTTP API, live events and Prometheus metrics, and the\n"
+	"same on the nanomsg bus (for `stalelab tui`), until SIGINT or SIGTERM;\n"
+	"a browser at the address gets the dashboard.\n"
+	"See docs/api.md, docs/bus.md and docs/dashboard.md.\n"
 	"\n"
 	"  -L, --listen ADDR:PORT  HTTP address (default 127.0.0.1:8470): also\n"
 	"                          PORT or :PORT (loopback), [::1]:PORT (IPv6),\n"
@@ -59,6 +62,14 @@ static const char serve_usage[] =
 	"                          write a checkpoint on SIGINT/SIGTERM\n"
 	"      --checkpoint-dir DIR  where POST /api/v1/checkpoint writes without\n"
 	"                          a path (default: the current directory)\n"
+	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
+	"                          socket at URL, commands on a REP socket at its\n"
+	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
+	"                          ipc://F.rep); default tcp://127.0.0.1:8471 (when\n"
+	"                          that is taken, the daemon warns and goes on\n"
+	"                          without a bus); none: no bus. See docs/bus.md\n"
+	"      --bus-rep URL       the command socket's URL instead of the sibling\n"
+	"      --bus-hz HZ         bus snapshots a second (default 4; 0.1 to 50)\n"
 	"      --demo [FILE]       an unattended demonstration: scenes with\n"
 	"                          captions (built in, or {\"run\": ..., \"scenes\": [...]})\n"
 	"  -v, --verbose           a line per evaluation on stderr too\n"
@@ -108,12 +119,7 @@ authorized(server *s, struct MHD_Connection *c)
 						    MHD_HTTP_HEADER_AUTHORIZATION);
 	if (!h || strncmp(h, "Bearer ", 7))
 		return 0;
-	const char *t = h + 7;
-	size_t a = strlen(t), b = strlen(s->token);
-	unsigned diff = (unsigned)(a != b);
-	for (size_t i = 0; i < a && i < b; i++)
-		diff |= (unsigned)(t[i] ^ s->token[i]);
-	return diff == 0;
+	return ctl_token_ok(s->token, h + 7);
 }
 
 /* queue a reply of len bytes of type (copied), with its headers */
@@ -537,12 +543,15 @@ read_token(const char *arg, const char *file, char *err)
 int
 cmd_serve(int argc, char **argv)
 {
-	enum { O_TOKEN_FILE = 256 };
+	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'},
 		{"token", required_argument, NULL, 'T'},
 		{"token-file", required_argument, NULL, O_TOKEN_FILE},
+		{"bus", required_argument, NULL, O_BUS},
+		{"bus-rep", required_argument, NULL, O_BUS_REP},
+		{"bus-hz", required_argument, NULL, O_BUS_HZ},
 		{"log", required_argument, NULL, 'l'},
 		{"device", required_argument, NULL, 'D'},
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
@@ -558,8 +567,11 @@ cmd_serve(int argc, char **argv)
 	const char *listen_spec = "127.0.0.1:8470", *config_path = NULL,
 		   *log_path = NULL, *device = NULL, *resume_path = NULL,
 		   *log_format = "jsonl", *token_arg = NULL, *token_file = NULL,
-		   *ckpt_on_exit = NULL, *demo_path = NULL;
+		   *ckpt_on_exit = NULL, *demo_path = NULL,
+		   *bus_url = NULL, *bus_rep = NULL, *bus_hz_arg = NULL;
 	int opt, code = 2, want_demo = 0, quiet = 0, verbose = 0, fd = -1;
+	double bus_hz = 4;
+	bus *bs = NULL;
 	char err[SL_ERR_LEN];
 	run_sched *sched = NULL;
 	int n_sched = 0;
@@ -578,6 +590,9 @@ cmd_serve(int argc, char **argv)
 		case 'c': config_path = optarg; break;
 		case 'T': token_arg = optarg; break;
 		case O_TOKEN_FILE: token_file = optarg; break;
+		case O_BUS: bus_url = optarg; break;
+		case O_BUS_REP: bus_rep = optarg; break;
+		case O_BUS_HZ: bus_hz_arg = optarg; break;
 		case 'l': log_path = optarg; break;
 		case 'D': device = optarg; break;
 		case 'X': ckpt_on_exit = optarg; break;
@@ -602,6 +617,26 @@ cmd_serve(int argc, char **argv)
 	if (want_demo && (config_path || resume_path)) {
 		fprintf(stderr, "stalelab serve: --demo runs its own scenes; drop --config/--resume\n");
 		goto out;
+	}
+	if (bus_hz_arg && (cli_double(bus_hz_arg, &bus_hz) < 0 || !(bus_hz >= 0.1 && bus_hz <= 50))) {
+		fprintf(stderr, "stalelab serve: --bus-hz: expected a number in [0.1, 50], got \"%s\"\n",
+			bus_hz_arg);
+		goto out;
+	}
+	int bus_default = !bus_url, bus_on = !bus_url || strcmp(bus_url, "none");
+	if (!bus_url)
+		bus_url = "tcp://127.0.0.1:8471";
+	if (!bus_on && (bus_rep || bus_hz_arg)) {
+		fprintf(stderr, "stalelab serve: %s: there is no bus with --bus none\n",
+			bus_rep ? "--bus-rep" : "--bus-hz");
+		goto out;
+	}
+	if (bus_on && !bus_rep) {
+		char sib[512];
+		if (bus_sibling(bus_url, sib, sizeof(sib), err, sizeof(err)) < 0) {
+			fprintf(stderr, "stalelab serve: --bus %s\n", err);
+			goto out;
+		}
 	}
 	if (token_arg && token_file) {
 		fprintf(stderr, "stalelab serve: --token and --token-file: give one\n");
@@ -666,6 +701,10 @@ cmd_serve(int argc, char **argv)
 	if (!is_loopback(&sa) && !s->token)
 		fprintf(stderr, "stalelab serve: warning: listening on %s without a token: "
 			"anyone who can reach it can change or stop the run\n", listen_spec);
+	if (bus_on && !s->token && (!bus_url_local(bus_url) || (bus_rep && !bus_url_local(bus_rep))))
+		fprintf(stderr, "stalelab serve: warning: the bus on %s without a token: "
+			"anyone who can reach it can change or stop the run\n",
+			bus_url_local(bus_url) ? bus_rep : bus_url);
 	if (log_path) {
 		if (runlog_open(&s->ctl.log, log_path, log_format, 1, err) < 0) {
 			fprintf(stderr, "stalelab serve: %s\n", err);
@@ -701,7 +740,23 @@ cmd_serve(int argc, char **argv)
 			listen_spec, strerror(errno));
 		goto out;
 	}
-	int rc = want_demo ? ctl_demo_start(&s->ctl, err)
+	char bus_line[1200] = "";
+	int rc;
+	if (bus_on) {
+		rc = bus_start(&bs, &s->ctl, bus_url, bus_rep, s->token, bus_hz, err);
+		if (rc == -SL_ESTATE && bus_default) {
+			/* the default port taken (another daemon): go on without */
+			snprintf(bus_line, sizeof(bus_line), "stalelab serve: warning: no bus: %s\n", err);
+		} else if (rc < 0) {
+			fprintf(stderr, "stalelab serve: %s\n", err);
+			code = rc == -SL_EINVAL ? 2 : 1;
+			goto out;
+		} else {
+			snprintf(bus_line, sizeof(bus_line), "stalelab serve: bus on %s (commands on %s)\n",
+				 bus_url, bus_rep_url(bs));
+		}
+	}
+	rc = want_demo ? ctl_demo_start(&s->ctl, err)
 			   : ctl_start(&s->ctl, &cfg, ckpt ? NULL : sched, ckpt ? 0 : n_sched,
 				       ckpt, ckpt_len, err);
 	if (rc < 0) {
@@ -712,11 +767,11 @@ cmd_serve(int argc, char **argv)
 	char url[96];
 	socket_url(fd, url, sizeof(url));
 	/* one write: scripts read the address as soon as the line is there */
-	char line[512];
-	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n",
+	char line[2048];
+	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n%s",
 		 url, want_demo ? s->ctl.demo.base.rule : cfg.rule,
 		 want_demo ? s->ctl.demo.base.workers : cfg.workers,
-		 want_demo ? s->ctl.demo.base.model : cfg.model);
+		 want_demo ? s->ctl.demo.base.model : cfg.model, bus_line);
 	fputs(line, stderr);
 	int sig = 0;
 	sigwait(&set, &sig);
@@ -743,6 +798,7 @@ cmd_serve(int argc, char **argv)
 		}
 	}
 out:
+	bus_stop(bs);
 	events_close(&s->ctl.ev);
 	if (s->mhd)
 		MHD_stop_daemon(s->mhd); /* closes the listening socket too */

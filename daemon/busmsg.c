@@ -54,7 +54,7 @@ bus_req_parse(const void *msg, size_t len, bus_req *q, char *err, size_t cap)
 		return fail(err, cap, 413, "request: %zu bytes, over the limit of 1 MiB (%u bytes)",
 			    len, BUS_MSG_MAX);
 	json_error_t je;
-	q->root = json_loadb(msg, len, JSON_REJECT_DUPLICATES, &je);
+	q->root = json_loadb(msg, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
 	if (!q->root)
 		return fail(err, cap, 400, "request: not JSON: line %d, column %d: %s",
 			    je.line, je.column, je.text);

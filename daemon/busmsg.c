@@ -14,7 +14,38 @@ static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH",
 static const char *const fields[] = {"id", "method", "path", "query", "body",
 	"token", NULL};
 
-/* printf into err and return status */
+/* bytes of the valid UTF-8 character at s (n bytes left), or 0 */
+static size_t
+utf8_char(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp;
+	size_t k;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		k = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		k = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		k = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < k)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3F);
+	}
+	if ((k == 3 && cp < 0x800) || (k == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return k;
+}
+
+/* printf into err and return status. The message quotes the request
+ * (jansson's errors do too), so what is not UTF-8 in it, or a character
+ * cut at the end, becomes '?': the reply must be JSON text. */
 static int
 fail(char *err, size_t cap, int status, const char *fmt, ...)
 {
@@ -22,19 +53,11 @@ fail(char *err, size_t cap, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, cap, fmt, ap);
 	va_end(ap);
+	unsigned char *p = (unsigned char *)err;
+	for (size_t n = strlen(err), k; n; p += k, n -= k)
+		if (!(k = utf8_char(p, n)))
+			*p = '?', k = 1;
 	return status;
-}
-
-/* at most max bytes of s, cut on a UTF-8 character boundary, for messages */
-static int
-clip(const char *s, int max)
-{
-	size_t n = strlen(s);
-	if (n <= (size_t)max)
-		return (int)n;
-	while (max > 0 && ((unsigned char)s[max] & 0xC0) == 0x80)
-		max--;
-	return max;
 }
 
 /* the string field key of o: 0 (absent: *out NULL) or -1 */
@@ -74,8 +97,8 @@ bus_req_parse(const void *msg, size_t len, bus_req *q, char *err, size_t cap)
 		for (int i = 0; fields[i]; i++)
 			known |= !strcmp(key, fields[i]);
 		if (!known)
-			return fail(err, cap, 400, "%.*s: unknown field (expected id, method, "
-				    "path, query, body, token)", clip(key, 64), key);
+			return fail(err, cap, 400, "%.64s: unknown field (expected id, method, "
+				    "path, query, body, token)", key);
 	}
 	if (!json_object_get(q->root, "method"))
 		return fail(err, cap, 400, "method: missing");
@@ -86,7 +109,7 @@ bus_req_parse(const void *msg, size_t len, bus_req *q, char *err, size_t cap)
 		known |= !strcmp(q->method, methods[i]);
 	if (!known)
 		return fail(err, cap, 400, "method: expected one of GET, HEAD, POST, PUT, "
-			    "PATCH, DELETE, OPTIONS, got \"%.*s\"", clip(q->method, 32), q->method);
+			    "PATCH, DELETE, OPTIONS, got \"%.32s\"", q->method);
 	if (!json_object_get(q->root, "path"))
 		return fail(err, cap, 400, "path: missing");
 	if (opt_string(q->root, "path", &q->path) < 0)

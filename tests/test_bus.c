@@ -102,6 +102,15 @@ START_TEST(parse_errors_name_the_field)
 	ck_assert_int_eq(parse(big, &q, err), 400);
 	ck_assert_msg(!strncmp(err, "id: longer than", 15), "%s", err);
 	bus_req_free(&q);
+	/* jansson's error quotes the input, here not UTF-8: the message is
+	 * made UTF-8, so the error reply is still JSON (the fuzzer found it) */
+	static const char bad_utf8[] = "{\"i\\\\\\\\\\\xca\xa3\xa3\x9b\xa3\xa3\xf5\xff";
+	ck_assert_int_eq(bus_req_parse(bad_utf8, sizeof(bad_utf8) - 1, &q, err, sizeof(err)), 400);
+	ck_assert_msg(!strncmp(err, "request: not JSON", 17), "%s", err);
+	json_t *m = json_string(err);
+	ck_assert_msg(m != NULL, "not UTF-8: %s", err);
+	json_decref(m);
+	bus_req_free(&q);
 	/* a long unknown field name is cut, on a character boundary */
 	char longkey[400];
 	snprintf(longkey, sizeof(longkey), "{\"%s\":1}",

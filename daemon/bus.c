@@ -215,6 +215,8 @@ bus_start(bus **out, ctl *c, const char *pub_url, const char *rep_url,
 	  const char *token, double hz, char *err)
 {
 	*out = NULL;
+	if (!(hz >= 0.1 && hz <= 50))
+		return sl_fail(err, SL_EINVAL, "--bus-hz: expected a number in [0.1, 50], got %g", hz);
 	bus *b = calloc(1, sizeof(*b));
 	if (!b)
 		return sl_fail(err, SL_ENOMEM, "out of memory");

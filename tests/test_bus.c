@@ -333,6 +333,8 @@ START_TEST(start_errors)
 	/* port 0 and other transports without --bus-rep: bad URLs */
 	ck_assert_int_eq(bus_start(&b, &c, "tcp://127.0.0.1:0", NULL, NULL, 4, err), -SL_EINVAL);
 	ck_assert_msg(strstr(err, "--bus tcp://127.0.0.1:0: port 0"), "%s", err);
+	ck_assert_int_eq(bus_start(&b, &c, pub2, NULL, NULL, 0, err), -SL_EINVAL);
+	ck_assert_msg(!strncmp(err, "--bus-hz: expected a number in [0.1, 50]", 40), "%s", err);
 	ck_assert_int_eq(bus_start(&b, &c, "udp://x:1", NULL, NULL, 4, err), -SL_EINVAL);
 	ck_assert_msg(!strncmp(err, "--bus udp://x:1", 15), "%s", err);
 	ck_assert_int_eq(bus_start(&b, &c, "tcp://no-such-interface:40001", "tcp://127.0.0.1:0",

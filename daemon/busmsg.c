@@ -46,6 +46,9 @@ utf8_char(const unsigned char *s, size_t n)
 /* printf into err and return status. The message quotes the request
  * (jansson's errors do too), so what is not UTF-8 in it, or a character
  * cut at the end, becomes '?': the reply must be JSON text. */
+static int fail(char *err, size_t cap, int status, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 static int
 fail(char *err, size_t cap, int status, const char *fmt, ...)
 {

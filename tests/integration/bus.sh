@@ -108,6 +108,8 @@ bus DELETE /api/v1/run "" "$TOKEN"
 code=$(curl_ DELETE /api/v1/run "" "$TOKEN")
 same "REP: 405 as HTTP" 'd'
 grep -q '"allow":"GET, HEAD, POST, PATCH"' "$TMP/reply" && ok "REP: 405 says allow" || bad "REP: 405 allow" "$(cat "$TMP/reply")"
+bus HEAD /api/v1/status
+grep -q '^{"status":200,"body":null}$' "$TMP/reply" && ok "REP: HEAD: the status, no body" || bad "REP: HEAD" "$(cut -c1-300 "$TMP/reply")"
 bus GET /metrics
 python3 -c '
 import json, sys
@@ -192,7 +194,7 @@ python3 -c 'import sys; sys.exit(0 if float(sys.argv[2]) - float(sys.argv[1]) < 
 printf '{"method":"PATCH","path":"/api/v1/run","body":{"stop":true}}' | $CLIENT req "$IPC" 10 >"$TMP/reply" 2>&1
 grep -q '"status":202' "$TMP/reply" && ok "ipc: a command answered" || bad "ipc: command" "$(cat "$TMP/reply")"
 # the heartbeat goes on when the run has finished
-$CLIENT sub "$IPC" "snapshot " 40 10 | tail -n 1 >"$TMP/snaps" 2>"$TMP/sub.err"
+$CLIENT sub "$IPC" "snapshot " 10 10 | tail -n 1 >"$TMP/snaps" 2>"$TMP/sub.err"
 grep -q '^snapshot {"state":"finished"' "$TMP/snaps" && ok "PUB: snapshots go on after the run finished" ||
 	bad "PUB: snapshots after the end" "$(cut -c1-300 "$TMP/snaps")"
 kill -TERM "$PID"; wait "$PID"; rc=$?

@@ -228,6 +228,8 @@ bus_seen_find(const bus_seen *s, const json_t *id, size_t *len)
 void
 bus_seen_add(bus_seen *s, const json_t *id, const char *reply, size_t len)
 {
+	if (len > BUS_SEEN_MAX)
+		return;
 	char *k = seen_key(id), *r = k ? malloc(len + 1) : NULL;
 	if (!r) {
 		free(k);

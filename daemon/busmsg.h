@@ -16,6 +16,7 @@
 #define BUS_RCV_MAX (16 << 20)  /* NN_RCVMAXSIZE: beyond it nanomsg drops */
 #define BUS_ID_MAX 256          /* bytes of a string id */
 #define BUS_SEEN_N 64           /* ids remembered for duplicates */
+#define BUS_SEEN_MAX (256u << 10) /* longer replies (reads) are not kept */
 
 typedef struct bus_req {
 	json_t *root;       /* the parsed message; owns the strings below */
@@ -58,8 +59,10 @@ typedef struct bus_seen {
 
 /* The reply given to id before (borrowed; NULL when not seen or no id). */
 const char *bus_seen_find(const bus_seen *s, const json_t *id, size_t *len);
-/* Remember reply (copied) as the answer to id (nothing without an id);
- * the oldest of BUS_SEEN_N goes. */
+/* Remember reply (copied) as the answer to id (nothing without an id, or
+ * for a reply over BUS_SEEN_MAX bytes: a long read, asked again, is read
+ * again; changes answer in a few hundred bytes); the oldest of BUS_SEEN_N
+ * goes. */
 void bus_seen_add(bus_seen *s, const json_t *id, const char *reply,
 		  size_t len);
 void bus_seen_free(bus_seen *s);

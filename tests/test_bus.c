@@ -237,6 +237,18 @@ START_TEST(seen_ids)
 	bus_seen_add(&s, i7, "int", 3);
 	ck_assert_ptr_null(bus_seen_find(&s, s7, &n));
 	ck_assert_str_eq(bus_seen_find(&s, i7, &n), "int");
+	/* a reply over BUS_SEEN_MAX is not kept (and takes no slot) */
+	char *big = malloc(BUS_SEEN_MAX + 1);
+	ck_assert_ptr_nonnull(big);
+	memset(big, 'x', BUS_SEEN_MAX + 1);
+	json_t *b = json_string("big");
+	bus_seen_add(&s, b, big, BUS_SEEN_MAX + 1);
+	ck_assert_ptr_null(bus_seen_find(&s, b, &n));
+	bus_seen_add(&s, b, big, BUS_SEEN_MAX);
+	ck_assert_ptr_nonnull(bus_seen_find(&s, b, &n));
+	ck_assert_uint_eq(n, BUS_SEEN_MAX);
+	json_decref(b);
+	free(big);
 	bus_seen_add(&s, NULL, "none", 4);
 	ck_assert_ptr_null(bus_seen_find(&s, NULL, &n));
 	ck_assert_str_eq(bus_seen_find(&s, i7, &n), "int"); /* no slot taken */

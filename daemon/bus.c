@@ -206,8 +206,12 @@ bind_at(int s, const char *url, const char *flag, const char *what, char *err)
 	if (e == EINVAL || e == EPROTONOSUPPORT || e == ENAMETOOLONG)
 		return sl_fail(err, SL_EINVAL, "%s %s: expected tcp://ADDRESS:PORT or ipc://PATH "
 			       "(%s)", flag, url, nn_strerror(e));
-	return sl_fail(err, e == ENODEV ? SL_EINVAL : SL_EIO, "%s %s: cannot bind the %s: %s",
-		       flag, url, what, nn_strerror(e));
+	if (e == ENODEV)
+		return sl_fail(err, SL_EINVAL, "%s %s: no such address or interface here (nanomsg "
+			       "binds to an address or an interface name: 127.0.0.1, not localhost)",
+			       flag, url);
+	return sl_fail(err, SL_EIO, "%s %s: cannot bind the %s: %s", flag, url, what,
+		       nn_strerror(e));
 }
 
 int

@@ -351,7 +351,8 @@ START_TEST(start_errors)
 	ck_assert_msg(!strncmp(err, "--bus udp://x:1", 15), "%s", err);
 	ck_assert_int_eq(bus_start(&b, &c, "tcp://no-such-interface:40001", "tcp://127.0.0.1:0",
 				   NULL, 4, err), -SL_EINVAL);
-	ck_assert_msg(!strncmp(err, "--bus tcp://no-such-interface:40001", 35), "%s", err);
+	ck_assert_msg(strstr(err, "--bus tcp://no-such-interface:40001: no such address or interface"),
+		      "%s", err);
 
 	/* ipc: the sibling is PATH.rep */
 	ck_assert_int_eq(bus_start(&b, &c, pub2, NULL, NULL, 50, err), 0);

@@ -163,6 +163,8 @@ expect_exit 2 "--bus port 0: exit 2" "$SL" serve --listen 127.0.0.1:0 --bus tcp:
 expect_grep '^stalelab serve: --bus tcp://127.0.0.1:0: port 0' "--bus port 0 is named" "$LAST_OUT"
 expect_exit 2 "--bus bad URL: exit 2" "$SL" serve --listen 127.0.0.1:0 --bus http://x:1
 expect_grep '^stalelab serve: --bus http://x:1: expected tcp://' "--bus bad URL is named" "$LAST_OUT"
+expect_exit 2 "--bus localhost: exit 2" "$SL" serve --listen 127.0.0.1:0 --bus tcp://localhost:$BP
+expect_grep "^stalelab serve: --bus tcp://localhost:$BP: no such address or interface here .*127.0.0.1, not localhost" "--bus localhost: what to give instead" "$LAST_OUT"
 expect_exit 2 "--bus-hz 0: exit 2" "$SL" serve --bus-hz 0
 expect_grep '--bus-hz: expected a number in \[0.1, 50\]' "--bus-hz is named" "$LAST_OUT"
 expect_exit 2 "--bus none --bus-rep: exit 2" "$SL" serve --bus none --bus-rep tcp://127.0.0.1:9

@@ -25,4 +25,29 @@ int ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err);
 int ckpt_read(const char *path, uint8_t **buf, size_t *len, run_config *cfg,
 	      char *err);
 
+/* A checkpoint directory (stalelab run --checkpoint-dir): files named
+ * stalelab-vV.ckpt for the version V they resume at, written with
+ * ckpt_write_buf, so the newest one there is always whole. */
+
+/* The versions of the checkpoints in dir, ascending (*vs malloc'd, caller
+ * frees; NULL when none). Other files are ignored. -SL_EIO when dir cannot
+ * be read. */
+int ckpt_dir_list(const char *dir, uint64_t **vs, int *n, char *err);
+
+/* path of version v in dir */
+void ckpt_dir_path(const char *dir, uint64_t v, char *out, size_t cap);
+
+/* Write buf (a checkpoint at version v) into dir, then ckpt_dir_prune. */
+int ckpt_dir_put(const char *dir, const uint8_t *buf, size_t len, uint64_t v,
+		 int keep, char *err);
+
+/* Delete all but the newest keep checkpoints in dir, and the temporary
+ * files a killed writer left (a kill between a rename and this leaves one
+ * too many). */
+void ckpt_dir_prune(const char *dir, int keep);
+
+/* The newest checkpoint in dir into out; -SL_EINVAL (err says so) when
+ * there is none. */
+int ckpt_dir_newest(const char *dir, char *out, size_t cap, char *err);
+
 #endif

@@ -88,3 +88,22 @@ cli_block_signals(sigset_t *set, int usr1)
 		sigaddset(set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, set, NULL);
 }
+
+int
+cli_write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n > 0) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			if (k == 0)
+				errno = EIO;
+			return -1;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}

@@ -5,6 +5,7 @@
 
 #include <jansson.h>
 #include <signal.h>
+#include <stddef.h>
 
 int cmd_run(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
@@ -27,6 +28,10 @@ void cli_block_signals(sigset_t *set, int usr1);
 /* Read a JSON file (duplicate keys refused). Errors name the file once:
  * "FILE: line L, column C: what" or "unable to open FILE: why". */
 int cli_read_json(const char *path, json_t **out, char *err);
+
+/* write(2) all n bytes of p to fd (again after EINTR or a short write);
+ * 0, or -1 with errno set. */
+int cli_write_all(int fd, const void *p, size_t n);
 
 /* Number of online CPUs (at least 1). */
 int cli_ncpu(void);

@@ -1,6 +1,7 @@
 /* cmd_run.c - `stalelab run`: a headless training run. Defaults, then the
  * --config file, then flags (each flag is applied as a one-field run object,
  * so flags and files share one parser and one set of error messages). */
+#include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
@@ -42,7 +43,8 @@ static const char run_usage[] =
 	"      --run N           with --replay: the Nth run of the log, counted\n"
 	"                        from 1 (a daemon's log holds several; default:\n"
 	"                        the last)\n"
-	"  -R, --resume CKPT     go on from a checkpoint; see \"Resuming\" below\n"
+	"  -R, --resume CKPT     go on from a checkpoint, or from the newest one in\n"
+	"                        a --checkpoint-dir; see \"Resuming\" below\n"
 	"      --clock NAME      wall (threads, real sleeps) | virtual\n"
 	"                        (deterministic discrete events)\n"
 	"  -m, --model SPEC      logreg | mlp:784-256-128-10 | lenet5\n"
@@ -72,6 +74,12 @@ static const char run_usage[] =
 	"                        on: then a new file stalelab-run-DATE-TIME.jsonl\n"
 	"                        in the current directory (its name is printed)\n"
 	"      --log-format F    jsonl (default) or csv (one flat row per record)\n"
+	"      --checkpoint-every N  write a checkpoint every N updates into\n"
+	"                        --checkpoint-dir (each crash-safe: temporary file,\n"
+	"                        fsync, rename), keeping the newest --checkpoint-keep\n"
+	"      --checkpoint-dir DIR  where they go, as DIR/stalelab-vV.ckpt (made\n"
+	"                        if missing; a new run wants none there yet)\n"
+	"      --checkpoint-keep K   how many to keep (default 2)\n"
 	"  -q, --quiet           no progress on stderr\n"
 	"  -h, --help            this text\n"
 	"\n"
@@ -87,11 +95,18 @@ static const char run_usage[] =
 	"\"resume\"); --threads, --log, --log-format and --quiet apply as usual.\n"
 	"--model, --dataset, --device, --clock and --seed cannot differ from the\n"
 	"checkpoint's; --config and --replay cannot be combined with --resume.\n"
-	"A daemon's checkpoint has no stop: give one.\n"
+	"A daemon's checkpoint has no stop: give one. --checkpoint-every is not\n"
+	"stored: give it again to go on checkpointing.\n"
+	"\n"
+	"A resumed run with --log FILE, FILE being the interrupted run's log,\n"
+	"continues it: the partial last line a kill left, the records past the\n"
+	"checkpoint's version and the end record are cut off, a run object with\n"
+	"\"resumed\": true is appended, then the resumed run's records, so FILE\n"
+	"holds the whole run once (see docs/formats.md).\n"
 	"\n"
 	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config.\n";
 
-enum { O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
+enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
        O_WD, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
 
 static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
@@ -121,6 +136,9 @@ static const struct option run_opts[] = {
 	{"log", required_argument, NULL, 'l'},
 	{"quiet", no_argument, NULL, 'q'},
 	{"log-format", required_argument, NULL, O_LOGFMT},
+	{"checkpoint-every", required_argument, NULL, O_CKEVERY},
+	{"checkpoint-dir", required_argument, NULL, O_CKDIR},
+	{"checkpoint-keep", required_argument, NULL, O_CKKEEP},
 	{"help", no_argument, NULL, 'h'},
 	{NULL, 0, NULL, 0},
 };
@@ -136,6 +154,9 @@ typedef struct run_ctx {
 	double t0;        /* sl_now() at the start of training */
 	double frac0;     /* progress at the start (a resumed run); -1: unset */
 	int log_failed;
+	const char *ckpt_dir; /* --checkpoint-dir */
+	int ckpt_keep;
+	json_t *end;      /* the end record, written once the weights are hashed */
 } run_ctx;
 
 /* a loss as text: NaN and infinity are the divergence they are */
@@ -269,9 +290,15 @@ on_eval(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
 	json_t *r = api_log_record(e);
-	if (runlog_write(&c->log, r) < 0)
-		c->log_failed = 1;
-	json_decref(r);
+	if (e->final) {
+		/* held back: the weights' hash joins it after run_exec */
+		json_decref(c->end);
+		c->end = r;
+	} else {
+		if (runlog_write(&c->log, r) < 0)
+			c->log_failed = 1;
+		json_decref(r);
+	}
 	if (c->quiet)
 		return;
 	if (e->final) {
@@ -302,15 +329,52 @@ static void
 on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len)
 {
 	run_ctx *c = ud;
-	char err[SL_ERR_LEN];
-	if (!buf || ckpt_write_buf(cmd->path, buf, len, err) < 0) {
-		fprintf(stderr, "%sstalelab run: checkpoint %s failed: %s\n",
-			c->bar ? "\r\033[K" : "", cmd->path, buf ? err : "out of memory");
-		c->log_failed = 1;
-	} else if (!c->quiet) {
-		fprintf(stderr, "%sstalelab run: checkpoint in %s (%zu bytes)\n",
-			c->bar ? "\r\033[K" : "", cmd->path, len);
+	char err[SL_ERR_LEN] = "out of memory", path[4200];
+	uint64_t v = 0;
+	int rc = -1;
+	snprintf(path, sizeof(path), "%s", cmd->path);
+	if (buf && !cmd->path[0]) {
+		/* --checkpoint-every: named by its version in --checkpoint-dir */
+		rc = run_checkpoint_version(buf, len, &v, err);
+		if (rc == 0) {
+			ckpt_dir_path(c->ckpt_dir, v, path, sizeof(path));
+			rc = ckpt_dir_put(c->ckpt_dir, buf, len, v, c->ckpt_keep, err);
+		}
+	} else if (buf) {
+		rc = ckpt_write_buf(cmd->path, buf, len, err);
 	}
+	if (rc < 0) {
+		fprintf(stderr, "%sstalelab run: checkpoint %s failed: %s\n",
+			c->bar ? "\r\033[K" : "", path, err);
+		c->log_failed = 1;
+	} else if (!c->quiet && cmd->path[0]) {
+		fprintf(stderr, "%sstalelab run: checkpoint in %s (%zu bytes)\n",
+			c->bar ? "\r\033[K" : "", path, len);
+	}
+}
+
+/* FNV-1a (64 bits) of the server's weights as float32 bytes, as 16 hex
+ * digits: the end record's "weights" */
+static int
+weights_hash(run *r, char *out, size_t cap)
+{
+	for (size_t max = (size_t)1 << 16; max <= (size_t)1 << 30; max *= 2) {
+		float *w = malloc(sizeof(float) * max);
+		if (!w)
+			return -1;
+		size_t n = run_weights(r, w, max);
+		if (n) {
+			uint64_t h = 0xcbf29ce484222325ULL;
+			const unsigned char *p = (const unsigned char *)w;
+			for (size_t i = 0; i < n * sizeof(float); i++)
+				h = (h ^ p[i]) * 0x100000001b3ULL;
+			free(w);
+			snprintf(out, cap, "%016llx", (unsigned long long)h);
+			return 0;
+		}
+		free(w);
+	}
+	return -1;
 }
 
 static void
@@ -526,6 +590,34 @@ pick_log(const char *given, int bar, const char *format, char *buf, size_t cap)
 	return given;
 }
 
+/* --checkpoint-dir: made if missing; holding no checkpoint past the
+ * version the run starts at (a new run: none at all), which would be
+ * another run's, or the newest (what --resume DIR picks) would not be this
+ * run's */
+static int
+check_ckpt_dir(const char *dir, uint64_t start_v, int resumed, int keep, char *err)
+{
+	char e2[SL_ERR_LEN];
+	uint64_t *vs;
+	int n;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return sl_fail(err, SL_EINVAL, "--checkpoint-dir: cannot make %s: %s", dir,
+			       strerror(errno));
+	if (ckpt_dir_list(dir, &vs, &n, e2) < 0)
+		return sl_fail(err, SL_EINVAL, "--checkpoint-dir: %s", e2);
+	uint64_t top = n ? vs[n - 1] : 0;
+	free(vs);
+	if (n && (!resumed || top > start_v))
+		return sl_fail(err, SL_EINVAL,
+			       "--checkpoint-dir: %s holds a checkpoint at v %llu %s; resume "
+			       "from it (--resume %s) or pick another directory",
+			       dir, (unsigned long long)top,
+			       resumed ? "past this one's (another run's)" : "of an earlier run",
+			       dir);
+	ckpt_dir_prune(dir, keep); /* what a kill left */
+	return 0;
+}
+
 static int
 usage_error(const char *msg, char *err)
 {
@@ -540,10 +632,11 @@ cmd_run(int argc, char **argv)
 	json_t *conf = NULL;
 	uint8_t *ckpt = NULL;
 	size_t ckpt_len = 0;
-	char err[SL_ERR_LEN] = "", auto_log[96];
+	char err[SL_ERR_LEN] = "", auto_log[96], newest[4200];
 	const char *log_path = NULL, *log_format = "jsonl", *replay_path = NULL,
-		   *resume_path = NULL;
-	int quiet = 0, opt, rc = 0, want_run = 0, have_config = 0;
+		   *resume_path = NULL, *ckpt_dir = NULL;
+	int quiet = 0, opt, rc = 0, want_run = 0, have_config = 0, ckpt_keep = 2;
+	uint64_t ckpt_every = 0, start_v = 0;
 	config_defaults(&cfg);
 
 	/* pass 1: --help, usage errors, the --config files in order and the
@@ -570,6 +663,22 @@ cmd_run(int argc, char **argv)
 		case 'r': replay_path = optarg; break;
 		case 'R': resume_path = optarg; break;
 		case 'q': quiet = 1; break;
+		case O_CKDIR: ckpt_dir = optarg; break;
+		case O_CKEVERY: case O_CKKEEP:
+			if (cli_u64(optarg, &u) < 0 || u < 1 ||
+			    u > (opt == O_CKKEEP ? 1000 : (unsigned long long)INT64_MAX)) {
+				json_decref(conf);
+				snprintf(err, sizeof(err), "--checkpoint-%s: expected %s, got \"%s\"",
+					 opt == O_CKKEEP ? "keep" : "every",
+					 opt == O_CKKEEP ? "a count in [1, 1000]" : "a number of updates (1 or more)",
+					 optarg);
+				return usage_error(NULL, err);
+			}
+			if (opt == O_CKKEEP)
+				ckpt_keep = (int)u;
+			else
+				ckpt_every = u;
+			break;
 		case O_RUNSEL:
 			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {
 				json_decref(conf);
@@ -594,13 +703,30 @@ cmd_run(int argc, char **argv)
 		json_decref(conf);
 		return usage_error("--run: only with --replay", NULL);
 	}
+	if (!ckpt_every != !ckpt_dir) {
+		json_decref(conf);
+		return usage_error(ckpt_dir ? "--checkpoint-dir: give --checkpoint-every N too"
+					    : "--checkpoint-every: give --checkpoint-dir DIR too",
+				   NULL);
+	}
 	if (replay_path && load_replay(replay_path, want_run, quiet, &cfg, &conf, err) < 0) {
 		json_decref(conf);
 		return usage_error(NULL, err);
 	}
 	if (resume_path) {
-		if (ckpt_read(resume_path, &ckpt, &ckpt_len, &cfg, err) < 0)
+		struct stat st;
+		if (stat(resume_path, &st) == 0 && S_ISDIR(st.st_mode)) {
+			if (ckpt_dir_newest(resume_path, newest, sizeof(newest), err) < 0) {
+				fprintf(stderr, "stalelab run: --resume: %s\n", err);
+				return 2;
+			}
+			resume_path = newest;
+		}
+		if (ckpt_read(resume_path, &ckpt, &ckpt_len, &cfg, err) < 0 ||
+		    run_checkpoint_version(ckpt, ckpt_len, &start_v, err) < 0) {
+			free(ckpt);
 			return usage_error(NULL, err);
+		}
 		ck = cfg;
 		/* the stop is the command line's alone */
 		cfg.stop_epochs = cfg.stop_seconds = cfg.stop_target_acc = 0;
@@ -610,7 +736,8 @@ cmd_run(int argc, char **argv)
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, run_optstring, run_opts, NULL)) != -1) {
 		switch (opt) {
-		case 'c': case 'r': case 'R': case O_RUNSEL: break;
+		case 'c': case 'r': case 'R': case O_RUNSEL: case O_CKEVERY: case O_CKDIR:
+		case O_CKKEEP: break;
 		case O_CLOCK: rc = apply_flag(&cfg, "clock", "clock", NULL, optarg, 's', err); break;
 		case 'm': rc = apply_flag(&cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(&cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
@@ -681,8 +808,14 @@ cmd_run(int argc, char **argv)
 	}
 	json_decref(conf);
 	conf = NULL;
+	if (ckpt_dir && check_ckpt_dir(ckpt_dir, start_v, !!resume_path, ckpt_keep, err) < 0) {
+		free(sched);
+		free(ckpt);
+		return usage_error(NULL, err);
+	}
 
 	run_ctx ctx = {.quiet = quiet, .bar = !quiet && isatty(2),
+		       .ckpt_dir = ckpt_dir, .ckpt_keep = ckpt_keep,
 		       .virt = !strcmp(cfg.clock, "virtual"),
 		       .stop_epochs = cfg.stop_epochs, .stop_steps = cfg.stop_steps,
 		       .stop_seconds = cfg.stop_seconds, .stop_target = cfg.stop_target_acc,
@@ -710,15 +843,35 @@ cmd_run(int argc, char **argv)
 	ckpt = NULL;
 	if (rc2 == 0 && n_resume > 0)
 		rc2 = run_command(r, &resume_cmd, err);
+	if (rc2 == 0 && ckpt_every)
+		run_checkpoint_every(r, ckpt_every);
 	if (rc2 < 0) {
 		fprintf(stderr, "stalelab run: %s%s\n", resume_path ? "--resume: " : "", err);
 		code = rc2 == -SL_ENOMEM ? 1 : 2;
 		goto out;
 	}
-	if (runlog_open(&ctx.log, log_path, log_format, 0, err) < 0) {
+	/* a resumed run continues its log, cut back to the checkpoint */
+	int cont = resume_path && log_path && strcmp(log_path, "-");
+	long cut = 0;
+	if (cont && (cont = runlog_continue(log_path, start_v, &ck, &cut, err)) < 0) {
+		fprintf(stderr, "stalelab run: %s\n", err);
+		code = 2;
+		goto out;
+	}
+	if (cont && strcmp(log_format, "jsonl")) {
+		fprintf(stderr, "stalelab run: --log-format csv: a resumed run continues a "
+			"JSON-Lines log only (%s is one); give another file\n", log_path);
+		code = 2;
+		goto out;
+	}
+	if (runlog_open(&ctx.log, log_path, log_format, cont, err) < 0) {
 		fprintf(stderr, "stalelab run: %s\n", err);
 		goto out;
 	}
+	if (cont && !quiet)
+		fprintf(stderr, "stalelab run: continuing the log %s from v %llu (%ld line%s "
+			"past the checkpoint cut off)\n", log_path, (unsigned long long)start_v,
+			cut, cut == 1 ? "" : "s");
 	run_snapshot *s0 = run_snapshot_get(r);
 	const char *device = s0->device; /* static: outlives the snapshot */
 	json_t *first = runlog_run_object(&s0->cfg, device);
@@ -765,6 +918,13 @@ cmd_run(int argc, char **argv)
 	} else {
 		exec_rc = run_exec(r);
 	}
+	if (ctx.end) {
+		char h[24];
+		if (weights_hash(r, h, sizeof(h)) == 0)
+			json_object_set_new(ctx.end, "weights", json_string(h));
+		if (runlog_write(&ctx.log, ctx.end) < 0)
+			ctx.log_failed = 1;
+	}
 	if (exec_rc < 0) {
 		run_snapshot *f = run_snapshot_get(r);
 		fprintf(stderr, "stalelab run: the run failed at version %llu: %s\n",
@@ -788,6 +948,7 @@ cmd_run(int argc, char **argv)
 		code = 1;
 	}
 out:
+	json_decref(ctx.end);
 	runlog_close(&ctx.log);
 	run_free(r);
 	ds_pair_free(&data);

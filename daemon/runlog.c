@@ -4,9 +4,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "backend.h"
+#include "cli.h"
 #include "config_json.h"
+#include "dataset.h"
 #include "jsonout.h"
 #include "sl.h"
 
@@ -125,9 +129,11 @@ runlog_write(runlog *l, const json_t *rec)
 	char *s = jsonout_dumps(rec);
 	if (!s)
 		return -SL_ENOMEM;
-	size_t n = strlen(s);
-	s[n] = '\n'; /* replace the NUL: write the line in one call */
-	int ok = fwrite(s, 1, n + 1, l->f) == n + 1 && fflush(l->f) == 0;
+	size_t n = strlen(s) + 1;
+	s[n - 1] = '\n'; /* replace the NUL: the line goes in one write(2) */
+	/* past stdio, so no buffer splits it: a kill -9 leaves every line
+	 * whole but, at worst, the one in flight */
+	int ok = fflush(l->f) == 0 && cli_write_all(fileno(l->f), s, n) == 0;
 	free(s);
 	return ok ? 0 : -SL_EIO;
 }
@@ -138,6 +144,91 @@ runlog_close(runlog *l)
 	if (l->f && l->own)
 		fclose(l->f);
 	l->f = NULL;
+}
+
+/* a run object: a record with "model" and no "event" */
+static int
+is_run_object(const json_t *rec)
+{
+	return json_is_object(rec) && !json_object_get(rec, "event") &&
+	       json_object_get(rec, "model");
+}
+
+static int
+is_event(const json_t *rec, const char *name)
+{
+	const json_t *ev = json_object_get(rec, "event");
+	return json_is_string(ev) && !strcmp(json_string_value(ev), name);
+}
+
+/* the first line that a run resumed at v does not keep (see
+ * runlog_continue); len when it keeps them all */
+static size_t
+continue_cut(const char *text, size_t len, uint64_t v)
+{
+	const char *nl = memchr(text, '\n', len);
+	for (size_t off = nl ? (size_t)(nl - text) + 1 : len; off < len;) {
+		nl = memchr(text + off, '\n', len - off);
+		if (!nl)
+			return off; /* partial */
+		size_t n = (size_t)(nl - (text + off));
+		json_t *rec = json_loadb(text + off, n, 0, NULL);
+		json_t *rv = json_object_get(rec, "v");
+		int past = !json_is_object(rec) || is_event(rec, "end") ||
+			   (json_is_integer(rv) && (uint64_t)json_integer_value(rv) > v);
+		json_decref(rec);
+		if (past)
+			return off;
+		off += n + 1;
+	}
+	return len;
+}
+
+int
+runlog_continue(const char *path, uint64_t v, const run_config *cfg,
+		long *cut, char *err)
+{
+	static const char *const same[] = {"model", "dataset", "seed", "clock"};
+	uint8_t *buf;
+	size_t len;
+	char e2[SL_ERR_LEN];
+	*cut = 0;
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return 0;
+	if (ds_read_file(path, (size_t)1 << 34, &buf, &len, e2) < 0)
+		return sl_fail(err, SL_EIO, "--log: %s", e2);
+	const char *text = (const char *)buf;
+	const char *nl = memchr(text, '\n', len);
+	json_t *first = nl ? json_loadb(text, (size_t)(nl - text), 0, NULL) : NULL;
+	json_t *want = config_to_json(cfg);
+	int rc = 0;
+	if (len && !is_run_object(first))
+		rc = sl_fail(err, SL_EINVAL,
+			     "--log: %s exists and is not a JSON-Lines run log (its first line "
+			     "is no run object); a resumed run continues its own log: give it, "
+			     "or a new file", path);
+	for (size_t i = 0; rc == 0 && len && i < sizeof(same) / sizeof(same[0]); i++)
+		if (!json_equal(json_object_get(first, same[i]), json_object_get(want, same[i])))
+			rc = sl_fail(err, SL_EINVAL,
+				     "--log: %s is another run's log (its %s differs from the "
+				     "checkpoint's); a resumed run continues its own log: give it, "
+				     "or a new file", path, same[i]);
+	json_decref(first);
+	json_decref(want);
+	size_t keep = rc == 0 ? continue_cut(text, len, v) : len;
+	for (size_t i = keep; i < len; i++)
+		*cut += text[i] == '\n' || i + 1 == len;
+	free(buf);
+	if (rc < 0 || len == 0)
+		return rc;
+	int fd = open(path, O_WRONLY);
+	if (fd < 0 || (keep < len && ftruncate(fd, (off_t)keep) < 0) || fsync(fd) < 0) {
+		rc = sl_fail(err, SL_EIO, "--log: cannot cut %s back to v %llu: %s", path,
+			     (unsigned long long)v, strerror(errno));
+	}
+	if (fd >= 0)
+		close(fd);
+	return rc < 0 ? rc : 1;
 }
 
 json_t *
@@ -161,13 +252,6 @@ runlog_strip(json_t *obj)
 	static const char *const keys[] = {"t", "v", "run", "blas", "resumed"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		json_object_del(obj, keys[i]);
-}
-
-static int
-is_event(const json_t *rec, const char *name)
-{
-	const json_t *ev = json_object_get(rec, "event");
-	return json_is_string(ev) && !strcmp(json_string_value(ev), name);
 }
 
 /* a change record as a schedule entry at its version; NULL to skip it */
@@ -221,7 +305,14 @@ runlog_replay(const char *text, size_t len, int want, json_t **conf,
 			json_decref(rec);
 			continue;
 		}
-		if (!json_object_get(rec, "event") && json_object_get(rec, "model")) {
+		if (is_run_object(rec) && info->runs &&
+		    json_is_true(json_object_get(rec, "resumed")) && !json_object_get(rec, "run")) {
+			/* `stalelab run --resume` continuing this log: the same run
+			 * goes on (its "resume" changes are part of it) */
+			json_decref(rec);
+			continue;
+		}
+		if (is_run_object(rec)) {
 			info->runs++;
 			if (want == 0 || info->runs == want) {
 				json_decref(obj);

@@ -28,6 +28,17 @@ int runlog_open(runlog *l, const char *path, const char *format, int append,
 int runlog_write(runlog *l, const json_t *rec);
 void runlog_close(runlog *l);
 
+/* Make the JSON-Lines log at path ready for a run resumed from a
+ * checkpoint at version v whose run object is cfg to append to it: cut
+ * off, from the first such line on, a partial line (a killed writer's), an
+ * unreadable one, an end record, or a record with "v" past v (the resumed
+ * run writes those again), then fsync. The file's first record must be a
+ * run object with cfg's model, dataset, seed and clock. 1: continue it
+ * (*cut: lines cut off); 0: no such file or an empty one (a fresh log);
+ * negative with err naming the file and why (a CSV log, another run's). */
+int runlog_continue(const char *path, uint64_t v, const run_config *cfg,
+		    long *cut, char *err);
+
 /* The first record of a run's log: the run object with every default
  * filled in ("device": the backend opened, when device is not NULL),
  * "t": 0, "v": 0 and "blas": {"kernel", "config", "isa"} (the OpenBLAS

@@ -73,6 +73,17 @@ run_command(run *r, const run_cmd *c, char *err)
 	return 0;
 }
 
+/* serialise the run and hand it to cb.checkpoint (lock held) */
+static void
+cmd_hand_checkpoint(run *r, const run_cmd *c)
+{
+	blob b = {0};
+	ckpt_save_state(r, &b);
+	if (r->cb.checkpoint)
+		r->cb.checkpoint(r->cb.ud, c, b.oom ? NULL : b.p, b.oom ? 0 : b.n);
+	blob_free(&b);
+}
+
 static void
 cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 {
@@ -222,13 +233,8 @@ cmd_apply(run *r, const run_cmd *c)
 	}
 	if (c->fields & CMD_DELAY)
 		cmd_ensure_vhist(r);
-	if (c->fields & CMD_CHECKPOINT) {
-		blob b = {0};
-		ckpt_save_state(r, &b);
-		if (r->cb.checkpoint)
-			r->cb.checkpoint(r->cb.ud, c, b.oom ? NULL : b.p, b.oom ? 0 : b.n);
-		blob_free(&b);
-	}
+	if (c->fields & CMD_CHECKPOINT)
+		cmd_hand_checkpoint(r, c);
 	if (r->cb.change && (c->fields & ~(unsigned)CMD_CHECKPOINT))
 		r->cb.change(r->cb.ud, run_now(r), ps_version(r->ps), c);
 	pthread_cond_broadcast(&r->cv);
@@ -248,7 +254,26 @@ cmd_drain_schedule(run *r)
 		cmd_apply(r, &s->cmd);
 		n++;
 	}
+	if (r->ckpt_every) {
+		/* after the version's entries, so the checkpoint holds them */
+		uint64_t v = ps_version(r->ps);
+		if (r->ckpt_next && v >= r->ckpt_next) {
+			run_cmd c = {.worker = -1, .fields = CMD_CHECKPOINT, .origin = "every"};
+			cmd_hand_checkpoint(r, &c);
+		}
+		if (!r->ckpt_next || v >= r->ckpt_next)
+			r->ckpt_next = (v / r->ckpt_every + 1) * r->ckpt_every;
+	}
 	return n;
+}
+
+void
+run_checkpoint_every(run *r, uint64_t every)
+{
+	pthread_mutex_lock(&r->mu);
+	r->ckpt_every = every;
+	r->ckpt_next = 0; /* the first drain counts from the version it finds */
+	pthread_mutex_unlock(&r->mu);
 }
 
 /* queued commands and due schedule entries (lock held) */

@@ -171,6 +171,15 @@ size_t run_weights(run *r, float *out, size_t max);
  * on the wall clock gradients in flight are dropped. */
 int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
 
+/* Before run_exec(): hand cb.checkpoint a checkpoint (a run_cmd with
+ * fields CMD_CHECKPOINT alone, origin "every", path "": the front end
+ * names the file) each time the version reaches the next multiple of
+ * every, after that version's schedule entries; 0: never. Counted from the
+ * version the run starts at: a resumed run does not take its checkpoint's
+ * again. Taking one changes nothing in the run (on the virtual clock the
+ * run is the same bits with or without). */
+void run_checkpoint_every(run *r, uint64_t every);
+
 /* The run object stored in a checkpoint (pure; err names the problem). */
 int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,
 			  char *err);

@@ -154,6 +154,8 @@ struct run {
 	blob ckpt;
 	int exec_live;    /* run_exec() is running the loop */
 	int restored;     /* state loaded from a checkpoint */
+	uint64_t ckpt_every; /* run_checkpoint_every(); 0: off */
+	uint64_t ckpt_next;  /* the version of the next one; 0: not yet set */
 	double vtime;     /* virtual now */
 	double eval_s;    /* wall seconds spent evaluating */
 	/* evaluation */

@@ -119,14 +119,15 @@ expect_exit 0 "resume --seconds 0.02 (virtual)" "$SL" run --resume "$TMP/h.ckpt"
 expect_grep '^end [0-9]+ seconds' "resume --seconds stops on seconds" "$(endv "$TMP/res.jsonl")"
 expect_exit 0 "resume without a stop keeps the checkpoint's" "$SL" run --resume "$TMP/h.ckpt" --log "$TMP/res.jsonl" --quiet
 expect_grep '^end 300 steps' "the checkpoint's own stop" "$(endv "$TMP/res.jsonl")"
-expect_exit 0 "resume with --lr and --workers" "$SL" run --resume "$TMP/h.ckpt" --steps 120 --lr 0.01 --workers 3 --log "$TMP/res.jsonl" --quiet
+# (a new log: given the same one, a resumed run would continue it)
+expect_exit 0 "resume with --lr and --workers" "$SL" run --resume "$TMP/h.ckpt" --steps 120 --lr 0.01 --workers 3 --log "$TMP/res2.jsonl" --quiet
 check=$(python3 -c '
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 assert r[0]["resumed"] is True and r[0]["stop"] == {"steps": 120}, r[0]
 s = [x for x in r if x.get("event") == "set"]
 assert s[0]["origin"] == "resume" and s[0]["v"] == 100 and s[0]["set"] == {"lr": 0.01, "workers": 3}, s
-print("ok")' "$TMP/res.jsonl")
+print("ok")' "$TMP/res2.jsonl")
 expect_grep '^ok' "resume changes are logged at the checkpoint's version" "$check"
 expect_exit 2 "resume cannot change the model" "$SL" run --resume "$TMP/h.ckpt" --model logreg
 expect_grep 'stalelab run: --model: .*differs' "model change refused, naming the flag" "$LAST_OUT"

@@ -5,7 +5,10 @@
  * message naming what is wrong; unknown fields are skipped and optional
  * ones defaulted; a checkpoint of a live virtual run is quick and names the
  * version it resumes at. */
+#include <dirent.h>
 #include <pthread.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include "ckpt.h"
 #include "rng.h"
@@ -628,7 +631,7 @@ START_TEST(live_checkpoint_names_its_version)
 	 * a call waited up to 3.4 s for a lock the loop kept retaking */
 	dataset_pair d;
 	char err[SL_ERR_LEN] = "", dir[256], path[300];
-	run_config c = virt_config("mlp:784-16-10", "synthetic:600", 3, 8);
+	run_config c = virt_config("mlp:784-4-10", "synthetic:240", 3, 8);
 	c.eval_every = 100;
 	c.stop_steps = 1000000000;
 	ck_assert_msg(ds_load(c.dataset, c.seed, &d, err) == 0, "%s", err);
@@ -639,7 +642,7 @@ START_TEST(live_checkpoint_names_its_version)
 	sl_test_tmpdir(dir, sizeof(dir));
 	snprintf(path, sizeof(path), "%s/live.ckpt", dir);
 	/* until the loop runs (a loaded machine may take a while) */
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0; i < 6000; i++) {
 		run_snapshot *s0 = run_snapshot_get(r);
 		int going = s0->v > 0;
 		run_snapshot_put(s0);
@@ -682,8 +685,108 @@ START_TEST(live_checkpoint_names_its_version)
 	unlink(path);
 	rmdir(dir);
 	/* generous for a loaded machine: it was 0.1 to 11 s a call here, it
-	 * is a few milliseconds */
-	ck_assert_msg(worst < 0.5, "a checkpoint took %.3f s", worst);
+	 * is a few milliseconds; memcheck (make valgrind) runs one thread at
+	 * a time some 50 times slower: 2.2 s seen there on a loaded machine */
+	double limit = getenv("SL_VALGRIND") ? 30 : 0.5;
+	ck_assert_msg(worst < limit, "a checkpoint took %.3f s", worst);
+}
+END_TEST
+
+/* ---- files: atomic writes, a checkpoint directory ------------------------ */
+
+static int
+count_files(const char *dir, const char *part)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)))
+		n += strstr(e->d_name, part) != NULL;
+	closedir(d);
+	return n;
+}
+
+START_TEST(failed_write_keeps_the_old_file)
+{
+	/* a write that fails half-way (the file-size limit, as a full disk
+	 * would) leaves the old checkpoint whole and no temporary file */
+	char dir[256], path[300], err[SL_ERR_LEN] = "";
+	sl_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/a.ckpt", dir);
+	uint8_t old[100], big[20000];
+	memset(old, 'o', sizeof(old));
+	memset(big, 'n', sizeof(big));
+	ck_assert_msg(ckpt_write_buf(path, old, sizeof(old), err) == 0, "%s", err);
+	struct rlimit was, lim;
+	ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+	lim = was;
+	lim.rlim_cur = 4096;
+	void (*h)(int) = signal(SIGXFSZ, SIG_IGN);
+	ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	int rc = ckpt_write_buf(path, big, sizeof(big), err);
+	setrlimit(RLIMIT_FSIZE, &was);
+	signal(SIGXFSZ, h);
+	ck_assert_int_eq(rc, -SL_EIO);
+	ck_assert_msg(strstr(err, path), "%s", err);
+	size_t n;
+	uint8_t *back = slurp(path, &n);
+	ck_assert_uint_eq(n, sizeof(old));
+	ck_assert(!memcmp(back, old, n));
+	free(back);
+	ck_assert_int_eq(count_files(dir, ".tmp."), 0);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(directory_keeps_the_newest)
+{
+	char dir[256], path[300], err[SL_ERR_LEN] = "";
+	sl_test_tmpdir(dir, sizeof(dir));
+	ck_assert_int_eq(ckpt_dir_newest(dir, path, sizeof(path), err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "holds no checkpoint"), "%s", err);
+	/* not ours: left alone, never taken for a checkpoint */
+	static const char *const others[] = {"notes.txt", "stalelab-v999.ckpt.bak",
+					     "stalelab-vx.ckpt", "stalelab-v.ckpt"};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
+		sl_test_write(path, "x", 1);
+	}
+	uint8_t b[8] = {0};
+	for (uint64_t v = 30; v <= 120; v += 30) {
+		b[0] = (uint8_t)v;
+		ck_assert_msg(ckpt_dir_put(dir, b, sizeof(b), v, 2, err) == 0, "%s", err);
+	}
+	uint64_t *vs;
+	int n;
+	ck_assert_int_eq(ckpt_dir_list(dir, &vs, &n, err), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert(vs[0] == 90 && vs[1] == 120);
+	free(vs);
+	/* what a kill left: a temporary file (newer, but not a checkpoint) */
+	snprintf(path, sizeof(path), "%s/stalelab-v150.ckpt.tmp.12345", dir);
+	sl_test_write(path, "half", 4);
+	ck_assert_int_eq(ckpt_dir_newest(dir, path, sizeof(path), err), 0);
+	ck_assert(strstr(path, "/stalelab-v120.ckpt") != NULL);
+	/* a kill between a rename and the pruning: one too many */
+	ckpt_dir_path(dir, 10, path, sizeof(path));
+	sl_test_write(path, "x", 1);
+	ckpt_dir_prune(dir, 2);
+	ck_assert_int_eq(count_files(dir, ".tmp."), 0);
+	ck_assert_int_eq(ckpt_dir_list(dir, &vs, &n, err), 0);
+	ck_assert(n == 2 && vs[0] == 90 && vs[1] == 120);
+	free(vs);
+	ck_assert_int_eq(count_files(dir, ""), 8); /* ".", "..", 2 and the 4 others */
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, others[i]);
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	for (uint64_t v = 90; v <= 120; v += 30) {
+		ckpt_dir_path(dir, v, path, sizeof(path));
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 END_TEST
 
@@ -714,6 +817,10 @@ ckpt_suite(void)
 	tcase_set_tags(tc, "slow");
 	tcase_add_test(tc, every_truncation_is_refused);
 	tcase_add_test(tc, damaged_files_are_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("files");
+	tcase_add_test(tc, failed_write_keeps_the_old_file);
+	tcase_add_test(tc, directory_keeps_the_newest);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("live");
 	tcase_set_timeout(tc, 60);

@@ -1,6 +1,7 @@
 /* test_runlog.c - reading a run log back (runlog_replay): a daemon's log
  * with several runs, the records that are not the run's own, cut lines,
- * CSV and resumed runs refused, where the replay stops. */
+ * CSV and resumed runs refused, where the replay stops; a resumed run's
+ * log continued (runlog_continue) and replayed. */
 #include "testutil.h"
 
 #include "runlog.h"
@@ -122,6 +123,124 @@ START_TEST(strip_log_keys)
 }
 END_TEST
 
+/* ---- continuing a log (a resumed run) ----------------------------------- */
+
+#define CONT_RUN "{\"model\":\"logreg\",\"dataset\":\"synthetic:100\",\"seed\":1,\"clock\":\"virtual\",\"t\":0,\"v\":0}\n"
+
+static char *
+slurp_text(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_ptr_nonnull(f);
+	char *b = calloc(1, 1 << 16);
+	size_t n = fread(b, 1, (1 << 16) - 1, f);
+	b[n] = 0;
+	fclose(f);
+	return b;
+}
+
+static run_config
+cont_config(unsigned long long seed)
+{
+	run_config c;
+	config_defaults(&c);
+	snprintf(c.model, sizeof(c.model), "logreg");
+	snprintf(c.dataset, sizeof(c.dataset), "synthetic:100");
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	c.seed = seed;
+	return c;
+}
+
+START_TEST(continue_cuts_back_to_the_checkpoint)
+{
+	char dir[256], path[300], err[SL_ERR_LEN] = "";
+	sl_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/run.jsonl", dir);
+	const char *log = CONT_RUN
+		"{\"t\":1,\"v\":10,\"test_acc\":0.5}\n"
+		"{\"event\":\"set\",\"set\":{\"lr\":0.02},\"origin\":\"schedule\",\"t\":1,\"v\":20}\n"
+		"{\"t\":2,\"v\":20,\"test_acc\":0.6}\n"
+		"{\"t\":3,\"v\":30,\"test_acc\":0.7}\n"
+		"{\"event\":\"end\",\"t\":3,\"v\":30,\"stop\":\"steps\"}\n"
+		"{\"t\":4,\"v\":4";
+	sl_test_write(path, log, strlen(log));
+	run_config c = cont_config(1);
+	long cut = -1;
+	ck_assert_int_eq(runlog_continue(path, 20, &c, &cut, err), 1);
+	ck_assert_int_eq(cut, 3); /* v 30, the end, the partial line */
+	char *got = slurp_text(path);
+	const char *want = strstr(log, "{\"t\":3,");
+	ck_assert_uint_eq(strlen(got), (size_t)(want - log));
+	ck_assert(!strncmp(got, log, strlen(got)));
+	free(got);
+	/* at the end already: only the end record and the partial line go */
+	sl_test_write(path, log, strlen(log));
+	ck_assert_int_eq(runlog_continue(path, 30, &c, &cut, err), 1);
+	ck_assert_int_eq(cut, 2);
+	/* an end record at the checkpoint's version goes too (the resumed run
+	 * writes its own), as does an unreadable line and all after it */
+	const char *odd = CONT_RUN "{\"t\":1,\"v\":10}\nnot json\n{\"t\":1,\"v\":10}\n";
+	sl_test_write(path, odd, strlen(odd));
+	ck_assert_int_eq(runlog_continue(path, 20, &c, &cut, err), 1);
+	ck_assert_int_eq(cut, 2);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(continue_refuses_another_runs_log)
+{
+	char dir[256], path[300], err[SL_ERR_LEN] = "";
+	sl_test_tmpdir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/run.jsonl", dir);
+	long cut;
+	run_config c = cont_config(1), other = cont_config(7);
+	/* no file, an empty one: a fresh log */
+	ck_assert_int_eq(runlog_continue(path, 20, &c, &cut, err), 0);
+	sl_test_write(path, "", 0);
+	ck_assert_int_eq(runlog_continue(path, 20, &c, &cut, err), 0);
+	const char *log = CONT_RUN "{\"t\":1,\"v\":10}\n";
+	sl_test_write(path, log, strlen(log));
+	ck_assert_int_eq(runlog_continue(path, 20, &other, &cut, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "another run's log") && strstr(err, "seed"), "%s", err);
+	const char *csv = "kind,run,t,v\r\nrun,,0,0\r\n";
+	sl_test_write(path, csv, strlen(csv));
+	ck_assert_int_eq(runlog_continue(path, 20, &c, &cut, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "not a JSON-Lines run log"), "%s", err);
+	/* the refused files are left as they were */
+	char *got = slurp_text(path);
+	ck_assert_str_eq(got, csv);
+	free(got);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(replay_of_a_continued_log)
+{
+	/* a run killed after v 30, resumed at 20 with --lr (a "resume"
+	 * change), its log continued: one run, both changes, the end's stop */
+	const char *log =
+		"{\"model\":\"logreg\",\"workers\":2,\"stop\":{\"steps\":40},\"t\":0,\"v\":0}\n"
+		"{\"event\":\"set\",\"set\":{\"lr\":0.02},\"origin\":\"schedule\",\"t\":1,\"v\":10}\n"
+		"{\"t\":2,\"v\":20,\"test_acc\":0.6}\n"
+		"{\"model\":\"logreg\",\"workers\":2,\"stop\":{\"steps\":40},\"t\":0,\"v\":0,\"resumed\":true}\n"
+		"{\"event\":\"set\",\"set\":{\"lr\":0.01},\"origin\":\"resume\",\"t\":2,\"v\":20}\n"
+		"{\"event\":\"end\",\"t\":4,\"v\":40,\"stop\":\"steps\"}\n";
+	char err[SL_ERR_LEN] = "";
+	runlog_replay_info info;
+	json_t *c = replay(log, 0, &info, err);
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(info.runs, 1);
+	ck_assert_int_eq(info.changes, 2);
+	json_t *sched = json_object_get(c, "schedule");
+	ck_assert_uint_eq(json_array_size(sched), 2);
+	json_t *v = json_object_get(json_object_get(json_array_get(sched, 1), "at"), "v");
+	ck_assert_int_eq(json_integer_value(v), 20);
+	json_decref(c);
+}
+END_TEST
+
 static Suite *
 runlog_suite(void)
 {
@@ -131,6 +250,11 @@ runlog_suite(void)
 	tcase_add_test(tc, own_stop_kept_cut_line_skipped);
 	tcase_add_test(tc, refused);
 	tcase_add_test(tc, strip_log_keys);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("continue");
+	tcase_add_test(tc, continue_cuts_back_to_the_checkpoint);
+	tcase_add_test(tc, continue_refuses_another_runs_log);
+	tcase_add_test(tc, replay_of_a_continued_log);
 	suite_add_tcase(s, tc);
 	return s;
 }

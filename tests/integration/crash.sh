@@ -69,8 +69,9 @@ a, b = recs(sys.argv[1]), recs(sys.argv[2])
 assert a[-1]["event"] == "end" and "weights" in a[-1], a[-1]
 if a != b:
     i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-    print("differ at record", i, "of", len(a), "/", len(b), ":",
-          a[i] if i < len(a) else None, "vs", b[i] if i < len(b) else None)
+    brief = lambda r: r and {k: r.get(k) for k in ("event", "v", "train_loss", "test_loss", "weights") if k in r}
+    print("record", i, "of", len(a), "(resumed log:", len(b), "records) differs:",
+          brief(a[i] if i < len(a) else None), "vs", brief(b[i] if i < len(b) else None))
     sys.exit(1)
 print("ok", len(b), b[-1]["weights"])
 PY

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backend.h"
@@ -192,9 +193,12 @@ runlog_continue(const char *path, uint64_t v, const run_config *cfg,
 	uint8_t *buf;
 	size_t len;
 	char e2[SL_ERR_LEN];
+	struct stat st;
 	*cut = 0;
-	if (access(path, F_OK) < 0 && errno == ENOENT)
+	if (stat(path, &st) < 0 && errno == ENOENT)
 		return 0;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return 0; /* /dev/null, a pipe: nothing to continue */
 	if (ds_read_file(path, (size_t)1 << 34, &buf, &len, e2) < 0)
 		return sl_fail(err, SL_EIO, "--log: %s", e2);
 	const char *text = (const char *)buf;

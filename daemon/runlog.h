@@ -34,7 +34,8 @@ void runlog_close(runlog *l);
  * unreadable one, an end record, or a record with "v" past v (the resumed
  * run writes those again), then fsync. The file's first record must be a
  * run object with cfg's model, dataset, seed and clock. 1: continue it
- * (*cut: lines cut off); 0: no such file or an empty one (a fresh log);
+ * (*cut: lines cut off); 0: no such file, an empty one or no regular file
+ * (/dev/null, a pipe): a fresh log;
  * negative with err naming the file and why (a CSV log, another run's). */
 int runlog_continue(const char *path, uint64_t v, const run_config *cfg,
 		    long *cut, char *err);

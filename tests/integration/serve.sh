@@ -342,9 +342,9 @@ esac
 kill "$PID"; wait "$PID" 2>/dev/null
 
 wait_listen() { # FILE [PATTERN]: until the daemon says where it listens, or
-	# PATTERN (30 s at most: loaded machines)
-	i=0
-	while [ $i -lt 300 ] && ! grep -qs "${2:-listening on http.*/ (rule}" "$1"; do sleep 0.1; i=$((i + 1)); done
+	# PATTERN (60 s of wall time at most: loaded machines)
+	end=$(($(date +%s) + 60))
+	while [ "$(date +%s)" -lt $end ] && ! grep -qs "${2:-listening on http.*/ (rule}" "$1"; do sleep 0.1; done
 }
 
 # the terminal: a line per run start, change and end; evaluations with -v;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -31,6 +32,10 @@
 #include "web.h"
 
 #define BODY_MAX (1u << 20) /* request bodies: 1 MiB */
+/* HTTP limits (docs/reliability.md, "Slow and hostile clients") */
+#define CONN_MAX 1024       /* connections at once; beyond: closed at accept */
+#define IDLE_TIMEOUT 30     /* seconds a connection may send and read nothing */
+#define THREAD_STACK (256u << 10) /* per connection thread */
 
 static const char serve_usage[] =
 	"Usage: stalelab serve [OPTIONS]\n"
@@ -54,14 +59,22 @@ static const char serve_usage[] =
 	"                          prefer the next two)\n"
 	"      --token-file FILE   the token is the first line of FILE\n"
 	"                          (else $STALELAB_TOKEN, when set)\n"
+	"      --http-max-connections N\n"
+	"                          HTTP connections at once (default 1024); more\n"
+	"                          are closed as soon as they are accepted\n"
+	"      --http-timeout S    close a connection that sends and reads\n"
+	"                          nothing for S seconds (default 30; an event\n"
+	"                          stream that is read lives on)\n"
 	"  -l, --log FILE          JSON-Lines log of the runs (appended)\n"
 	"      --log-format F      jsonl (default) or csv\n"
 	"      --device NAME       auto | cpu | ref | cuda (auto: cuda if built, else cpu)\n"
 	"      --resume FILE       start from a checkpoint instead of a run object\n"
 	"      --checkpoint-on-exit FILE\n"
 	"                          write a checkpoint on SIGINT/SIGTERM\n"
-	"      --checkpoint-dir DIR  where POST /api/v1/checkpoint writes without\n"
-	"                          a path (default: the current directory)\n"
+	"      --checkpoint-dir DIR  the only directory a request may name: where\n"
+	"                          POST /api/v1/checkpoint writes and\n"
+	"                          {\"resume\": path} reads (default: the current\n"
+	"                          directory)\n"
 	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
 	"                          socket at URL, commands on a REP socket at its\n"
 	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
@@ -102,12 +115,13 @@ typedef struct server {
 	ctl ctl;
 	const char *token;
 	struct MHD_Daemon *mhd;
+	unsigned timeout;   /* --http-timeout: idle seconds (0: none) */
+	double keepalive;   /* seconds between SSE comments on a quiet stream */
 } server;
 
 typedef struct req {
 	char *body;
 	size_t len;
-	int too_big;
 } req;
 
 static int
@@ -201,6 +215,7 @@ typedef struct sse {
 	server *s;
 	double period;    /* seconds between snapshots */
 	double next_snap; /* sl_now() time of the next snapshot */
+	double next_beat; /* sl_now() time of a comment if nothing else went */
 	uint64_t seq;     /* events delivered */
 	char *buf;        /* pending output */
 	size_t len, off;
@@ -211,13 +226,16 @@ static void
 sse_put(void *ud, const char *name, const char *data)
 {
 	sse *e = ud;
-	size_t need = strlen(name) + strlen(data) + 64;
+	size_t need = (name ? strlen(name) : 0) + strlen(data) + 64;
 	char *b = realloc(e->buf, e->len + need);
 	if (!b)
 		return;
 	e->buf = b;
-	e->len += (size_t)snprintf(e->buf + e->len, need, "id: %llu\nevent: %s\ndata: %s\n\n",
-				   (unsigned long long)++e->id, name, data);
+	if (!name) /* a comment: clients ignore it, the connection sees traffic */
+		e->len += (size_t)snprintf(e->buf + e->len, need, ": %s\n\n", data);
+	else
+		e->len += (size_t)snprintf(e->buf + e->len, need, "id: %llu\nevent: %s\ndata: %s\n\n",
+					   (unsigned long long)++e->id, name, data);
 }
 
 static ssize_t
@@ -228,7 +246,8 @@ sse_read(void *cls, uint64_t pos, char *out, size_t max)
 	while (e->off >= e->len) {
 		e->len = e->off = 0;
 		/* events first, in order; then a snapshot when one is due */
-		if (events_wait(&e->s->ctl.ev, &e->seq, e->next_snap, sse_put, e))
+		double until = e->next_snap < e->next_beat ? e->next_snap : e->next_beat;
+		if (events_wait(&e->s->ctl.ev, &e->seq, until, sse_put, e))
 			return MHD_CONTENT_READER_END_OF_STREAM;
 		if (sl_now() >= e->next_snap) {
 			e->next_snap = sl_now() + e->period;
@@ -241,7 +260,12 @@ sse_read(void *cls, uint64_t pos, char *out, size_t max)
 				json_decref(o);
 			}
 		}
+		/* a quiet stream (slow hz, no run) still writes within the idle
+		 * timeout, so that a client who reads is never cut off */
+		if (e->off >= e->len && sl_now() >= e->next_beat)
+			sse_put(e, NULL, "keepalive");
 	}
+	e->next_beat = sl_now() + e->s->keepalive;
 	size_t n = e->len - e->off;
 	if (n > max)
 		n = max;
@@ -271,6 +295,7 @@ handle_events(server *s, struct MHD_Connection *c)
 	e->s = s;
 	e->period = 1.0 / hz;
 	e->next_snap = 0; /* a snapshot at once */
+	e->next_beat = sl_now() + s->keepalive;
 	e->seq = events_now(&s->ctl.ev); /* only what happens from now on */
 	struct MHD_Response *r = MHD_create_response_from_callback(
 		MHD_SIZE_UNKNOWN, 16384, sse_read, e, sse_free);
@@ -336,8 +361,6 @@ dispatch(server *s, struct MHD_Connection *c, const char *url,
 		return send_text(c, w.status, w.type, (const char *)w.data, w.len);
 	if (get && !strcmp(url, "/api/v1/events"))
 		return handle_events(s, c);
-	if (q->too_big)
-		return send_error(c, 413, "too_large", "request body over 1 MiB");
 	if (q->len) {
 		const char *type = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 							       MHD_HTTP_HEADER_CONTENT_TYPE);
@@ -371,20 +394,26 @@ on_request(void *cls, struct MHD_Connection *c, const char *url,
 		if (!q)
 			return MHD_NO;
 		*con_cls = q;
+		/* a body announced over the limit is refused before it is sent
+		 * (the connection closes after the answer) */
+		const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (cl && strtoull(cl, NULL, 10) > BODY_MAX)
+			return send_error(c, 413, "too_large", "request body over 1 MiB");
 		return MHD_YES;
 	}
 	if (*upload_size) {
-		if (!q->too_big && q->len + *upload_size <= BODY_MAX) {
-			char *b = realloc(q->body, q->len + *upload_size + 1);
-			if (!b)
-				return MHD_NO;
-			q->body = b;
-			memcpy(q->body + q->len, upload, *upload_size);
-			q->len += *upload_size;
-			q->body[q->len] = 0;
-		} else {
-			q->too_big = 1;
-		}
+		/* a chunked body that goes past the limit: the connection is
+		 * closed at once rather than read to an end that may never come */
+		if (q->len + *upload_size > BODY_MAX)
+			return send_error(c, 413, "too_large", "request body over 1 MiB");
+		char *b = realloc(q->body, q->len + *upload_size + 1);
+		if (!b)
+			return MHD_NO;
+		q->body = b;
+		memcpy(q->body + q->len, upload, *upload_size);
+		q->len += *upload_size;
+		q->body[q->len] = 0;
 		*upload_size = 0;
 		return MHD_YES;
 	}
@@ -495,7 +524,7 @@ listen_on(const char *spec, const struct sockaddr_storage *sa, socklen_t len,
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (sa->ss_family == AF_INET6)
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
-	if (bind(fd, (const struct sockaddr *)sa, len) < 0 || listen(fd, 64) < 0) {
+	if (bind(fd, (const struct sockaddr *)sa, len) < 0 || listen(fd, 1024) < 0) {
 		int e = errno;
 		close(fd);
 		sl_fail(err, SL_EIO, "--listen %s: cannot listen: %s%s", spec, strerror(e),
@@ -503,6 +532,34 @@ listen_on(const char *spec, const struct sockaddr_storage *sa, socklen_t len,
 		return -1;
 	}
 	return fd;
+}
+
+/* the connection limit that the descriptor limit leaves room for: the soft
+ * RLIMIT_NOFILE is raised (up to the hard one) to want plus a margin for
+ * the log, the data and the listening socket; if even that is too low,
+ * fewer connections, said on stderr */
+static unsigned long long
+fd_room(unsigned long long want, int quiet)
+{
+	const rlim_t margin = 64;
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return want;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + margin) {
+		rlim_t need = want + margin;
+		rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > need ? need : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want + margin) {
+		unsigned long long n = rl.rlim_cur > 2 * margin ? rl.rlim_cur - margin : margin;
+		if (!quiet)
+			fprintf(stderr, "stalelab serve: %llu HTTP connections at most (the "
+				"descriptor limit is %llu; raise it with ulimit -n)\n", n,
+				(unsigned long long)rl.rlim_cur);
+		return n;
+	}
+	return want;
 }
 
 /* the token from --token, --token-file or $STALELAB_TOKEN (in that order);
@@ -543,7 +600,7 @@ read_token(const char *arg, const char *file, char *err)
 int
 cmd_serve(int argc, char **argv)
 {
-	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ };
+	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'},
@@ -552,6 +609,8 @@ cmd_serve(int argc, char **argv)
 		{"bus", required_argument, NULL, O_BUS},
 		{"bus-rep", required_argument, NULL, O_BUS_REP},
 		{"bus-hz", required_argument, NULL, O_BUS_HZ},
+		{"http-max-connections", required_argument, NULL, O_HTTP_MAX},
+		{"http-timeout", required_argument, NULL, O_HTTP_TIMEOUT},
 		{"log", required_argument, NULL, 'l'},
 		{"device", required_argument, NULL, 'D'},
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
@@ -572,6 +631,7 @@ cmd_serve(int argc, char **argv)
 	int opt, code = 2, want_demo = 0, quiet = 0, verbose = 0, fd = -1;
 	double bus_hz = 4;
 	bus *bs = NULL;
+	unsigned long long conn_max = CONN_MAX, timeout = IDLE_TIMEOUT;
 	char err[SL_ERR_LEN];
 	run_sched *sched = NULL;
 	int n_sched = 0;
@@ -593,6 +653,20 @@ cmd_serve(int argc, char **argv)
 		case O_BUS: bus_url = optarg; break;
 		case O_BUS_REP: bus_rep = optarg; break;
 		case O_BUS_HZ: bus_hz_arg = optarg; break;
+		case O_HTTP_MAX:
+			if (cli_u64(optarg, &conn_max) < 0 || conn_max < 1 || conn_max > 100000) {
+				fprintf(stderr, "stalelab serve: --http-max-connections: expected "
+					"1 to 100000, got \"%s\"\n", optarg);
+				goto out;
+			}
+			break;
+		case O_HTTP_TIMEOUT:
+			if (cli_u64(optarg, &timeout) < 0 || timeout > 86400) {
+				fprintf(stderr, "stalelab serve: --http-timeout: expected seconds "
+					"0 to 86400 (0: none), got \"%s\"\n", optarg);
+				goto out;
+			}
+			break;
 		case 'l': log_path = optarg; break;
 		case 'D': device = optarg; break;
 		case 'X': ckpt_on_exit = optarg; break;
@@ -723,17 +797,23 @@ cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	code = 1; /* from here on, failures are the machine's */
+	conn_max = fd_room(conn_max, quiet);
+	s->timeout = (unsigned)timeout;
+	s->keepalive = timeout ? (timeout / 3.0 < 15 ? timeout / 3.0 : 15) : 15;
 	if ((fd = listen_on(listen_spec, &sa, sa_len, err)) < 0) {
 		fprintf(stderr, "stalelab serve: %s\n", err);
 		goto out;
 	}
-	s->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+	/* poll, not select: a connection's descriptor may be over 1023 */
+	s->mhd = MHD_start_daemon(MHD_USE_POLL_INTERNAL_THREAD |
 					  MHD_USE_THREAD_PER_CONNECTION |
 					  (sa.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
 				  0, NULL, NULL, on_request, s,
 				  MHD_OPTION_LISTEN_SOCKET, fd,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  MHD_OPTION_CONNECTION_TIMEOUT, s->timeout,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)conn_max,
+				  MHD_OPTION_THREAD_STACK_SIZE, (size_t)THREAD_STACK,
 				  MHD_OPTION_END);
 	if (!s->mhd) {
 		fprintf(stderr, "stalelab serve: --listen %s: cannot start the HTTP server: %s\n",

@@ -18,7 +18,8 @@ ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err)
 {
 	char tmp[4200];
 	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	/* not through a link planted under the temporary name */
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0644);
 	if (fd < 0)
 		return sl_fail(err, SL_EIO, "path: cannot create %s: %s", tmp, strerror(errno));
 	int ok = cli_write_all(fd, buf, len) == 0 && fsync(fd) == 0;

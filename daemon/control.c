@@ -3,9 +3,11 @@
 #include "control.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "api.h"
@@ -185,20 +187,74 @@ on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 	pthread_mutex_unlock(&c->wait_mu);
 }
 
-/* where a checkpoint named by a client goes: relative names inside
- * --checkpoint-dir, no ".." components */
-static int
-ckpt_path(const ctl *c, const char *name, char *out, size_t cap, char *err)
+/* ---- files a request names ---------------------------------------------------
+ *
+ * Whatever reaches the daemon (a checkpoint to write, one to resume, a
+ * schedule's checkpoints) names a file inside the checkpoint directory: a
+ * relative path without '..' components, and no symbolic link on the way
+ * that leads out of the directory. Only the operator's own flags
+ * (--resume, --checkpoint-on-exit) name any file. */
+
+static const char *
+ckpt_dir(const ctl *c)
 {
-	size_t n = strlen(name);
-	if (!n || !strcmp(name, "..") || !strncmp(name, "../", 3) ||
-	    strstr(name, "/../") || (n >= 3 && !strcmp(name + n - 3, "/..")))
-		return sl_fail(err, SL_EINVAL, "path: a file name without '..' components");
+	return c->ckpt_dir ? c->ckpt_dir : ".";
+}
+
+/* name as a path inside the checkpoint directory, into out: by its
+ * letters only (field names the request's field in err) */
+static int
+ckpt_name(const ctl *c, const char *field, const char *name, char *out,
+	  size_t cap, char *err)
+{
+	if (!*name)
+		return sl_fail(err, SL_EINVAL, "%s: expected a file name", field);
 	if (name[0] == '/')
-		snprintf(out, cap, "%s", name);
-	else
-		snprintf(out, cap, "%s/%s", c->ckpt_dir ? c->ckpt_dir : ".", name);
+		return sl_fail(err, SL_EINVAL, "%s: \"%.60s\" is an absolute path: name a file "
+			       "inside the checkpoint directory (--checkpoint-dir)", field, name);
+	for (const char *p = name; *p; p += strcspn(p, "/"), p += *p == '/') {
+		if (p[0] == '.' && p[1] == '.' && (!p[2] || p[2] == '/'))
+			return sl_fail(err, SL_EINVAL, "%s: \"%.60s\": '..' components are "
+				       "not allowed", field, name);
+	}
+	if ((size_t)snprintf(out, cap, "%s/%s", ckpt_dir(c), name) >= cap)
+		return sl_fail(err, SL_EINVAL, "%s: too long", field);
 	return 0;
+}
+
+/* the file at path (or, when it does not exist yet, its directory) is
+ * inside the checkpoint directory once symbolic links are followed */
+static int
+ckpt_inside(const ctl *c, const char *field, const char *path, char *err)
+{
+	char root[PATH_MAX], real[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	if (!realpath(ckpt_dir(c), root))
+		return sl_fail(err, SL_EIO, "%s: the checkpoint directory %.60s: %s", field,
+			       ckpt_dir(c), strerror(errno));
+	if (!realpath(path, real)) {
+		if (errno != ENOENT || lstat(path, &st) == 0) /* a link to nowhere too */
+			return sl_fail(err, SL_EINVAL, "%s: %.80s: %s", field, path,
+				       errno == ENOENT ? "a symbolic link to nowhere" : strerror(errno));
+		snprintf(parent, sizeof(parent), "%s", path);
+		*strrchr(parent, '/') = 0; /* ckpt_name made path "dir/name" */
+		if (!realpath(parent, real))
+			return sl_fail(err, SL_EIO, "%s: %.80s: %s", field, parent, strerror(errno));
+	}
+	size_t n = strlen(root);
+	if (strcmp(root, "/") && (strncmp(real, root, n) || (real[n] && real[n] != '/')))
+		return sl_fail(err, SL_EINVAL, "%s: %.80s leads outside the checkpoint "
+			       "directory (a symbolic link to %.60s)", field, path, real);
+	return 0;
+}
+
+/* both: where a file a request names is, or an error naming field */
+static int
+ckpt_path(const ctl *c, const char *field, const char *name, char *out,
+	  size_t cap, char *err)
+{
+	int rc = ckpt_name(c, field, name, out, cap, err);
+	return rc < 0 ? rc : ckpt_inside(c, field, out, err);
 }
 
 static void
@@ -206,7 +262,7 @@ on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len)
 {
 	ctl *c = ud;
 	char err[SL_ERR_LEN] = "out of memory", path[4096];
-	if (ckpt_path(c, cmd->path, path, sizeof(path), err) == 0 && buf &&
+	if (ckpt_path(c, "checkpoint", cmd->path, path, sizeof(path), err) == 0 && buf &&
 	    ckpt_write_buf(path, buf, len, err) == 0) {
 		json_t *ev = json_pack("{s:s,s:s,s:I,s:i}", "event", "checkpoint", "path",
 				       path, "bytes", (json_int_t)len, "run", c->run_id);
@@ -291,6 +347,15 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	     const uint8_t *ckpt, size_t ckpt_len, char *err)
 {
 	int rc;
+	/* a schedule's checkpoints go into the checkpoint directory (checked
+	 * again, links included, when each is written) */
+	for (int i = 0; i < n_sched; i++) {
+		char field[64], path[4096];
+		snprintf(field, sizeof(field), "schedule[%d].set.checkpoint", i);
+		if ((sched[i].cmd.fields & CMD_CHECKPOINT) &&
+		    (rc = ckpt_name(c, field, sched[i].cmd.path, path, sizeof(path), err)) < 0)
+			return rc;
+	}
 	dataset_pair *dp = c->data;
 	int new_data = !dp || strcmp(c->data_spec, cfg->dataset) ||
 		       c->data_seed != cfg->seed;
@@ -788,6 +853,10 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 		reply_error(o, 404, "no_worker", err);
 	} else if (cmd_from_json(set, worker, &cur, "", &cmd, err) < 0) {
 		reply_error(o, 400, "bad_field", err);
+	} else if (cmd.fields & CMD_CHECKPOINT) {
+		char path[4096];
+		if (ckpt_path(c, "checkpoint", cmd.path, path, sizeof(path), err) < 0)
+			reply_error(o, 400, "bad_field", err);
 	}
 	if (o->status) {
 		pthread_mutex_unlock(&c->mu);
@@ -839,7 +908,9 @@ post_run(ctl *c, json_t *body, ctl_reply *o)
 			reply_error(o, 400, "bad_field", "resume: expected {\"resume\": \"path\"} alone");
 			return;
 		}
-		if (ckpt_read(json_string_value(resume), &ckpt, &ckpt_len, &cfg, err) < 0) {
+		char path[4096];
+		if (ckpt_path(c, "resume", json_string_value(resume), path, sizeof(path), err) < 0 ||
+		    ckpt_read(path, &ckpt, &ckpt_len, &cfg, err) < 0) {
 			reply_error(o, 400, "bad_field", err);
 			return;
 		}
@@ -891,7 +962,7 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 		return;
 	}
 	run_snapshot_put(snap);
-	int rc = p ? ckpt_path(c, json_string_value(p), path, sizeof(path), err) : 0;
+	int rc = p ? ckpt_path(c, "path", json_string_value(p), path, sizeof(path), err) : 0;
 	/* the version named (reply, default file name) is the one saved */
 	uint8_t *buf = NULL;
 	size_t bytes = 0;
@@ -901,7 +972,7 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 	if (rc == 0) {
 		if (!p)
 			snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
-				 c->ckpt_dir ? c->ckpt_dir : ".", c->run_id,
+				 ckpt_dir(c), c->run_id,
 				 (unsigned long long)v);
 		rc = ckpt_write_buf(path, buf, bytes, err);
 	}

@@ -135,9 +135,9 @@ expect_exit 2 "resume cannot change the seed" "$SL" run --resume "$TMP/h.ckpt" -
 expect_exit 2 "resume with --config" "$SL" run --resume "$TMP/h.ckpt" --config "$TMP/h.json"
 
 # a daemon's checkpoint has no stop: --steps 1 stops it at once
-start --config "$TMP/s.json"
+start --config "$TMP/s.json" --checkpoint-dir "$TMP"
 sleep 0.5
-curl -s -X POST "$URL/api/v1/checkpoint" -d "{\"path\": \"$TMP/d.ckpt\"}" >/dev/null
+curl -s -X POST "$URL/api/v1/checkpoint" -d '{"path": "d.ckpt"}' >/dev/null
 kill -TERM $PID; wait $PID
 expect_exit 0 "resume a daemon's checkpoint with --steps 1" timeout 30 "$SL" run --resume "$TMP/d.ckpt" --steps 1 --log "$TMP/dres.jsonl" --quiet
 expect_grep '^end [0-9]+ steps' "it stops at once" "$(endv "$TMP/dres.jsonl")"

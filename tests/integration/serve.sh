@@ -12,33 +12,11 @@ cat >"$TMP/run.json" <<'JSON'
  "workers": 3, "eval_every": 100, "delay": {"dist": "uniform", "mean_ms": 2}}
 JSON
 
-# http METHOD PATH [BODY] -> prints "STATUS BODY"
-http() {
-	if [ -n "$3" ]; then
-		curl -s -o "$TMP/body" -w '%{http_code}' -X "$1" -H 'Content-Type: application/json' \
-			${AUTH:+-H "Authorization: Bearer $AUTH"} --data "$3" "$URL$2"
-	else
-		curl -s -o "$TMP/body" -w '%{http_code}' -X "$1" \
-			${AUTH:+-H "Authorization: Bearer $AUTH"} "$URL$2"
-	fi
-	printf ' '; cat "$TMP/body"
-}
-
-expect_http() { # NAME WANT-STATUS METHOD PATH [BODY]
-	name=$1; want=$2; shift 2
-	out=$(http "$@")
-	case "$out" in
-	"$want "*) ok "$name" ;;
-	*) bad "$name (want $want)" "$out" ;;
-	esac
-	LAST_OUT=$out
-}
-
 json() { # PYTHON-EXPRESSION over d (the last body)
 	python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($1)" "$TMP/body"
 }
 
-start --config "$TMP/run.json" --log "$TMP/serve.jsonl"
+start --config "$TMP/run.json" --log "$TMP/serve.jsonl" --checkpoint-dir "$TMP"
 [ -n "$port" ] && ok "daemon listens" || bad "daemon listens" "$(cat "$TMP/serve.err")"
 sleep 1
 
@@ -191,22 +169,22 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH --data '{"lr": 0.02}' "$U
 [ "$code" = 202 ] && ok "curl -d (form type) is read as JSON" || bad "curl -d: $code"
 
 # checkpoint and resume
-expect_http "POST /api/v1/checkpoint" 201 POST /api/v1/checkpoint "{\"path\": \"$TMP/c1.ckpt\"}"
+expect_http "POST /api/v1/checkpoint" 201 POST /api/v1/checkpoint '{"path": "c1.ckpt"}'
 ckv=$(json 'd["version"]')
 [ -s "$TMP/c1.ckpt" ] && ok "checkpoint file written" || bad "checkpoint file written"
 ls "$TMP"/c1.ckpt.tmp.* >/dev/null 2>&1 && bad "temporary file left behind" || ok "no temporary file left"
 expect_http "checkpoint: bad field" 400 POST /api/v1/checkpoint '{"file": "x"}'
 expect_http "checkpoint: no .. components" 400 POST /api/v1/checkpoint '{"path": "../x.ckpt"}'
-expect_http "checkpoint: unwritable" 400 POST /api/v1/checkpoint '{"path": "/nonexistent/dir/c.ckpt"}'
-hdr=$(curl -s -D - -o "$TMP/body" -X POST --data "{\"resume\": \"$TMP/c1.ckpt\"}" "$URL/api/v1/run")
+expect_http "checkpoint: unwritable" 400 POST /api/v1/checkpoint '{"path": "nonexistent/dir/c.ckpt"}'
+hdr=$(curl -s -D - -o "$TMP/body" -X POST --data '{"resume": "c1.ckpt"}' "$URL/api/v1/run")
 printf '%s' "$hdr" | grep -q '^HTTP/1.1 201' && ok "resume" || bad "resume" "$hdr"
 printf '%s' "$hdr" | grep -qi '^Location: /api/v1/runs/2' && ok "201 with Location" || bad "Location" "$hdr"
 got=$(json 'd["version"] >= '"$ckv"', d["config"]["rule"], len(d["workers"]), d["run"]')
 [ "$got" = "True ssp 5 2" ] && ok "resumed where the checkpoint was" || bad "resumed where the checkpoint was" "$got / $ckv"
 printf 'garbage' >"$TMP/bad.ckpt"
-expect_http "resume a bad file" 400 POST /api/v1/run "{\"resume\": \"$TMP/bad.ckpt\"}"
+expect_http "resume a bad file" 400 POST /api/v1/run '{"resume": "bad.ckpt"}'
 expect_grep 'not a stalelab checkpoint' "bad checkpoint says why" "$LAST_OUT"
-expect_http "resume a missing file" 400 POST /api/v1/run "{\"resume\": \"$TMP/none.ckpt\"}"
+expect_http "resume a missing file" 400 POST /api/v1/run '{"resume": "none.ckpt"}'
 http GET /api/v1/status >/dev/null
 [ "$(json 'd["state"], d["run"]')" = "running 2" ] && ok "a failed resume leaves the run alone" || bad "failed resume" "$(cat "$TMP/body")"
 

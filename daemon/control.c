@@ -589,10 +589,13 @@ ctl_token_ok(const char *token, const char *given)
 		return 1;
 	if (!given)
 		return 0;
+	/* the time depends on the token's length only: every byte of it is
+	 * compared whatever was given (no early exit on a short, long or
+	 * wrong guess) */
 	size_t a = strlen(given), b = strlen(token);
-	unsigned diff = (unsigned)(a != b);
-	for (size_t i = 0; i < a && i < b; i++)
-		diff |= (unsigned)(given[i] ^ token[i]);
+	size_t diff = a ^ b;
+	for (size_t i = 0; i < b; i++)
+		diff |= (unsigned char)(token[i] ^ given[i < a ? i : 0]);
 	return diff == 0;
 }
 

@@ -197,6 +197,7 @@ START_TEST(shrink_checkpoint_resume)
 	char dir[256], body[512];
 	sl_test_tmpdir(dir, sizeof(dir));
 	ctl_init(&c);
+	c.ckpt_dir = dir; /* requests name files inside it */
 	call(&c, "POST", "/api/v1/run", NULL,
 	     "{\"model\": \"mlp:784-8-10\", \"dataset\": \"synthetic:600\", \"workers\": 3,"
 	     " \"batch\": 16, \"worker_overrides\": [{\"id\": 2, \"speed\": 0.5}]}",
@@ -206,10 +207,14 @@ START_TEST(shrink_checkpoint_resume)
 	ck_assert(json_is_true(json_object_get(j, "applied")));
 	ctl_reply_free(&o);
 	snprintf(body, sizeof(body), "{\"path\": \"%s/s.ckpt\"}", dir);
-	call(&c, "POST", "/api/v1/checkpoint", NULL, body, 201, &o);
+	call(&c, "POST", "/api/v1/checkpoint", NULL, body, 400, &o); /* absolute */
+	ctl_reply_free(&o);
+	call(&c, "POST", "/api/v1/checkpoint", NULL, "{\"path\": \"s.ckpt\"}", 201, &o);
 	ctl_reply_free(&o);
 	snprintf(body, sizeof(body), "{\"resume\": \"%s/s.ckpt\"}", dir);
-	j = call(&c, "POST", "/api/v1/run", NULL, body, 201, &o);
+	call(&c, "POST", "/api/v1/run", NULL, body, 400, &o);
+	ctl_reply_free(&o);
+	j = call(&c, "POST", "/api/v1/run", NULL, "{\"resume\": \"s.ckpt\"}", 201, &o);
 	ck_assert_int_eq(json_integer_value(json_object_get(json_object_get(j, "config"), "workers")), 2);
 	/* the echo holds no override for a worker the run does not have */
 	ck_assert_int_eq(json_array_size(json_object_get(json_object_get(j, "config"),
@@ -219,6 +224,23 @@ START_TEST(shrink_checkpoint_resume)
 	snprintf(body, sizeof(body), "%s/s.ckpt", dir);
 	unlink(body);
 	rmdir(dir);
+}
+END_TEST
+
+/* the token: exact matches only, whatever the length of the guess */
+START_TEST(token_compare)
+{
+	ck_assert(ctl_token_ok(NULL, NULL));
+	ck_assert(ctl_token_ok(NULL, "anything"));
+	ck_assert(!ctl_token_ok("s3cret", NULL));
+	ck_assert(ctl_token_ok("s3cret", "s3cret"));
+	static const char *const miss[] = {"", "s", "s3cre", "s3cret1", "s3crex", "S3cret",
+					   "xs3cret", "s3cret\n", "s3cret s3cret"};
+	for (size_t i = 0; i < sizeof(miss) / sizeof(miss[0]); i++)
+		ck_assert_msg(!ctl_token_ok("s3cret", miss[i]), "'%s' accepted", miss[i]);
+	ck_assert(ctl_token_ok("a", "a"));
+	ck_assert(!ctl_token_ok("a", "aa"));
+	ck_assert(!ctl_token_ok("aa", "a"));
 }
 END_TEST
 
@@ -281,6 +303,7 @@ control_suite(void)
 	tcase_add_test(tc, runs_and_location);
 	tcase_add_test(tc, shrink_checkpoint_resume);
 	tcase_add_test(tc, event_ring);
+	tcase_add_test(tc, token_compare);
 	suite_add_tcase(s, tc);
 	return s;
 }

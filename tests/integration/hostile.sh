@@ -61,6 +61,14 @@ def rss_mib():
             return int(line.split()[1]) / 1024
     return 0
 
+def first_bytes(s, within=3):
+    """the start of the answer, or b"" """
+    s.settimeout(within)
+    try:
+        return s.recv(64)
+    except OSError:
+        return b""
+
 def closed_by_peer(s, within):
     """read what is buffered; True once the daemon has closed the socket"""
     s.settimeout(0.5)
@@ -234,15 +242,17 @@ else:
         time.sleep(0.2)
     say(v is not None and v > v1, "after the connections close the daemon answers again", "version %s" % v)
 
-# --- bodies that never end --------------------------------------------------------
+# --- headers that never end, bodies that never end ----------------------------------
+s = socket.create_connection(ADDR)
+s.sendall(b"GET /api/v1/status HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40000 + b"\r\n\r\n")
+head = first_bytes(s)
+say(head.startswith(b"HTTP/1.1 431"), "headers over 32 KiB: 431", repr(head))
+s.close()
+
 s = socket.create_connection(ADDR)
 s.send(b"PATCH /api/v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
        b"Content-Length: 1000000000000\r\n\r\n{\"lr\":")
-s.settimeout(3)
-try:
-    head = s.recv(64)
-except OSError:
-    head = b""
+head = first_bytes(s)
 say(head.startswith(b"HTTP/1.1 413"), "a huge Content-Length is refused (413) before the body", repr(head))
 say(closed_by_peer(s, 3), "and the connection is closed")
 

@@ -123,10 +123,11 @@ listening() { # ARGS...: the first lines of a daemon's stderr, stopped once it l
 }
 out=$(listening --listen 0)
 expect_grep 'listening on http://127\.0\.0\.1:[0-9]+/' "a bare port is loopback" "$out"
-printf '%s\n' "$out" | grep -q warning && bad "no warning on loopback" "$out" || ok "no warning on loopback"
+# (only this warning: another daemon on the bus's default port gets one of its own)
+printf '%s\n' "$out" | grep -q 'without a token' && bad "no warning on loopback" "$out" || ok "no warning on loopback"
 out=$(listening --listen 0.0.0.0:0)
 expect_grep 'warning: listening on 0\.0\.0\.0:0 without a token' "every interface without a token: a warning" "$out"
 out=$(listening --listen 0.0.0.0:0 --token s3cret)
-printf '%s\n' "$out" | grep -q 'listening on http' && ! printf '%s\n' "$out" | grep -q warning &&
+printf '%s\n' "$out" | grep -q 'listening on http' && ! printf '%s\n' "$out" | grep -q 'without a token' &&
 	ok "every interface with a token: no warning" || bad "with a token: no warning" "$out"
 finish security

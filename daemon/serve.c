@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <malloc.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -600,6 +601,14 @@ read_token(const char *arg, const char *file, char *err)
 int
 cmd_serve(int argc, char **argv)
 {
+	/* Threads come and go in a daemon (workers added and removed, a
+	 * thread per HTTP connection) and glibc gives new threads new malloc
+	 * arenas, up to eight per core, so RSS climbed with every worker
+	 * change of the soak (bench/soak.sh). Two arenas keep it flat; a
+	 * training step allocates only for a gradient the server holds back
+	 * or a copy-on-write of the weights. MALLOC_ARENA_MAX still wins. */
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 2);
 	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},

@@ -896,6 +896,77 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 	reply_json(o, 202, r);
 }
 
+/* ---- request bodies (pure: no run, no lock, no I/O) ------------------- */
+
+json_t *
+ctl_body_parse(const char *body, size_t len, char *err)
+{
+	json_error_t je;
+	json_t *j = json_loadb(body ? body : "", body ? len : 0, JSON_REJECT_DUPLICATES, &je);
+	if (j && json_is_object(j))
+		return j;
+	if (j)
+		snprintf(err, SL_ERR_LEN, "body: expected a JSON object");
+	else
+		snprintf(err, SL_ERR_LEN, "body: line %d, column %d: %s", je.line, je.column,
+			 je.text);
+	json_decref(j);
+	return NULL;
+}
+
+json_t *
+ctl_workers_body(json_t *body, char *err)
+{
+	json_t *n = json_object_get(body, "count");
+	if (json_object_size(body) != 1 || !n) {
+		snprintf(err, SL_ERR_LEN, "%s",
+			 json_object_size(body) && !n ? "body: only \"count\" may be set here"
+						      : "count: missing");
+		return NULL;
+	}
+	return json_pack("{s:O}", "workers", n);
+}
+
+int
+ctl_checkpoint_body(json_t *body, const char **path, char *err)
+{
+	json_t *p = json_object_get(body, "path");
+	*path = NULL;
+	if (json_object_size(body) > (p ? 1u : 0u))
+		return sl_fail(err, SL_EINVAL, "body: only \"path\" may be set here");
+	if (p && (!json_is_string(p) || !*json_string_value(p) ||
+		  strlen(json_string_value(p)) >= CTL_PATH_MAX - 64))
+		return sl_fail(err, SL_EINVAL, "path: expected a file name");
+	*path = p ? json_string_value(p) : NULL;
+	return 0;
+}
+
+int
+ctl_run_body(json_t *body, run_config *cfg, run_sched **sched, int *n_sched,
+	     const char **resume, char *err)
+{
+	json_t *res = json_object_get(body, "resume");
+	*sched = NULL;
+	*n_sched = 0;
+	*resume = NULL;
+	if (res) {
+		if (!json_is_string(res) || json_object_size(body) != 1)
+			return sl_fail(err, SL_EINVAL,
+				       "resume: expected {\"resume\": \"path\"} alone");
+		*resume = json_string_value(res);
+		return 0;
+	}
+	config_defaults(cfg);
+	runlog_strip(body); /* a log's first record is a run object too */
+	int rc = config_apply_json(body, cfg, err);
+	if (rc == 0)
+		rc = sched_from_json(json_object_get(body, "schedule"), cfg, sched, n_sched,
+				     err);
+	return rc;
+}
+
+/* ---- mutating calls ------------------------------------------------------ */
+
 static void
 post_run(ctl *c, json_t *body, ctl_reply *o)
 {
@@ -905,27 +976,13 @@ post_run(ctl *c, json_t *body, ctl_reply *o)
 	int n_sched = 0, rc;
 	uint8_t *ckpt = NULL;
 	size_t ckpt_len = 0;
-	json_t *resume = json_object_get(body, "resume");
-	if (resume) {
-		if (!json_is_string(resume) || json_object_size(body) != 1) {
-			reply_error(o, 400, "bad_field", "resume: expected {\"resume\": \"path\"} alone");
-			return;
-		}
-		char path[4096];
-		if (ckpt_path(c, "resume", json_string_value(resume), path, sizeof(path), err) < 0 ||
-		    ckpt_read(path, &ckpt, &ckpt_len, &cfg, err) < 0) {
-			reply_error(o, 400, "bad_field", err);
-			return;
-		}
-	} else {
-		config_defaults(&cfg);
-		runlog_strip(body); /* a log's first record is a run object too */
-		if (config_apply_json(body, &cfg, err) < 0 ||
-		    sched_from_json(json_object_get(body, "schedule"), &cfg, &sched,
-				    &n_sched, err) < 0) {
-			reply_error(o, 400, "bad_field", err);
-			return;
-		}
+	const char *resume;
+	char path[CTL_PATH_MAX];
+	if (ctl_run_body(body, &cfg, &sched, &n_sched, &resume, err) < 0 ||
+	    (resume && (ckpt_path(c, "resume", resume, path, sizeof(path), err) < 0 ||
+			ckpt_read(path, &ckpt, &ckpt_len, &cfg, err) < 0))) {
+		reply_error(o, 400, "bad_field", err);
+		return;
 	}
 	pthread_mutex_lock(&c->mu);
 	rc = start_locked(c, &cfg, sched, n_sched, ckpt, ckpt_len, err);
@@ -947,15 +1004,10 @@ post_run(ctl *c, json_t *body, ctl_reply *o)
 static void
 post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 {
-	char err[SL_ERR_LEN], path[4096];
-	json_t *p = json_object_get(body, "path");
-	if (json_object_size(body) > (p ? 1u : 0u)) {
-		reply_error(o, 400, "bad_field", "body: only \"path\" may be set here");
-		return;
-	}
-	if (p && (!json_is_string(p) || !*json_string_value(p) ||
-		  strlen(json_string_value(p)) >= sizeof(path) - 64)) {
-		reply_error(o, 400, "bad_field", "path: expected a file name");
+	char err[SL_ERR_LEN], path[CTL_PATH_MAX];
+	const char *p;
+	if (ctl_checkpoint_body(body, &p, err) < 0) {
+		reply_error(o, 400, "bad_field", err);
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
@@ -965,7 +1017,7 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 		return;
 	}
 	run_snapshot_put(snap);
-	int rc = p ? ckpt_path(c, "path", json_string_value(p), path, sizeof(path), err) : 0;
+	int rc = p ? ckpt_path(c, "path", p, path, sizeof(path), err) : 0;
 	/* the version named (reply, default file name) is the one saved */
 	uint8_t *buf = NULL;
 	size_t bytes = 0;
@@ -1026,17 +1078,10 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 			    "this daemon needs 'Authorization: Bearer TOKEN' for changes");
 		return;
 	}
-	json_error_t je;
-	json_t *j = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &je);
-	if (!j || !json_is_object(j)) {
-		char msg[300];
-		if (j)
-			snprintf(msg, sizeof(msg), "body: expected a JSON object");
-		else
-			snprintf(msg, sizeof(msg), "body: line %d, column %d: %s", je.line,
-				 je.column, je.text);
-		json_decref(j);
-		reply_error(o, 400, "bad_json", msg);
+	char err[SL_ERR_LEN];
+	json_t *j = ctl_body_parse(body, len, err);
+	if (!j) {
+		reply_error(o, 400, "bad_json", err);
 		return;
 	}
 	if (rt == R_CKPT) {
@@ -1044,16 +1089,12 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 	} else if (rt == R_RUN && !strcmp(method, "POST")) {
 		post_run(c, j, o);
 	} else if (rt == R_WORKERS) {
-		json_t *n = json_object_get(j, "count");
-		if (json_object_size(j) != 1 || !n) {
-			reply_error(o, 400, "bad_field",
-				    json_object_size(j) && !n ? "body: only \"count\" may be set here"
-							      : "count: missing");
-		} else {
-			json_t *set = json_pack("{s:O}", "workers", n);
+		json_t *set = ctl_workers_body(j, err);
+		if (set)
 			command(c, set, -1, o);
-			json_decref(set);
-		}
+		else
+			reply_error(o, 400, "bad_field", err);
+		json_decref(set);
 	} else {
 		command(c, j, rt == R_WORKER ? id : -1, o);
 	}

@@ -92,6 +92,30 @@ void ctl_handle(ctl *c, const char *method, const char *path,
  * every transport (HTTP's Bearer, the bus's "token"). */
 int ctl_token_ok(const char *token, const char *given);
 
+/* The bodies of the mutating calls, checked as pure functions (no run, no
+ * lock, no I/O; tests/fuzz/api_fuzz.c drives them). PATCH /api/v1/run and
+ * /api/v1/workers/{id} bodies are cmd_from_json's (config_json.h). */
+#define CTL_PATH_MAX 4096
+
+/* A request body as a JSON object (new reference), or NULL with err
+ * ("body: line 1, column 3: ..." or "body: expected a JSON object"). */
+json_t *ctl_body_parse(const char *body, size_t len, char *err);
+
+/* PUT /api/v1/workers {"count": N}: the change {"workers": N} (new
+ * reference; cmd_from_json checks N), or NULL with err. */
+json_t *ctl_workers_body(json_t *body, char *err);
+
+/* POST /api/v1/checkpoint {"path": name}?: *path is the name (inside body)
+ * or NULL for the default file name; 0, or <0 with err. */
+int ctl_checkpoint_body(json_t *body, const char **path, char *err);
+
+/* POST /api/v1/run: {"resume": path} alone (*resume set, inside body), or
+ * a run object (a log's first record too; body loses the log's keys) to
+ * *cfg over the defaults and its schedule to *sched (malloc'd, caller
+ * frees). 0, or <0 with err naming the field. */
+int ctl_run_body(json_t *body, run_config *cfg, run_sched **sched,
+		 int *n_sched, const char **resume, char *err);
+
 /* The SSE / bus snapshot: status, staleness and run id (NULL: no run). */
 json_t *ctl_snapshot(ctl *c);
 

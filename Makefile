@@ -1,5 +1,5 @@
 # stalelab - asynchronous data-parallel training test-bed.
-# Targets: deps all run test bench asan valgrind clean (see README.md).
+# Targets: deps all run test bench asan valgrind fuzz clean (see README.md).
 
 CC      ?= cc
 BUILD   ?= build
@@ -32,9 +32,10 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
-	dataset-fashion-mnist curl python3 chromium
+	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev
 
-.PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind install install-files uninstall clean help
+.PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind fuzz \
+	fuzz-build fuzz-bins install install-files uninstall clean help
 
 all: $(BUILD)/stalelab
 
@@ -49,6 +50,7 @@ help:
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
 	@echo "make asan           the tests under ASan+UBSan"
 	@echo "make valgrind       the unit suites under memcheck (cases tagged slow left out)"
+	@echo "make fuzz           each libFuzzer harness (tests/fuzz/*_fuzz.c) for FUZZ_SECONDS (60)"
 	@echo "make install        PREFIX=/usr/local DESTDIR=: binary, man page, docs, systemd unit"
 	@echo "make clean"
 
@@ -148,6 +150,37 @@ valgrind: deps
 		$(patsubst $(BUILD)/%,build-vg/%,$(TEST_BIN))
 	@SL_VALGRIND=1 sh tests/run_all.sh build-vg
 
+# libFuzzer (clang, ASan+UBSan): every tests/fuzz/NAME_fuzz.c is a harness,
+# built into build-fuzz/NAME_fuzz and run on a copy of its seed corpus
+# tests/fuzz/corpus/NAME/ (see tests/fuzz/run.sh and docs/architecture.md).
+# The tree is built with clang into build-fuzz/ and linked from an archive,
+# so a harness pulls in only the objects it calls.
+FUZZ_SECONDS ?= 60
+FUZZ_SRC  := $(wildcard tests/fuzz/*_fuzz.c)
+FUZZ_SAN  := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+fuzz-build: deps
+	@command -v clang >/dev/null 2>&1 || { echo "clang not found: the fuzz harnesses need clang and libclang-rt-14-dev (run 'make deps')" >&2; exit 1; }
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 KERNEL_CFLAGS= \
+		EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-bins
+
+# backend_cpu.c's kernels use GCC's function multi-versioning, which clang
+# 14 does not take: in the fuzz build gcc compiles them, uninstrumented
+# (numeric kernels, no parser in them).
+build-fuzz/engine/backend_cpu.o: override CC := gcc
+build-fuzz/engine/backend_cpu.o: override EXTRA_CFLAGS :=
+
+fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
+
+$(BUILD)/libsl-fuzz.a: $(ENGINE_OBJ) $(filter-out $(WEB_OBJ),$(DAEMON_LIB_OBJ))
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%_fuzz: tests/fuzz/%_fuzz.c tests/fuzz/fuzz.h $(BUILD)/libsl-fuzz.a
+	$(CC) $(ALL_CFLAGS) -Itests/fuzz -fsanitize=fuzzer -o $@ $< $(BUILD)/libsl-fuzz.a $(LDLIBS)
+
+fuzz: fuzz-build
+	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
 PREFIX  ?= /usr/local
 DESTDIR ?=
 # the docs the man page points to, installed in PREFIX/share/doc/stalelab
@@ -170,6 +203,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/stalelab $(DESTDIR)$(PREFIX)/share/doc/stalelab
 
 clean:
-	rm -rf build build-asan build-vg
+	rm -rf build build-asan build-vg build-fuzz
 
 -include $(ENGINE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TEST_BIN:=.d)

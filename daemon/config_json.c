@@ -603,6 +603,19 @@ config_schema_json(void)
 			 "controls", table_schema(&fields_controls, 1), "rules", rules);
 }
 
+/* the first key of object o that is none of a, b, c (c may be NULL) */
+static const char *
+unknown_key(json_t *o, const char *a, const char *b, const char *c)
+{
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		if (strcmp(key, a) && strcmp(key, b) && (!c || strcmp(key, c)))
+			return key;
+	}
+	return NULL;
+}
+
 int
 sched_from_json(json_t *arr, const run_config *cur, run_sched **out, int *n,
 		char *err)
@@ -628,7 +641,14 @@ sched_from_json(json_t *arr, const run_config *cur, run_sched **out, int *n,
 		json_t *jt = at ? json_object_get(at, "t") : NULL;
 		json_t *jw = json_object_get(e, "worker");
 		int worker = -1, rc;
-		if (!json_is_object(e) || !json_is_object(at) || (!jv && !jt)) {
+		const char *key = json_is_object(e) ? unknown_key(e, "at", "worker", "set") : NULL;
+		if (key) {
+			free(s);
+			return sl_fail(err, SL_EINVAL,
+				       "%s.%s: unknown field (expected at, worker, set)", p, key);
+		}
+		if (!json_is_object(e) || !json_is_object(at) || !jv == !jt ||
+		    unknown_key(at, "v", "t", NULL)) {
 			free(s);
 			return sl_fail(err, SL_EINVAL,
 				       "%s.at: expected {\"v\": N} or {\"t\": seconds}", p);

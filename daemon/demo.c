@@ -110,6 +110,17 @@ demo_parse(json_t *j, demo *d, char *err)
 		json_array_foreach(ws, k, w) {
 			json_t *id = json_object_get(w, "id");
 			snprintf(q, sizeof(q), "%s.workers[%zu]", p, k);
+			if (!json_is_object(w)) {
+				demo_free(d);
+				return sl_fail(err, SL_EINVAL, "%s: expected an object", q);
+			}
+			json_object_foreach(w, key, v) {
+				if (strcmp(key, "id") && strcmp(key, "set")) {
+					demo_free(d);
+					return sl_fail(err, SL_EINVAL,
+						       "%s.%s: unknown field (expected id, set)", q, key);
+				}
+			}
 			if (!json_is_integer(id) || json_integer_value(id) < 0 ||
 			    json_integer_value(id) >= cur.workers) {
 				demo_free(d);

@@ -123,6 +123,13 @@ static const struct {
 	 "worker_overrides[0].spb_depth: must be in [0, 5]"},
 	{"{\"schedule\": [{\"at\": {\"x\": 1}, \"set\": {}}]}", "schedule[0].at: expected"},
 	{"{\"schedule\": [{\"at\": {\"v\": 1}}]}", "schedule[0].set: expected an object"},
+	/* silently accepted before (seen while writing tests/fuzz/schedule_fuzz.c) */
+	{"{\"schedule\": [{\"at\": {\"v\": 1}, \"wroker\": 2, \"set\": {\"lr\": 0.1}}]}",
+	 "schedule[0].wroker: unknown field (expected at, worker, set)"},
+	{"{\"schedule\": [{\"at\": {\"v\": 1, \"t\": 2}, \"set\": {\"lr\": 0.1}}]}",
+	 "schedule[0].at: expected {\"v\": N} or {\"t\": seconds}"},
+	{"{\"schedule\": [{\"at\": {\"t\": 2, \"when\": 3}, \"set\": {\"lr\": 0.1}}]}",
+	 "schedule[0].at: expected"},
 	{"[1, 2]", "run: expected a JSON object"},
 	{"{\"lr\": 0.1,}", "line 1, column"},
 	{"{\n\"lr\": 0.1\n\"batch\": 3}", "line 3"},

@@ -5,7 +5,8 @@
 # then a fuzzing run on a copy of its seed corpus tests/fuzz/corpus/NAME/
 # (the committed seeds are never written to). One check per harness: no
 # crash, leak, sanitizer report or timeout, and a count of executions. A
-# crashing input is kept in BUILD/artifacts/ (its path is printed).
+# crashing input is kept in BUILD/artifacts/ (its path is printed), each
+# harness's whole output in BUILD/logs/NAME.log.
 # Prints "  ok   NAME: N execs in S s, cov C ft F" per harness and
 # "LABEL: N passed, M failed" last; exits non-zero on any failure.
 # Usage: tests/fuzz/run.sh BUILD SECONDS [JOBS] [LABEL] [NAME...]
@@ -24,14 +25,14 @@ if [ -z "$names" ]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/slfuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$build/artifacts"
+mkdir -p "$build/artifacts" "$build/logs"
 
 # one harness; its verdict goes to $work/NAME.res ("ok ..." or "FAIL ...")
 fuzz_one() {
 	name=$1
 	bin=$build/${name}_fuzz
 	res=$work/$name.res
-	log=$work/$name.log
+	log=$build/logs/$name.log
 	if [ ! -x "$bin" ]; then
 		echo "FAIL $name: $bin not built (make fuzz-build)" >"$res"
 		return

@@ -67,6 +67,11 @@ set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *e
 		double d = json_number_value(v);
 		if (!field_in_range(f, d))
 			return field_range_fail(f, path, d, err);
+		/* a real past what the field stores (1e20 for a u64): converting
+		 * it would be undefined (found by tests/fuzz/config_fuzz.c) */
+		if (f->store == FS_U64 && !(d < 0x1p64))
+			return sl_fail(err, SL_EINVAL, "%s: must be an integer below 2^64, got %.10g",
+				       path, d);
 		field_set(f, base, d);
 		return 0;
 	}

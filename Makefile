@@ -163,11 +163,12 @@ fuzz-build: deps
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT=-O1 KERNEL_CFLAGS= \
 		EXTRA_CFLAGS="$(FUZZ_SAN) -fsanitize=fuzzer-no-link" fuzz-bins
 
-# backend_cpu.c's kernels use GCC's function multi-versioning, which clang
-# 14 does not take: in the fuzz build gcc compiles them, uninstrumented
-# (numeric kernels, no parser in them).
-build-fuzz/engine/backend_cpu.o: override CC := gcc
-build-fuzz/engine/backend_cpu.o: override EXTRA_CFLAGS :=
+# The cpu backend's kernels (backend_cpu*.c) use GCC's function
+# multi-versioning, which clang 14 does not take: in the fuzz build gcc
+# compiles them, uninstrumented (numeric kernels, no parser in them).
+FUZZ_GCC_OBJ := build-fuzz/engine/backend_cpu.o build-fuzz/engine/backend_cpu_%.o
+$(FUZZ_GCC_OBJ): override CC := gcc
+$(FUZZ_GCC_OBJ): override EXTRA_CFLAGS :=
 
 fuzz-bins: $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/%)
 

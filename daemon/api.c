@@ -97,6 +97,16 @@ api_change_record(double t, uint64_t v, const run_cmd *c)
 }
 
 json_t *
+api_diverged_record(const run_divergence *d)
+{
+	json_t *r = json_pack("{s:s,s:o,s:I,s:i,s:I,s:s,s:o}", "event", "diverged", "t",
+			      jsonout_real(d->t), "v", (json_int_t)d->v, "worker", d->worker,
+			      "v_read", (json_int_t)d->v_read, "what", d->what, "loss",
+			      jsonout_real(d->loss));
+	return r;
+}
+
+json_t *
 api_worker_json(const worker_snap *w)
 {
 	json_t *o = json_object();
@@ -137,6 +147,8 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&s->stale)));
 	if (s->stop_reason)
 		json_object_set_new(o, "stop", json_string(s->stop_reason));
+	if (s->diverged)
+		json_object_set_new(o, "diverged", api_diverged_record(&s->div));
 	json_object_set_new(o, "config", config_to_json(&s->cfg));
 	json_t *ws = json_array();
 	for (int i = 0; i < s->n_workers; i++)

@@ -17,6 +17,9 @@ json_t *api_eval_json(const run_eval *e);
 json_t *api_log_record(const run_eval *e);
 /* The log record of a change applied at (t, v). */
 json_t *api_change_record(double t, uint64_t v, const run_cmd *c);
+/* The log record of a divergence (docs/formats.md): {"event": "diverged",
+ * "t", "v", "worker", "v_read", "what", "loss"} (loss null unless finite). */
+json_t *api_diverged_record(const run_divergence *d);
 /* one worker of /api/v1/status (GET /api/v1/workers/{id}) */
 json_t *api_worker_json(const worker_snap *w);
 /* GET /api/v1/status */

@@ -34,6 +34,9 @@ static const char run_usage[] =
 	"per evaluation and change, an end record) to --log or stdout, shows\n"
 	"progress on stderr, prints a summary and exits 0 when the stop condition\n"
 	"is met. Options override the --config file, which overrides the defaults.\n"
+	"A step whose loss or gradient is NaN or infinite is never applied: the run\n"
+	"stops there (a \"diverged\" record naming the worker and version, then the\n"
+	"end record with \"stop\": \"diverged\") and exits 3.\n"
 	"\n"
 	"  -c, --config FILE     run object (JSON, see docs/formats.md; the first\n"
 	"                        line of a log reads back as one)\n"
@@ -104,7 +107,8 @@ static const char run_usage[] =
 	"\"resumed\": true is appended, then the resumed run's records, so FILE\n"
 	"holds the whole run once (see docs/formats.md).\n"
 	"\n"
-	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config.\n";
+	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config,\n"
+	"3 the run diverged (a non-finite loss or gradient; try a smaller --lr).\n";
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
        O_WD, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
@@ -158,6 +162,12 @@ typedef struct run_ctx {
 	int ckpt_keep;
 	json_t *end;      /* the end record, written once the weights are hashed */
 } run_ctx;
+
+static int
+is_diverged(const run_eval *e)
+{
+	return e->final && e->stop_reason && !strcmp(e->stop_reason, "diverged");
+}
 
 /* a loss as text: NaN and infinity are the divergence they are */
 static const char *
@@ -225,7 +235,8 @@ draw_bar(run_ctx *c, const run_eval *e)
 {
 	char what[64], tail[160], loss[32], eta[48], clk[24];
 	double f = stop_frac(c, e, what, sizeof(what));
-	if (e->final && e->stop_reason && strcmp(e->stop_reason, "stopped"))
+	if (e->final && e->stop_reason && strcmp(e->stop_reason, "stopped") &&
+	    !is_diverged(e))
 		f = 1; /* the stop was reached (epochs compare to rounding) */
 	double el = sl_now() - c->t0;
 	eta[0] = 0;
@@ -256,8 +267,10 @@ draw_bar(run_ctx *c, const run_eval *e)
 				      e->samples_per_s);
 	}
 	if (c->stop_target > 0 && n < (int)sizeof(tail))
-		snprintf(tail + n, sizeof(tail) - (size_t)n, "  best %.4f/%g", e->best_acc,
-			 c->stop_target);
+		n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  best %.4f/%g", e->best_acc,
+			      c->stop_target);
+	if (is_diverged(e) && n < (int)sizeof(tail))
+		snprintf(tail + n, sizeof(tail) - (size_t)n, "  DIVERGED");
 	char line[512], bar[64];
 	bar[0] = 0;
 	if (f >= 0) {
@@ -375,6 +388,24 @@ weights_hash(run *r, char *out, size_t cap)
 		free(w);
 	}
 	return -1;
+}
+
+static void
+on_diverged(void *ud, const run_divergence *d)
+{
+	run_ctx *c = ud;
+	json_t *r = api_diverged_record(d);
+	if (runlog_write(&c->log, r) < 0)
+		c->log_failed = 1;
+	json_decref(r);
+	if (c->quiet)
+		return;
+	char loss[32];
+	fprintf(stderr,
+		"%sstalelab run: diverged at v %llu: worker %d's %s is not finite (batch loss "
+		"%s, computed on v %llu); nothing of it was applied, stopping\n",
+		c->bar ? "\r\033[K" : "", (unsigned long long)d->v, d->worker, d->what,
+		fmt_loss(loss, sizeof(loss), d->loss), (unsigned long long)d->v_read);
 }
 
 static void
@@ -833,7 +864,7 @@ cmd_run(int argc, char **argv)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
 	run_callbacks cb = {.eval = on_eval, .change = on_change,
 			    .progress = on_progress, .checkpoint = on_checkpoint,
-			    .ud = &ctx};
+			    .diverged = on_diverged, .ud = &ctx};
 	/* block them before our threads exist: the main thread sigwaits */
 	sigset_t sigs;
 	cli_block_signals(&sigs, 1);
@@ -933,15 +964,21 @@ cmd_run(int argc, char **argv)
 		goto out;
 	}
 	run_snapshot *s = run_snapshot_get(r);
+	int diverged = s->state == RUN_DIVERGED;
+	char head[48];
+	if (diverged)
+		snprintf(head, sizeof(head), "DIVERGED (try a smaller --lr)");
+	else
+		snprintf(head, sizeof(head), "done (%s)", s->stop_reason ? s->stop_reason : "stopped");
 	if (!quiet)
 		fprintf(stderr,
-			"done (%s): %.2f epochs, %llu updates, test_acc %.4f (best %.4f), "
+			"%s: %.2f epochs, %llu updates, test_acc %.4f (best %.4f), "
 			"staleness mean %.2f max %llu, %.0f samples/s over %.2f s of training; log %s\n",
-			s->stop_reason ? s->stop_reason : "stopped", s->epoch,
+			head, s->epoch,
 			(unsigned long long)s->v, s->test_acc, s->best_acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
 			s->samples_per_s, s->train_s, ctx.log.path);
 	run_snapshot_put(s);
-	code = 0;
+	code = diverged ? 3 : 0;
 	if (ctx.log_failed) {
 		fprintf(stderr, "stalelab run: writing the log to %s failed\n",
 			ctx.log.path);

@@ -110,6 +110,10 @@ typedef struct backend_ops {
 	void (*axpy)(backend *, size_t n, float a, const float *x, float *y);
 	/* y = a y */
 	void (*scal)(backend *, size_t n, float a, float *y);
+	/* 1 when every one of x[0..n) is finite, 0 when one is NaN or
+	 * infinite (the divergence check of every step: one pass, no
+	 * arithmetic on the values, so it never raises a false alarm). */
+	int (*all_finite)(backend *, const float *x, size_t n);
 } backend_ops;
 
 struct backend {

@@ -281,6 +281,7 @@ static const backend_ops cpu_ops = {
 	.dc_grad = cpu_dc_grad,
 	.axpy = cpu_axpy,
 	.scal = cpu_scal,
+	.all_finite = host_all_finite,
 };
 
 int

@@ -16,6 +16,8 @@ void host_free(backend *be, void *p);
 void host_copy(backend *be, void *dst, const void *src, size_t bytes);
 void host_zero(backend *be, void *dst, size_t bytes);
 void host_sync(backend *be);
+/* the all_finite op: the exponent bits of each float, 16 at a time */
+int host_all_finite(backend *be, const float *x, size_t n);
 /* ops without arithmetic, the same bits on every CPU: */
 void host_relu_fwd(backend *be, const float *x, float *y, size_t n);
 void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,

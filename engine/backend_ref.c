@@ -418,6 +418,7 @@ static const backend_ops ref_ops = {
 	.dc_grad = ref_dc_grad,
 	.axpy = ref_axpy,
 	.scal = ref_scal,
+	.all_finite = host_all_finite,
 };
 
 /* nthreads is accepted and ignored: the reference path is one thread. */

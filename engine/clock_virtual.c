@@ -86,8 +86,10 @@ v_start(run *r, worker *w)
 		return;
 	}
 	double f = step_compute(r, w);
-	if (step_computed(r, w) < 0)
+	if (step_computed(r, w) < 0 || step_check(r, w) < 0) {
+		w->st = W_IDLE;
 		return;
+	}
 	/* simulated time: FLOPs at a nominal speed, scaled by the worker's
 	 * speed; never a measured time (that would break determinism) */
 	double cost = f / NOMINAL_FLOPS / (w->speed > 0 ? w->speed : 1);

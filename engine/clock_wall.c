@@ -80,7 +80,7 @@ worker_main(void *p)
 		pthread_mutex_lock(&r->mu);
 		r->n_computing--;
 		pthread_cond_broadcast(&r->cv);
-		if (step_computed(r, w) < 0)
+		if (step_computed(r, w) < 0 || step_check(r, w) < 0)
 			break;
 		double d = step_delay(r, w, dt);
 		if (step_held_at_server(r, w)) {

@@ -68,6 +68,17 @@ report_evaluate(run *r)
 	}
 	r->be_eval->ops->copy(r->be_eval, r->evm->params, ps_weights(r->ps),
 			      sizeof(float) * r->n_params);
+	/* the state these weights belong to, while nothing computes: kept
+	 * as the last good checkpoint if they evaluate to a finite loss */
+	int cand = r->keep_good && !r->diverged && !r->fail_rc;
+	if (cand) {
+		double t0 = sl_now();
+		r->cand.n = 0;
+		r->cand.oom = 0;
+		ckpt_save_state(r, &r->cand);
+		r->good_s += sl_now() - t0;
+	}
+	uint64_t cand_v = ps_version(r->ps);
 	run_eval e;
 	r->last_train_loss = r->loss_n ? r->loss_sum / r->loss_n : NAN;
 	r->loss_sum = 0;
@@ -84,6 +95,13 @@ report_evaluate(run *r)
 	r->eval_s += sl_now() - t_start;
 	r->last_acc = acc;
 	r->last_test_loss = loss;
+	if (cand && isfinite(loss) && !r->cand.oom) {
+		blob b = r->good;
+		r->good = r->cand;
+		r->cand = b; /* its memory is reused by the next one */
+		r->good_v = cand_v;
+		r->n_good++;
+	}
 	if (acc > r->best_acc)
 		r->best_acc = acc;
 	report_fill(r, &e);
@@ -99,6 +117,10 @@ report_stop_met(run *r)
 	const double n = r->data->train.n;
 	if (r->fail_rc) {
 		r->stop_reason = "failed";
+		return 1;
+	}
+	if (r->diverged) {
+		r->stop_reason = "diverged";
 		return 1;
 	}
 	if (atomic_load(&r->stop_req)) {
@@ -173,6 +195,8 @@ build_snapshot(run *r)
 	if (r->fail_rc)
 		snprintf(s->error, sizeof(s->error), "%s", r->err);
 	s->clock_gap_max = r->clock_gap_max;
+	s->diverged = r->diverged;
+	s->div = r->div;
 	double tnow = run_now(r);
 	for (int i = 0; i < r->win_n; i++) {
 		int j = (r->win_pos - 1 - i + WINDOW_N) % WINDOW_N;
@@ -250,6 +274,34 @@ run_weights(run *r, float *out, size_t max)
 				sizeof(float) * r->n_params);
 	pthread_mutex_unlock(&r->mu);
 	return r->n_params;
+}
+
+void
+run_keep_good(run *r, int on)
+{
+	pthread_mutex_lock(&r->mu);
+	r->keep_good = on;
+	pthread_mutex_unlock(&r->mu);
+}
+
+int
+run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err)
+{
+	*buf = NULL;
+	*len = 0;
+	pthread_mutex_lock(&r->mu);
+	int rc = 0;
+	if (!r->n_good)
+		rc = sl_fail(err, SL_ESTATE, "no good checkpoint: no finite evaluation was kept");
+	else if (!(*buf = malloc(r->good.n)))
+		rc = sl_fail(err, SL_ENOMEM, "out of memory");
+	if (rc == 0) {
+		memcpy(*buf, r->good.p, r->good.n);
+		*len = r->good.n;
+		*v = r->good_v;
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
 }
 
 int

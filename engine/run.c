@@ -13,8 +13,8 @@ const char *
 run_state_name(run_state s)
 {
 	static const char *const n[] = {"starting", "running", "paused",
-					"finished", "failed"};
-	return (unsigned)s < 5 ? n[s] : "?";
+					"finished", "failed", "diverged"};
+	return (unsigned)s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
 }
 
 double
@@ -80,6 +80,21 @@ run_fail(run *r, int code, const char *why)
 	r->stopping = 1;
 	pthread_cond_broadcast(&r->cv);
 	return code;
+}
+
+void
+run_diverge(run *r, const worker *w, const char *what)
+{
+	if (r->diverged || r->fail_rc)
+		return;
+	r->diverged = 1;
+	r->div = (run_divergence){.t = run_now(r), .v = ps_version(r->ps),
+				  .worker = w->id, .v_read = w->v_read,
+				  .what = what, .loss = w->loss};
+	if (r->cb.diverged)
+		r->cb.diverged(r->cb.ud, &r->div);
+	r->stopping = 1;
+	pthread_cond_broadcast(&r->cv);
 }
 
 /* ---- wall clock ----------------------------------------------------------- */
@@ -226,7 +241,7 @@ run_exec(run *r)
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
 	/* deliver what is in flight, close a partial round, final record
 	 * (never past a stop in updates) */
-	if (!r->fail_rc) {
+	if (!r->fail_rc && !r->diverged) {
 		step_release_held(r, 1);
 		if (run_steps_left(r) && ps_flush_round(r->ps, 1))
 			step_version_changed(r);
@@ -241,7 +256,7 @@ run_exec(run *r)
 	report_fill(r, &e);
 	e.final = 1;
 	e.stop_reason = r->stop_reason ? r->stop_reason : "stopped";
-	r->state = r->fail_rc ? RUN_FAILED : RUN_FINISHED;
+	r->state = r->fail_rc ? RUN_FAILED : r->diverged ? RUN_DIVERGED : RUN_FINISHED;
 	if (r->cb.eval)
 		r->cb.eval(r->cb.ud, &e);
 	ckpt_serve(r);
@@ -287,6 +302,8 @@ run_free(run *r)
 	free(r->sched);
 	free(r->ev);
 	free(r->perm);
+	blob_free(&r->good);
+	blob_free(&r->cand);
 	pthread_mutex_destroy(&r->mu);
 	pthread_mutex_destroy(&r->qmu);
 	pthread_mutex_destroy(&r->smu);

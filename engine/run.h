@@ -22,6 +22,7 @@ typedef enum run_state {
 	RUN_PAUSED,
 	RUN_FINISHED,
 	RUN_FAILED,
+	RUN_DIVERGED, /* ended at a non-finite loss, gradient or model */
 } run_state;
 
 const char *run_state_name(run_state s);
@@ -83,6 +84,20 @@ typedef struct run_eval {
 	const char *stop_reason;
 } run_eval;
 
+/* The first non-finite step of a run: caught after the worker's compute
+ * (the batch loss, then the gradient from its layer offset on) or before
+ * a model message (localsgd, easgd) leaves it, and never applied. The run
+ * then stops with stop reason "diverged" and state RUN_DIVERGED; the
+ * server keeps the last weights every applied message left, all finite. */
+typedef struct run_divergence {
+	double t;         /* run seconds when caught */
+	uint64_t v;       /* the server's version then (nothing applied after) */
+	int worker;
+	uint64_t v_read;  /* the version the step computed on */
+	const char *what; /* "loss", "gradient" or "model" */
+	double loss;      /* the step's batch loss (NaN, inf, or finite) */
+} run_divergence;
+
 typedef struct worker_snap {
 	int id;
 	const char *state;   /* running, waiting, delayed, paused */
@@ -112,6 +127,8 @@ typedef struct run_snapshot {
 	age_hist age;        /* time-staleness (ms) */
 	const char *stop_reason; /* once finished: epochs, steps, ... */
 	char error[SL_ERR_LEN];  /* why the run failed ("" unless failed) */
+	int diverged;            /* 1 once caught: div says where */
+	run_divergence div;
 	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
 	int n_workers;
 	worker_snap *workers;
@@ -127,6 +144,9 @@ typedef struct run_callbacks {
 	 * memory) for the command's path */
 	void (*checkpoint)(void *ud, const run_cmd *c, const uint8_t *buf,
 			   size_t len);
+	/* the run diverged (once, from the thread that caught it, lock held;
+	 * may be NULL); the end record follows */
+	void (*diverged)(void *ud, const run_divergence *d);
 	void *ud;
 } run_callbacks;
 
@@ -179,6 +199,17 @@ int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
  * again. Taking one changes nothing in the run (on the virtual clock the
  * run is the same bits with or without). */
 void run_checkpoint_every(run *r, uint64_t every);
+
+/* Keep the last good checkpoint in memory (call before run_exec): at each
+ * evaluation whose test loss is finite the whole run is serialised, as
+ * run_checkpoint would, at the quiet point the evaluation makes anyway.
+ * Off by default (a headless run stops at a divergence and needs none). */
+void run_keep_good(run *r, int on);
+
+/* Thread-safe: a copy of the last good checkpoint (*buf malloc'd, caller
+ * frees) and the version it holds; -SL_ESTATE with err saying so when none
+ * was kept (run_keep_good off, or no finite evaluation yet). */
+int run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err);
 
 /* The run object stored in a checkpoint (pure; err names the problem). */
 int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,

@@ -176,6 +176,13 @@ struct run {
 	int stopping, paused, eval_gate, n_computing;
 	int hog_inflight; /* hogwild steps between their check and their count */
 	int fail_rc;      /* the run failed (negative SL_E* code; r->err says why) */
+	int diverged;     /* a non-finite step was caught: div says where */
+	run_divergence div;
+	int keep_good;    /* keep the last good checkpoint (run_keep_good) */
+	blob good, cand;  /* ... and the one taken before an evaluation */
+	uint64_t good_v;
+	double good_s;    /* wall seconds spent taking them */
+	int n_good;
 	run_state state;
 	const char *stop_reason;
 	/* virtual events */
@@ -194,6 +201,9 @@ double run_now(const run *r);
 double run_train_seconds(const run *r);
 double run_wall(const run *r);
 int run_fail(run *r, int code, const char *why);
+/* The first non-finite step (lock held): record it, tell cb.diverged,
+ * stop the run ("diverged"); later ones are ignored. */
+void run_diverge(run *r, const worker *w, const char *what);
 int run_n_running(const run *r);
 int run_steps_left(const run *r);
 uint64_t run_min_clock(const run *r);
@@ -201,6 +211,13 @@ void run_timed_wait(run *r, double seconds);
 
 /* step.c: one worker step */
 double step_compute(run *r, worker *w);
+/* After the compute (lock held): are the batch loss and the gradient the
+ * worker sends finite? 0 if so; else the run diverges (run_diverge) and
+ * -1: the step is dropped, nothing of it reaches the server. */
+int step_check(run *r, worker *w);
+/* Before a model leaves a worker (localsgd, easgd): 0 if finite, else the
+ * run diverges and -1. */
+int step_check_model(run *r, worker *w);
 /* Begin a step: may the worker begin (the rule, a pause), take its batch,
  * read the weights it computes on. 1 if begun, 0 if it may not begin now,
  * -1 if the data is spent (the stop's epochs are all taken). */

@@ -223,6 +223,41 @@ step_compute(run *r, worker *w)
 	return f;
 }
 
+/* Is what the step sends finite? Checked once per step, after the
+ * compute, for every rule: the batch loss (a NaN or infinite loss means
+ * the forward overflowed) and the gradient from the worker's layer offset
+ * on (partial backprop sends only that tail). One pass over the floats
+ * the message carries, on the worker's own backend. */
+int
+step_check(run *r, worker *w)
+{
+	if (r->diverged)
+		return -1; /* the run is stopping: nothing more is applied */
+	const char *what = NULL;
+	if (!isfinite(w->loss))
+		what = "loss";
+	else if (!w->be->ops->all_finite(w->be, w->m->grads + w->grad_off,
+					 r->n_params - w->grad_off))
+		what = "gradient";
+	if (!what)
+		return 0;
+	run_diverge(r, w, what);
+	return -1;
+}
+
+/* localsgd and easgd send the worker's weights, not its gradient: a local
+ * step may overflow them even from a finite gradient */
+int
+step_check_model(run *r, worker *w)
+{
+	if (r->diverged)
+		return -1;
+	if (w->be->ops->all_finite(w->be, w->m->params, r->n_params))
+		return 0;
+	run_diverge(r, w, "model");
+	return -1;
+}
+
 void
 step_version_changed(run *r)
 {
@@ -275,6 +310,8 @@ step_local_sgd(run *r, worker *w, const float *g, float lr)
 void
 step_deliver(run *r, worker *w)
 {
+	if (r->diverged)
+		return;
 	step_count_delivery(r, w);
 	uint64_t tau = r->rule->deliver ? r->rule->deliver(r, w)
 					: step_push_grad(r, w);
@@ -336,7 +373,8 @@ int
 step_release_held(run *r, int force)
 {
 	int applied = 0;
-	for (int i = 0; i < r->n_held && run_steps_left(r);) {
+	/* after a divergence the weights stay as they were when it was caught */
+	for (int i = 0; i < r->n_held && run_steps_left(r) && !r->diverged;) {
 		held *h = &r->held[i];
 		if (!force && h->due > run_now(r)) {
 			i++;

@@ -12,6 +12,8 @@ deliver(run *r, worker *w)
 	step_local_sgd(r, w, w->m->grads, (float)r->cfg.lr);
 	uint64_t tau = (uint64_t)w->local_steps;
 	if (++w->local_steps >= (int)r->cfg.rp.period) {
+		if (step_check_model(r, w) < 0)
+			return tau;
 		w->local_steps = 0;
 		if (!w->tmp)
 			w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params);

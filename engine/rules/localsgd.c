@@ -19,6 +19,8 @@ deliver(run *r, worker *w)
 	step_local_sgd(r, w, w->m->grads, (float)r->cfg.lr);
 	uint64_t tau = (uint64_t)w->local_steps;
 	if (++w->local_steps >= (int)r->cfg.rp.H) {
+		if (step_check_model(r, w) < 0)
+			return tau;
 		w->local_steps = 0;
 		w->waiting = 1;
 		w->wait_v = ps_version(r->ps);

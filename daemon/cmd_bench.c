@@ -178,6 +178,19 @@ print_layers(model *m, double seconds)
 	}
 	printf("  %-3s %-8s %11.1f %11s %6.1f%%\n", "", "loss",
 	       m->prof_loss / steps * 1e6, "", 100 * m->prof_loss / total);
+	/* the divergence check every step makes: one pass over the gradient */
+	backend *be = m->be;
+	long n = 0, bad = 0;
+	double t0 = sl_now(), t;
+	while ((t = sl_now()) - t0 < seconds / 8 || n < 100) {
+		bad += !be->ops->all_finite(be, m->grads, m->n_params);
+		n++;
+	}
+	double us = (t - t0) / n * 1e6, step_us = total / steps * 1e6;
+	printf("  %-3s %-8s %11.1f %11s %6.1f%%  (all_finite over %zu floats%s)\n", "",
+	       "check", us, "", 100 * us / step_us, m->n_params, bad ? ", NOT FINITE" : "");
+	printf("{\"bench\":\"finite_check\",\"model\":\"%s\",\"us\":%.2f,"
+	       "\"step_us\":%.1f,\"share\":%.5f}\n", m->spec, us, step_us, us / step_us);
 }
 
 /* The model's main GEMM shape (m x n x k), for the OpenBLAS reference:

@@ -46,27 +46,35 @@ host_sync(backend *be)
 
 /* A float is NaN or infinite when its exponent bits are all ones: then
  * (bits & 0x7f800000) + 0x00800000 sets bit 31, which no finite float's
- * does. OR-ing that over blocks of 16 floats is a loop of fixed length the
- * compiler vectorises even at -O2, so the check is one streaming pass with
- * no branch per float. */
+ * does. OR-ed over 16 floats at a time in four 4-lane vectors (GCC's and
+ * Clang's vector extension: SSE2 on any x86-64), the check is one
+ * streaming pass with no branch per float. */
+typedef uint32_t u32x4 __attribute__((vector_size(16)));
+
 int
 host_all_finite(backend *be, const float *x, size_t n)
 {
 	(void)be;
-	enum { BLOCK = 16 };
 	const uint32_t EXP = 0x7f800000u, ONE = 0x00800000u;
-	uint32_t acc = 0;
+	const u32x4 exp4 = {EXP, EXP, EXP, EXP}, one4 = {ONE, ONE, ONE, ONE};
+	u32x4 a = {0}, b = {0}, c = {0}, d = {0}, v0, v1, v2, v3;
 	size_t i = 0;
-	for (; i + BLOCK <= n; i += BLOCK) {
-		uint32_t b[BLOCK];
-		memcpy(b, x + i, sizeof(b));
-		for (int k = 0; k < BLOCK; k++)
-			acc |= (b[k] & EXP) + ONE;
+	for (; i + 16 <= n; i += 16) {
+		memcpy(&v0, x + i, sizeof(v0));
+		memcpy(&v1, x + i + 4, sizeof(v1));
+		memcpy(&v2, x + i + 8, sizeof(v2));
+		memcpy(&v3, x + i + 12, sizeof(v3));
+		a |= (v0 & exp4) + one4;
+		b |= (v1 & exp4) + one4;
+		c |= (v2 & exp4) + one4;
+		d |= (v3 & exp4) + one4;
 	}
+	a |= b | c | d;
+	uint32_t acc = a[0] | a[1] | a[2] | a[3];
 	for (; i < n; i++) {
-		uint32_t b;
-		memcpy(&b, x + i, sizeof(b));
-		acc |= (b & EXP) + ONE;
+		uint32_t w;
+		memcpy(&w, x + i, sizeof(w));
+		acc |= (w & EXP) + ONE;
 	}
 	return !(acc & 0x80000000u);
 }

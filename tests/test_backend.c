@@ -19,6 +19,14 @@ open_be(const char *device, int threads)
 	return be;
 }
 
+/* the host backends every build has */
+static const char *
+rc_at(int i)
+{
+	static const char *const names[] = {"cpu", "ref", NULL};
+	return names[i];
+}
+
 /* ---- registry ---------------------------------------------------------- */
 
 START_TEST(registry_names)
@@ -460,6 +468,38 @@ START_TEST(ref_bits_pinned)
 }
 END_TEST
 
+START_TEST(all_finite_finds_every_nonfinite)
+{
+	/* every class, at every position of every length around the 16-float
+	 * blocks: one NaN, +inf or -inf is found; the largest, smallest,
+	 * subnormal and negative-zero floats are finite (no false alarm) */
+	const float bad[] = {NAN, -NAN, INFINITY, -INFINITY};
+	const float good[] = {0.0f, -0.0f, 1.0f, -3.5f, 3.4028235e38f, -3.4028235e38f,
+			      1.4e-45f, -1.17549435e-38f};
+	float x[70];
+	for (int c = 0; rc_at(c); c++) {
+		backend *be = open_be(rc_at(c), 1);
+		ck_assert_ptr_nonnull(be->ops->all_finite);
+		for (size_t n = 0; n <= 70; n++) {
+			for (size_t i = 0; i < n; i++)
+				x[i] = good[i % (sizeof(good) / sizeof(good[0]))];
+			ck_assert_msg(be->ops->all_finite(be, x, n), "%s: n %zu", rc_at(c), n);
+			for (size_t i = 0; i < n; i++) {
+				for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+					float keep = x[i];
+					x[i] = bad[b];
+					ck_assert_msg(!be->ops->all_finite(be, x, n),
+						      "%s: n %zu, %g at %zu missed", rc_at(c), n,
+						      (double)bad[b], i);
+					x[i] = keep;
+				}
+			}
+		}
+		backend_free(be);
+	}
+}
+END_TEST
+
 static Suite *
 backend_suite(void)
 {
@@ -477,6 +517,7 @@ backend_suite(void)
 	tcase_add_test(rf, ref_softmax);
 	tcase_add_test(rf, ref_updates);
 	tcase_add_test(rf, ref_bits_pinned);
+	tcase_add_test(rf, all_finite_finds_every_nonfinite);
 	suite_add_tcase(s, rf);
 	return s;
 }

@@ -45,6 +45,8 @@ const char ctl_index_text[] =
 	"PUT   /api/v1/workers           {\"count\": N}\n"
 	"GET   /api/v1/workers/{id}      one worker\n"
 	"PATCH /api/v1/workers/{id}      {\"delay\": {...}, \"spb_depth\": k, \"paused\": b}\n"
+	"POST  /api/v1/run/recover       {\"lr\": x} (optional): resume a diverged run\n"
+	"                                from its last good checkpoint, smaller lr\n"
 	"POST  /api/v1/checkpoint        {\"path\": file} (optional): write a checkpoint\n"
 	"GET   /metrics                  Prometheus text format\n"
 	"\n"
@@ -185,6 +187,21 @@ on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 		free(key);
 	}
 	pthread_mutex_unlock(&c->wait_mu);
+}
+
+static void
+on_diverged(void *ud, const run_divergence *d)
+{
+	ctl *c = ud;
+	json_t *r = api_diverged_record(d);
+	json_object_set_new(r, "run", json_integer(c->run_id));
+	record(c, "diverged", r);
+	json_decref(r);
+	say(c, "run %d diverged at v %llu: worker %d's %s is not finite (computed on v %llu); "
+	    "nothing of it was applied. The run waits: POST /api/v1/run/recover resumes it "
+	    "from its last good checkpoint with a smaller lr",
+	    c->run_id, (unsigned long long)d->v, d->worker, d->what,
+	    (unsigned long long)d->v_read);
 }
 
 /* ---- files a request names ---------------------------------------------------
@@ -342,9 +359,14 @@ stop_current(ctl *c)
 	c->r = NULL;
 }
 
+/* Start a run (c->mu held): cfg with its schedule, or from a checkpoint;
+ * change (may be NULL) is queued before it starts, so it applies at its
+ * first version (logged); note (may be NULL, borrowed) goes into the run
+ * record as "recovered". */
 static int
 start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
-	     const uint8_t *ckpt, size_t ckpt_len, char *err)
+	     const uint8_t *ckpt, size_t ckpt_len, const run_cmd *change, json_t *note,
+	     char *err)
 {
 	int rc;
 	/* a schedule's checkpoints go into the checkpoint directory (checked
@@ -371,9 +393,14 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 			fprintf(stderr, "stalelab serve: %s\n", dp->note);
 	}
 	run_callbacks cb = {.eval = on_eval, .change = on_change,
-			    .checkpoint = on_checkpoint, .ud = c};
+			    .checkpoint = on_checkpoint, .diverged = on_diverged, .ud = c};
 	run *r = NULL;
-	if ((rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err)) < 0) {
+	rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err);
+	if (rc == 0 && change && (rc = run_command(r, change, err)) < 0) {
+		run_free(r);
+		r = NULL;
+	}
+	if (rc < 0) {
 		if (new_data) {
 			ds_pair_free(dp);
 			free(dp);
@@ -390,6 +417,9 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 		snprintf(c->data_spec, sizeof(c->data_spec), "%s", cfg->dataset);
 		c->data_seed = cfg->seed;
 	}
+	/* a divergence pauses the run: it resumes from the last good
+	 * checkpoint, kept at each finite evaluation */
+	run_keep_good(r, 1);
 	c->r = r;
 	c->run_id++;
 	c->runs_started++;
@@ -399,6 +429,8 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	json_object_set_new(first, "run", json_integer(c->run_id));
 	if (ckpt)
 		json_object_set_new(first, "resumed", json_true());
+	if (note)
+		json_object_set_new(first, "recovered", json_incref(note));
 	record(c, "run", first);
 	json_decref(first);
 	if (pthread_create(&c->th, NULL, run_thread, c->r)) {
@@ -425,7 +457,7 @@ ctl_start(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	  const uint8_t *ckpt, size_t ckpt_len, char *err)
 {
 	pthread_mutex_lock(&c->mu);
-	int rc = start_locked(c, cfg, sched, n_sched, ckpt, ckpt_len, err);
+	int rc = start_locked(c, cfg, sched, n_sched, ckpt, ckpt_len, NULL, NULL, err);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -573,6 +605,17 @@ status_json(ctl *c, const run_snapshot *snap)
 {
 	json_t *o = api_status_json(snap);
 	json_object_set_new(o, "run", json_integer(c->run_id));
+	if (snap->state == RUN_DIVERGED) {
+		/* what POST /api/v1/run/recover would do */
+		char err[SL_ERR_LEN];
+		uint64_t gv = 0;
+		int have = run_good_checkpoint(c->r, NULL, NULL, &gv, err) == 0;
+		json_object_set_new(o, "recover",
+				    json_pack("{s:I,s:o}", "from_v", (json_int_t)gv, "lr",
+					      jsonout_real(snap->cfg.lr / 2)));
+		if (!have)
+			json_object_set_new(json_object_get(o, "recover"), "from", json_string("start"));
+	}
 	json_t *d = demo_json(c);
 	if (d) {
 		json_object_set_new(o, "demo", d);
@@ -639,7 +682,7 @@ query_get(const char *q, const char *key, char *out, size_t cap)
 
 typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
 	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_RUN_ONE, R_SCHEMA,
-	       R_NONE } route;
+	       R_RECOVER, R_NONE } route;
 
 static const struct {
 	const char *path; /* a trailing '/' takes an id */
@@ -659,6 +702,7 @@ static const struct {
 	{"/api/v1/runs", R_RUNS, "GET, HEAD"},
 	{"/api/v1/runs/", R_RUN_ONE, "GET, HEAD"},
 	{"/api/v1/schema", R_SCHEMA, "GET, HEAD"},
+	{"/api/v1/run/recover", R_RECOVER, "POST"},
 };
 
 static int
@@ -700,6 +744,33 @@ need_run(ctl *c, ctl_reply *o)
 		return run_snapshot_get(c->r);
 	reply_error(o, 409, "no_run", "no run is active");
 	return NULL;
+}
+
+/* take c->mu and the current run's snapshot; with no run, a 409 and the
+ * lock released (NULL) */
+static run_snapshot *
+lock_run(ctl *c, ctl_reply *o)
+{
+	pthread_mutex_lock(&c->mu);
+	run_snapshot *snap = need_run(c, o);
+	if (!snap)
+		pthread_mutex_unlock(&c->mu);
+	return snap;
+}
+
+/* a body that may hold `key` and nothing else: its value (NULL when it is
+ * absent), or NULL and a 400 in o */
+static json_t *
+body_only(json_t *body, const char *key, ctl_reply *o)
+{
+	json_t *v = json_object_get(body, key);
+	if (json_object_size(body) > (v ? 1u : 0u)) {
+		char msg[64];
+		snprintf(msg, sizeof(msg), "body: only \"%s\" may be set here", key);
+		reply_error(o, 400, "bad_field", msg);
+		return NULL;
+	}
+	return v;
 }
 
 static void
@@ -831,24 +902,58 @@ handle_get(ctl *c, route rt, int id, const char *query, ctl_reply *o)
 	run_snapshot_put(snap);
 }
 
+/* wait for a change to be applied (on_change marks it done): register
+ * before it is queued, then wait (up to APPLY_WAIT_S, when it was queued)
+ * and unregister */
+static void
+waiter_add(ctl *c, ctl_waiter *w, const run_cmd *cmd)
+{
+	memset(w, 0, sizeof(*w));
+	w->key = change_key(cmd);
+	pthread_mutex_lock(&c->wait_mu);
+	w->next = c->waiters;
+	c->waiters = w;
+	pthread_mutex_unlock(&c->wait_mu);
+}
+
+static void
+waiter_wait(ctl *c, ctl_waiter *w, int queued)
+{
+	pthread_mutex_lock(&c->wait_mu);
+	struct timespec ts;
+	sl_deadline(APPLY_WAIT_S, &ts);
+	while (queued && w->key && !w->done &&
+	       pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts) != ETIMEDOUT)
+		;
+	ctl_waiter **pp = &c->waiters;
+	while (*pp != w)
+		pp = &(*pp)->next;
+	*pp = w->next;
+	pthread_mutex_unlock(&c->wait_mu);
+	free(w->key);
+	w->key = NULL;
+}
+
 /* queue a change to the current run and answer with it as logged, once
  * applied (t and v); 409 when there is no run or it has finished */
 static void
 command(ctl *c, json_t *set, int worker, ctl_reply *o)
 {
 	char err[SL_ERR_LEN];
-	pthread_mutex_lock(&c->mu);
-	run_snapshot *snap = need_run(c, o);
-	if (!snap) {
-		pthread_mutex_unlock(&c->mu);
+	run_snapshot *snap = lock_run(c, o);
+	if (!snap)
 		return;
-	}
 	run_config cur = snap->cfg;
 	int finished = snap->state == RUN_FINISHED || snap->state == RUN_FAILED;
+	int diverged = snap->state == RUN_DIVERGED;
 	run_snapshot_put(snap);
 	int run_id = c->run_id;
 	run_cmd cmd;
-	if (finished) {
+	if (diverged) {
+		reply_error(o, 409, "diverged",
+			    "the run diverged; POST /api/v1/run/recover resumes it from its last "
+			    "good checkpoint with a smaller lr");
+	} else if (finished) {
 		reply_error(o, 409, "finished", "the run has finished; POST /api/v1/run starts a new one");
 	} else if (worker >= cur.workers) {
 		snprintf(err, sizeof(err), "worker %d: the run has %d workers", worker,
@@ -866,25 +971,11 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 		return;
 	}
 	snprintf(cmd.origin, sizeof(cmd.origin), "api");
-	ctl_waiter w = {.key = change_key(&cmd)};
-	pthread_mutex_lock(&c->wait_mu);
-	w.next = c->waiters;
-	c->waiters = &w;
-	pthread_mutex_unlock(&c->wait_mu);
+	ctl_waiter w;
+	waiter_add(c, &w, &cmd);
 	int rc = run_command(c->r, &cmd, err);
 	pthread_mutex_unlock(&c->mu);
-	pthread_mutex_lock(&c->wait_mu);
-	struct timespec ts;
-	sl_deadline(APPLY_WAIT_S, &ts);
-	while (rc == 0 && w.key && !w.done &&
-	       pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts) != ETIMEDOUT)
-		;
-	ctl_waiter **pp = &c->waiters;
-	while (*pp != &w)
-		pp = &(*pp)->next;
-	*pp = w.next;
-	pthread_mutex_unlock(&c->wait_mu);
-	free(w.key);
+	waiter_wait(c, &w, rc == 0);
 	if (rc < 0) {
 		reply_error(o, 400, "bad_field", err);
 		return;
@@ -985,7 +1076,7 @@ post_run(ctl *c, json_t *body, ctl_reply *o)
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
-	rc = start_locked(c, &cfg, sched, n_sched, ckpt, ckpt_len, err);
+	rc = start_locked(c, &cfg, sched, n_sched, ckpt, ckpt_len, NULL, NULL, err);
 	free(sched);
 	free(ckpt);
 	if (rc < 0) {
@@ -1001,6 +1092,87 @@ post_run(ctl *c, json_t *body, ctl_reply *o)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* POST /api/v1/run/recover {"lr": x}: a diverged run goes on from its
+ * last good checkpoint (or, with none, from the start) as a new run, with
+ * lr (default: half the current) as a change logged at its first version */
+static void
+post_recover(ctl *c, json_t *body, ctl_reply *o)
+{
+	char err[SL_ERR_LEN];
+	json_t *lr = body_only(body, "lr", o);
+	if (o->status)
+		return;
+	run_snapshot *snap = lock_run(c, o);
+	if (!snap)
+		return;
+	run_config cur = snap->cfg;
+	run_state st = snap->state;
+	uint64_t div_v = snap->div.v;
+	run_snapshot_put(snap);
+	run_cmd cmd;
+	json_t *set = json_object();
+	json_object_set_new(set, "lr", lr ? json_incref(lr) : json_real(cur.lr / 2));
+	if (st != RUN_DIVERGED) {
+		snprintf(err, sizeof(err), "the run has not diverged (it is %s): nothing to recover",
+			 run_state_name(st));
+		reply_error(o, 409, "not_diverged", err);
+	} else if (cmd_from_json(set, -1, &cur, "", &cmd, err) < 0) {
+		reply_error(o, 400, "bad_field", err);
+	}
+	json_decref(set);
+	if (o->status) {
+		pthread_mutex_unlock(&c->mu);
+		return;
+	}
+	snprintf(cmd.origin, sizeof(cmd.origin), "recover");
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	uint64_t gv = 0;
+	run_config cfg = cur;
+	int rc = run_good_checkpoint(c->r, &buf, &len, &gv, err);
+	int from_ckpt = rc == 0;
+	if (rc == -SL_ESTATE)
+		rc = 0; /* diverged before a finite evaluation: from the start */
+	else if (rc == 0)
+		rc = run_checkpoint_config(buf, len, &cfg, err);
+	json_t *note = json_pack("{s:i,s:I,s:I,s:s}", "run", c->run_id, "diverged_v",
+				 (json_int_t)div_v, "from_v", (json_int_t)gv, "from",
+				 from_ckpt ? "checkpoint" : "start");
+	/* answer once the new lr is in (its change record), as PATCH does */
+	ctl_waiter w;
+	waiter_add(c, &w, &cmd);
+	if (rc == 0)
+		rc = start_locked(c, &cfg, NULL, 0, buf, len, &cmd, note, err);
+	free(buf);
+	int run_id = c->run_id;
+	pthread_mutex_unlock(&c->mu);
+	waiter_wait(c, &w, rc == 0);
+	if (rc < 0) {
+		json_decref(note);
+		reply_error(o, rc == -SL_ENOMEM ? 500 : 400,
+			    rc == -SL_ENOMEM ? "internal" : "bad_field", err);
+		return;
+	}
+	say(c, "run %d recovers run %lld from v %llu (%s) with lr %g", run_id,
+	    (long long)json_integer_value(json_object_get(note, "run")),
+	    (unsigned long long)gv, from_ckpt ? "its last good checkpoint" : "the start", cmd.lr);
+	json_object_set_new(note, "lr", jsonout_real(cmd.lr));
+	json_object_set_new(note, "applied", json_boolean(w.done));
+	pthread_mutex_lock(&c->mu);
+	json_t *st_json = NULL;
+	if (c->r && c->run_id == run_id) {
+		snap = run_snapshot_get(c->r);
+		st_json = status_json(c, snap);
+		run_snapshot_put(snap);
+	} else { /* another run started meanwhile */
+		st_json = json_pack("{s:i}", "run", run_id);
+	}
+	json_object_set_new(st_json, "recovered", note);
+	reply_json(o, 201, st_json);
+	snprintf(o->location, sizeof(o->location), "/api/v1/runs/%d", run_id);
+	pthread_mutex_unlock(&c->mu);
+}
+
 static void
 post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 {
@@ -1010,12 +1182,9 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 		reply_error(o, 400, "bad_field", err);
 		return;
 	}
-	pthread_mutex_lock(&c->mu);
-	run_snapshot *snap = need_run(c, o);
-	if (!snap) {
-		pthread_mutex_unlock(&c->mu);
+	run_snapshot *snap = lock_run(c, o);
+	if (!snap)
 		return;
-	}
 	run_snapshot_put(snap);
 	int rc = p ? ckpt_path(c, "path", p, path, sizeof(path), err) : 0;
 	/* the version named (reply, default file name) is the one saved */
@@ -1079,13 +1248,16 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 		return;
 	}
 	char err[SL_ERR_LEN];
-	json_t *j = ctl_body_parse(body, len, err);
+	/* recover takes an empty body as {} (every field is optional) */
+	json_t *j = rt == R_RECOVER && !len ? json_object() : ctl_body_parse(body, len, err);
 	if (!j) {
 		reply_error(o, 400, "bad_json", err);
 		return;
 	}
 	if (rt == R_CKPT) {
 		post_checkpoint(c, j, o);
+	} else if (rt == R_RECOVER) {
+		post_recover(c, j, o);
 	} else if (rt == R_RUN && !strcmp(method, "POST")) {
 		post_run(c, j, o);
 	} else if (rt == R_WORKERS) {

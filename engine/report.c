@@ -10,6 +10,7 @@
 /* ---- evaluation, stop, snapshots ------------------------------------- */
 
 #define SERIES_MAX 16384 /* evaluation records kept per run */
+#define GOOD_LOSS_X 4.0  /* a good checkpoint's test loss: at most 4x the lowest */
 
 static void
 series_add(run *r, const run_eval *e)
@@ -95,13 +96,14 @@ report_evaluate(run *r)
 	r->eval_s += sl_now() - t_start;
 	r->last_acc = acc;
 	r->last_test_loss = loss;
-	if (cand && isfinite(loss) && !r->cand.oom) {
-		blob b = r->good;
-		r->good = r->cand;
-		r->cand = b; /* its memory is reused by the next one */
-		r->good_v = cand_v;
-		r->n_good++;
-	}
+	/* good: a finite test loss, at most GOOD_LOSS_X times the lowest so
+	 * far (weights a blow-up has already thrown far, but not yet to
+	 * infinity, are no place to resume from) */
+	int good = isfinite(loss) && (!r->low_loss || loss <= GOOD_LOSS_X * r->low_loss);
+	if (isfinite(loss) && loss > 0 && (!r->low_loss || loss < r->low_loss))
+		r->low_loss = loss;
+	if (cand && good && !r->cand.oom)
+		report_keep_good(r, cand_v);
 	if (acc > r->best_acc)
 		r->best_acc = acc;
 	report_fill(r, &e);
@@ -276,6 +278,18 @@ run_weights(run *r, float *out, size_t max)
 	return r->n_params;
 }
 
+/* the candidate becomes the last good checkpoint (its memory is reused
+ * by the next candidate) */
+void
+report_keep_good(run *r, uint64_t v)
+{
+	blob b = r->good;
+	r->good = r->cand;
+	r->cand = b;
+	r->good_v = v;
+	r->n_good++;
+}
+
 void
 run_keep_good(run *r, int on)
 {
@@ -287,17 +301,21 @@ run_keep_good(run *r, int on)
 int
 run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err)
 {
-	*buf = NULL;
-	*len = 0;
+	if (buf) {
+		*buf = NULL;
+		*len = 0;
+	}
 	pthread_mutex_lock(&r->mu);
 	int rc = 0;
 	if (!r->n_good)
 		rc = sl_fail(err, SL_ESTATE, "no good checkpoint: no finite evaluation was kept");
-	else if (!(*buf = malloc(r->good.n)))
+	else if (buf && !(*buf = malloc(r->good.n)))
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 	if (rc == 0) {
-		memcpy(*buf, r->good.p, r->good.n);
-		*len = r->good.n;
+		if (buf) {
+			memcpy(*buf, r->good.p, r->good.n);
+			*len = r->good.n;
+		}
 		*v = r->good_v;
 	}
 	pthread_mutex_unlock(&r->mu);

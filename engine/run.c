@@ -237,6 +237,14 @@ run_exec(run *r)
 	r->t0 = sl_now();
 	r->exec_live = 1;
 	r->state = r->paused ? RUN_PAUSED : RUN_RUNNING;
+	if (r->keep_good && r->restored) {
+		/* a resumed run starts from a good state: the checkpoint's */
+		r->cand.n = 0;
+		r->cand.oom = 0;
+		ckpt_save_state(r, &r->cand);
+		if (!r->cand.oom)
+			report_keep_good(r, ps_version(r->ps));
+	}
 	report_publish(r);
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
 	/* deliver what is in flight, close a partial round, final record

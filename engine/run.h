@@ -201,14 +201,18 @@ int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
 void run_checkpoint_every(run *r, uint64_t every);
 
 /* Keep the last good checkpoint in memory (call before run_exec): at each
- * evaluation whose test loss is finite the whole run is serialised, as
- * run_checkpoint would, at the quiet point the evaluation makes anyway.
- * Off by default (a headless run stops at a divergence and needs none). */
+ * evaluation the whole run is serialised, as run_checkpoint would, at the
+ * quiet point the evaluation makes anyway, and kept when the evaluation is
+ * good: a finite test loss at most 4 times the lowest so far (a blow-up
+ * in progress, still finite, is no place to resume from). A run restored
+ * from a checkpoint starts with that state as its good one. Off by
+ * default (a headless run stops at a divergence and needs none). */
 void run_keep_good(run *r, int on);
 
 /* Thread-safe: a copy of the last good checkpoint (*buf malloc'd, caller
- * frees) and the version it holds; -SL_ESTATE with err saying so when none
- * was kept (run_keep_good off, or no finite evaluation yet). */
+ * frees; with buf NULL only the version) and the version it holds;
+ * -SL_ESTATE with err saying so when none was kept (run_keep_good off, or
+ * no finite evaluation yet). */
 int run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err);
 
 /* The run object stored in a checkpoint (pure; err names the problem). */

@@ -183,6 +183,7 @@ struct run {
 	uint64_t good_v;
 	double good_s;    /* wall seconds spent taking them */
 	int n_good;
+	double low_loss;  /* the lowest finite test loss so far (0: none yet) */
 	run_state state;
 	const char *stop_reason;
 	/* virtual events */
@@ -274,6 +275,8 @@ void report_evaluate(run *r);
 void report_fill(run *r, run_eval *e);
 void report_progress(run *r);
 void report_publish(run *r);
+/* r->cand (the state at version v) becomes the last good checkpoint */
+void report_keep_good(run *r, uint64_t v);
 
 /* clock_wall.c */
 int wall_exec(run *r);

@@ -1055,7 +1055,12 @@ START_TEST(divergence_keeps_the_last_good_checkpoint)
 	free(buf);
 	run_cmd lr = {.worker = -1, .fields = CMD_LR, .lr = 0.005};
 	ck_assert_int_eq(run_command(r, &lr, err), 0);
+	/* a resumed run's first good checkpoint is where it starts */
+	run_keep_good(r, 1);
+	ck_assert_int_eq(run_good_checkpoint(r, NULL, NULL, &v, err), -SL_ESTATE);
 	ck_assert_int_eq(run_exec(r), 0);
+	ck_assert_int_eq(run_good_checkpoint(r, NULL, NULL, &v, err), 0);
+	ck_assert_uint_eq(v, 300);
 	run_snapshot *s = run_snapshot_get(r);
 	ck_assert_str_eq(s->stop_reason, "steps");
 	ck_assert_uint_eq(s->v, 300);

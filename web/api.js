@@ -104,7 +104,7 @@ export function connectEvents(hz, handlers, status) {
   let wait = 0.5;
   let timer = null;
   let closed = false;
-  const names = ["snapshot", "change", "eval", "run", "end", "caption", "checkpoint"];
+  const names = ["snapshot", "change", "eval", "run", "diverged", "end", "caption", "checkpoint"];
   function open() {
     timer = null;
     es = new EventSource(`/api/v1/events?hz=${encodeURIComponent(hz)}`);

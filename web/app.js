@@ -484,6 +484,7 @@ function onSnapshot(d) {
     }
   }
   st.snap = d;
+  drawDiverged();
   if (d.caption && d.caption !== st.caption) showCaption(d.caption);
   if (d.staleness) {
     const now = performance.now();
@@ -491,6 +492,38 @@ function onSnapshot(d) {
     while (st.history.length > 2 && st.history[1].at < now - WINDOW_MS) st.history.shift();
   }
   schedule("snap");
+}
+
+// a diverged run waits for Recover (POST /api/v1/run/recover): the banner
+// says where it diverged and where Recover resumes, with the lr to use
+function drawDiverged() {
+  const s = st.snap;
+  const d = s && s.state === "diverged" ? s.diverged : null;
+  $("diverged").hidden = !d;
+  if (!d) return;
+  const r = s.recover || {};
+  const from = r.from === "start" ? "starts it over from v 0 (no good evaluation was kept)"
+    : `resumes it from v ${r.from_v}, its last good checkpoint,`;
+  setText("diverged-text", `Run ${s.run} diverged at v ${d.v}: worker ${d.worker}'s ${d.what} ` +
+    `is not finite (computed on v ${d.v_read}); nothing of it was applied. Recover ${from} with a smaller lr.`);
+  const inp = $("recover-lr");
+  const key = `${s.run}:${d.v}`;
+  if (inp.dataset.for !== key) { // a new divergence: the suggested lr
+    inp.dataset.for = key;
+    inp.value = r.lr;
+  }
+}
+
+async function recover() {
+  const lr = Number($("recover-lr").value);
+  try {
+    const r = await api("POST", "/api/v1/run/recover", lr > 0 ? { lr } : {});
+    const g = r.recovered || {};
+    toast(`run ${r.run} goes on from v ${g.from_v} with lr ${g.lr}`, "good");
+    $("diverged").hidden = true;
+  } catch (e) {
+    showError(e);
+  }
 }
 
 function logChange(text, origin) {
@@ -540,6 +573,7 @@ const handlers = {
     logChange(`new run ${r.run}: ${r.rule}, ${r.workers} workers`, "");
     resync();
   },
+  diverged: (d) => logChange(`worker ${d.worker}'s ${d.what} is not finite at v ${d.v}: the run waits`, "diverged"),
   end: (e) => logChange(`run finished (${e.stop}), test accuracy ${fmt(e.test_acc, 4)}`, ""),
   caption: onCaption,
   checkpoint: (c) => logChange(`checkpoint ${c.path}`, "schedule"),
@@ -593,6 +627,7 @@ function bindToolbar() {
     }
   });
   $("fullscreen").addEventListener("click", toggleProjector);
+  $("recover").addEventListener("click", recover);
   $("caption-close").addEventListener("click", () => ($("caption").hidden = true));
   document.addEventListener("keydown", (e) => {
     const typing = e.target.closest && e.target.closest("input, select, textarea, dialog");

@@ -412,6 +412,49 @@ try {
     return !(await page.isVisible("#token-dialog"));
   });
 
+  await check("a diverged run: a banner says where, Recover resumes it with the lr given", async () => {
+    // a second daemon; its run trains, then an lr of 100 with momentum
+    // 0.9 makes it diverge within a few steps
+    writeFileSync(join(tmp, "diverge.json"), JSON.stringify({
+      model: "mlp:784-256-128-10", dataset: "synthetic:6000", lr: 0.01, batch: 16,
+      workers: 2, threads: 1, clock: "virtual", eval_every: 10,
+    }));
+    const d2 = await serve(BIN, ["--listen", "127.0.0.1:0", "--config", join(tmp, "diverge.json")]);
+    const b2 = `http://127.0.0.1:${d2.port}`;
+    const st2 = async () => (await fetch(`${b2}/api/v1/status`)).json();
+    const p2 = await ctx.newPage();
+    p2.on("pageerror", (e) => pageErrors.push(e.message));
+    try {
+      await p2.goto(b2 + "/");
+      await until("a few evaluations", async () => (await st2()).version >= 30, 15000);
+      if (await p2.isVisible("#diverged")) throw new Error("a banner before any divergence");
+      const r = await fetch(`${b2}/api/v1/run`, {
+        method: "PATCH", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ lr: 100, momentum: 0.9 }),
+      });
+      if (r.status !== 202) throw new Error(`PATCH lr: HTTP ${r.status}`);
+      await until("the diverged banner", () => p2.isVisible("#diverged"), 15000);
+      const text = await p2.locator("#diverged-text").innerText();
+      if (!/^Run 1 diverged at v \d+: worker [01]'s (loss|gradient) is not finite .* resumes it from v \d+, its last good checkpoint/.test(text))
+        throw new Error(`banner "${text}"`);
+      if ((await p2.inputValue("#recover-lr")) !== "50") throw new Error(`suggested lr ${await p2.inputValue("#recover-lr")}`);
+      if ((await p2.getAttribute("#h-state", "data-state")) !== "diverged") throw new Error("header state");
+      await until("the event in the changes list", async () =>
+        /diverged: worker [01]'s (loss|gradient) is not finite at v \d+/.test(await p2.locator("#changes").innerText()), 5000);
+      await p2.screenshot({ path: join(OUT, "dashboard-diverged.png") });
+      await p2.fill("#recover-lr", "0.005");
+      await p2.click("#recover");
+      await until("run 2 training at lr 0.005", async () => {
+        const s = await st2();
+        return s.run === 2 && s.state === "running" && s.config.lr === 0.005 && Number.isFinite(s.train_loss);
+      }, 15000);
+      await until("the banner gone", async () => !(await p2.isVisible("#diverged")), 5000);
+    } finally {
+      await p2.close();
+      const ex = await stop(d2);
+      if (ex.code !== 0) throw new Error(`the second daemon exited ${ex.code ?? ex.signal}:\n${ex.err.slice(-1500)}`);
+    }
+  });
+
   await check("no script errors on the page", () => {
     if (pageErrors.length) throw new Error(pageErrors.join("\n"));
   });

@@ -86,7 +86,7 @@ v_start(run *r, worker *w)
 		return;
 	}
 	double f = step_compute(r, w);
-	if (step_computed(r, w) < 0 || step_check(r, w) < 0) {
+	if (step_computed(r, w) < 0 || step_check(r, w, step_nonfinite(r, w)) < 0) {
 		w->st = W_IDLE;
 		return;
 	}

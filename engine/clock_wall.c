@@ -77,10 +77,12 @@ worker_main(void *p)
 		double t0 = sl_now();
 		step_compute(r, w);
 		double dt = sl_now() - t0;
+		/* the divergence check, outside the lock: workers scan in parallel */
+		const char *bad = step_nonfinite(r, w);
 		pthread_mutex_lock(&r->mu);
 		r->n_computing--;
 		pthread_cond_broadcast(&r->cv);
-		if (step_computed(r, w) < 0 || step_check(r, w) < 0)
+		if (step_computed(r, w) < 0 || step_check(r, w, bad) < 0)
 			break;
 		double d = step_delay(r, w, dt);
 		if (step_held_at_server(r, w)) {

@@ -212,10 +212,14 @@ void run_timed_wait(run *r, double seconds);
 
 /* step.c: one worker step */
 double step_compute(run *r, worker *w);
-/* After the compute (lock held): are the batch loss and the gradient the
- * worker sends finite? 0 if so; else the run diverges (run_diverge) and
- * -1: the step is dropped, nothing of it reaches the server. */
-int step_check(run *r, worker *w);
+/* After the compute, without the lock (the worker's own buffers): what of
+ * the step is not finite, its batch loss ("loss") or the gradient it sends
+ * ("gradient"), or NULL. */
+const char *step_nonfinite(const run *r, const worker *w);
+/* Then, lock held: 0 when what is NULL; else the run diverges
+ * (run_diverge) and -1: the step is dropped, nothing of it reaches the
+ * server. -1 too once the run has diverged. */
+int step_check(run *r, worker *w, const char *what);
 /* Before a model leaves a worker (localsgd, easgd): 0 if finite, else the
  * run diverges and -1. */
 int step_check_model(run *r, worker *w);

@@ -228,17 +228,22 @@ step_compute(run *r, worker *w)
  * the forward overflowed) and the gradient from the worker's layer offset
  * on (partial backprop sends only that tail). One pass over the floats
  * the message carries, on the worker's own backend. */
+const char *
+step_nonfinite(const run *r, const worker *w)
+{
+	if (!isfinite(w->loss))
+		return "loss";
+	if (!w->be->ops->all_finite(w->be, w->m->grads + w->grad_off,
+				    r->n_params - w->grad_off))
+		return "gradient";
+	return NULL;
+}
+
 int
-step_check(run *r, worker *w)
+step_check(run *r, worker *w, const char *what)
 {
 	if (r->diverged)
 		return -1; /* the run is stopping: nothing more is applied */
-	const char *what = NULL;
-	if (!isfinite(w->loss))
-		what = "loss";
-	else if (!w->be->ops->all_finite(w->be, w->m->grads + w->grad_off,
-					 r->n_params - w->grad_off))
-		what = "gradient";
 	if (!what)
 		return 0;
 	run_diverge(r, w, what);

@@ -401,11 +401,15 @@ on_diverged(void *ud, const run_divergence *d)
 	if (c->quiet)
 		return;
 	char loss[32];
+	if (isfinite(d->loss))
+		snprintf(loss, sizeof(loss), "%.4g", d->loss);
+	else
+		snprintf(loss, sizeof(loss), "%s", isnan(d->loss) ? "nan" : d->loss > 0 ? "inf" : "-inf");
 	fprintf(stderr,
 		"%sstalelab run: diverged at v %llu: worker %d's %s is not finite (batch loss "
 		"%s, computed on v %llu); nothing of it was applied, stopping\n",
-		c->bar ? "\r\033[K" : "", (unsigned long long)d->v, d->worker, d->what,
-		fmt_loss(loss, sizeof(loss), d->loss), (unsigned long long)d->v_read);
+		c->bar ? "\r\033[K" : "", (unsigned long long)d->v, d->worker, d->what, loss,
+		(unsigned long long)d->v_read);
 }
 
 static void

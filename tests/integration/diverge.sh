@@ -111,7 +111,9 @@ code=$(http GET "/api/v1/metrics?since=$from_v")
 code=$(http POST /api/v1/run/recover)
 [ "$code" = 409 ] && [ "$(json "$TMP/body" 'd["error"]["code"]')" = not_diverged ] &&
 	ok "recover a running run: 409 not_diverged" || bad "recover running (HTTP $code)" "$(cat "$TMP/body")"
-kill "$PID"; wait "$PID" 2>/dev/null
+kill "$PID"; wait "$PID"
+code=$?
+[ $code = 0 ] && ok "the daemon exits 0 on SIGTERM" || bad "daemon exit $code" "$(tail -20 "$TMP/serve.err")"
 [ "$(json "$TMP/serve.jsonl" '[(l["set"], l["v"]) for l in lines if l.get("event") == "set" and l.get("origin") == "recover" and l["run"] == 2]')" = "[({'lr': 0.005}, $from_v)]" ] &&
 	ok "log: the recover change at the checkpoint's version" || bad "log: recover change" "$(grep recover "$TMP/serve.jsonl" | cut -c1-200)"
 [ "$(json "$TMP/serve.jsonl" '[(l.get("resumed"), l["recovered"]["from_v"]) for l in lines if "model" in l and l.get("run") == 2]')" = "[(True, $from_v)]" ] &&
@@ -126,6 +128,8 @@ wait_state diverged && ok "early divergence: state diverged" || bad "early: stat
 code=$(curl -s -o "$TMP/body" -w '%{http_code}' -X POST "$URL/api/v1/run/recover")
 [ "$code" = 201 ] && [ "$(json "$TMP/body" '(d["recovered"]["from"], d["recovered"]["lr"], d["recovered"]["applied"], d["config"]["momentum"])')" = "('start', 50.0, True, 0.9)" ] &&
 	ok "recover with no body: from the start at half the lr" || bad "early recover (HTTP $code)" "$(cat "$TMP/body")"
-kill "$PID"; wait "$PID" 2>/dev/null
+kill "$PID"; wait "$PID"
+code=$?
+[ $code = 0 ] && ok "the second daemon exits 0 on SIGTERM" || bad "second daemon exit $code" "$(tail -20 "$TMP/serve.err")"
 
 finish divergence

@@ -512,6 +512,17 @@ function drawDiverged() {
     inp.dataset.for = key;
     inp.value = r.lr;
   }
+  logDiverged({ ...d, run: s.run });
+}
+
+// the divergence in the changes list, once, from its event or (should a
+// slow page have lost the event in the stream) from the first snapshot
+let divLogged = "";
+function logDiverged(d) {
+  const key = `${d.run}:${d.v}`;
+  if (key === divLogged) return;
+  divLogged = key;
+  logChange(`worker ${d.worker}'s ${d.what} is not finite at v ${d.v}: the run waits`, "diverged");
 }
 
 async function recover() {
@@ -573,7 +584,7 @@ const handlers = {
     logChange(`new run ${r.run}: ${r.rule}, ${r.workers} workers`, "");
     resync();
   },
-  diverged: (d) => logChange(`worker ${d.worker}'s ${d.what} is not finite at v ${d.v}: the run waits`, "diverged"),
+  diverged: logDiverged,
   end: (e) => logChange(`run finished (${e.stop}), test accuracy ${fmt(e.test_acc, 4)}`, ""),
   caption: onCaption,
   checkpoint: (c) => logChange(`checkpoint ${c.path}`, "schedule"),

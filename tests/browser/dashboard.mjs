@@ -439,7 +439,10 @@ try {
       if ((await p2.inputValue("#recover-lr")) !== "50") throw new Error(`suggested lr ${await p2.inputValue("#recover-lr")}`);
       if ((await p2.getAttribute("#h-state", "data-state")) !== "diverged") throw new Error("header state");
       await until("the event in the changes list", async () =>
-        /diverged: worker [01]'s (loss|gradient) is not finite at v \d+/.test(await p2.locator("#changes").innerText()), 5000);
+        /diverged: worker [01]'s (loss|gradient) is not finite at v \d+/.test(await p2.locator("#changes").textContent()), 5000)
+        .catch(async (e) => {
+          throw new Error(`${e.message}: the list holds "${(await p2.locator("#changes").textContent()).slice(0, 300)}"`);
+        });
       await p2.screenshot({ path: join(OUT, "dashboard-diverged.png") });
       await p2.fill("#recover-lr", "0.005");
       await p2.click("#recover");

@@ -4,24 +4,29 @@
 CC      ?= cc
 BUILD   ?= build
 OPT     ?= -O2
-PKGS    := openblas check jansson zlib libmicrohttpd nanomsg
+PKGS    := openblas check jansson zlib libmicrohttpd nanomsg ncursesw
 # pkg-config is asked when a recipe needs the flags (recursive '='), not when
 # this file is parsed: on a fresh machine `make run` installs the packages
 # first (make deps), and only then are the flags there to read.
 PKGCONFIG = $(shell pkg-config $(1) openblas jansson zlib libmicrohttpd nanomsg 2>/dev/null)
+# ncursesw's flags only for tui/ (its cflags set _XOPEN_SOURCE)
+NCURSES   = $(shell pkg-config $(1) ncursesw 2>/dev/null)
 CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Iengine/rules -Idaemon -Itests
-LDLIBS  = $(call PKGCONFIG,--libs) -lm -pthread
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Iengine/rules -Idaemon -Itui -Itests
+LDLIBS  = $(call PKGCONFIG,--libs) $(call NCURSES,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 ENGINE_SRC := $(wildcard engine/*.c engine/rules/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
+TUI_SRC    := $(wildcard tui/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 
 ENGINE_OBJ := $(ENGINE_SRC:%.c=$(BUILD)/%.o)
+# the terminal UI (stalelab tui): a bus client, nothing from engine/ or daemon/
+TUI_OBJ    := $(TUI_SRC:%.c=$(BUILD)/%.o)
 # the dashboard's files, embedded into the binary (see "The dashboard" below)
 WEB_OBJ    := $(BUILD)/gen/web_assets.o
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(BUILD)/%.o) $(WEB_OBJ)
@@ -32,7 +37,7 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
-	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev
+	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev tmux
 
 .PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind fuzz \
 	fuzz-build fuzz-bins install install-files uninstall clean help
@@ -76,6 +81,8 @@ $(BUILD)/engine/backend_cpu.o $(BUILD)/engine/backend_cpu_conv.o: ALL_CFLAGS += 
 REF_CFLAGS := -ffp-contract=off
 $(BUILD)/engine/backend_ref.o: ALL_CFLAGS += $(REF_CFLAGS)
 $(BUILD)/engine/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
+# ncursesw's wide-character calls (mvaddnwstr, cchar_t) need this defined
+$(BUILD)/tui/%.o: ALL_CFLAGS += $(call NCURSES,--cflags) -D_XOPEN_SOURCE_EXTENDED
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -104,10 +111,10 @@ $(BUILD)/gen/web_assets.c: tools/embed_web.py $(WEB_SRC) $(NPM_STAMP)
 $(WEB_OBJ): $(BUILD)/gen/web_assets.c daemon/web.h
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ)
+$(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ) $(TUI_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ)
+$(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ) $(TUI_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
 # The daemon on the default run (Fashion-MNIST MLP, 4 workers, asgd, mixed
@@ -206,4 +213,4 @@ uninstall:
 clean:
 	rm -rf build build-asan build-vg build-fuzz
 
--include $(ENGINE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TEST_BIN:=.d)
+-include $(ENGINE_OBJ:.o=.d) $(DAEMON_OBJ:.o=.d) $(TUI_OBJ:.o=.d) $(TEST_BIN:=.d)

@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "sl.h"
+#include "tui.h"
 
 static const char usage[] =
 	"Usage: stalelab COMMAND [OPTIONS]\n"
@@ -18,6 +19,7 @@ static const char usage[] =
 	"  run      train headless: JSON-Lines log to --log or stdout, progress on\n"
 	"           stderr, exit 0 when the stop condition is met\n"
 	"  bench    throughput of the engine (samples/s, GFLOP/s vs OpenBLAS)\n"
+	"  tui      the terminal front end of a running daemon (its nanomsg bus)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text (COMMAND --help for a command's options)\n"
@@ -47,6 +49,8 @@ main(int argc, char **argv)
 		return cmd_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "bench"))
 		return cmd_bench(argc - 1, argv + 1);
+	if (!strcmp(cmd, "tui"))
+		return cmd_tui(argc - 1, argv + 1);
 	fprintf(stderr, "stalelab: unknown command '%s' (try 'stalelab --help')\n",
 		cmd);
 	return 2;

@@ -1,0 +1,83 @@
+/* app.h - the TUI's state between its parts: tui.c (options, the loop,
+ * keys and commands) and draw.c (the screen). */
+#ifndef SL_TUI_APP_H
+#define SL_TUI_APP_H
+
+#include <jansson.h>
+
+#include "busc.h"
+#include "model.h"
+
+#define APP_QUEUE 16
+#define APP_FORM_MAX 16
+#define APP_REPLY_S 3.0   /* a command without an answer after this: "no answer" */
+#define APP_STALE_S 2.0   /* no snapshot for this long: "disconnected, retrying" */
+
+enum { REQ_CMD, REQ_SCHEMA, REQ_SERIES };
+enum { MODE_NORMAL, MODE_PROMPT, MODE_FORM, MODE_HELP };
+
+typedef struct app_req {
+	int kind;
+	char what[96];   /* what the status line calls it: "w2 delay 20 ms" */
+	char *text;      /* the request's JSON */
+} app_req;
+
+typedef struct app app;
+
+typedef struct app_form {
+	char rule[32];
+	json_t *params;               /* the schema's params of rule (borrowed) */
+	int n, sel;
+	char val[APP_FORM_MAX][48];
+} app_form;
+
+struct app {
+	busc *bus;
+	const char *url;
+	char token[256];
+	int color, mouse, ascii;
+	tui_model m;
+	json_t *schema;
+	double last_snap;          /* when the last snapshot came (0: never) */
+	int connected;
+	int sel, top;              /* the selected worker row, the first shown */
+	char status[256];          /* the last command's outcome */
+	int status_err;
+	double status_at;
+	app_req q[APP_QUEUE];      /* q[0] is in flight when inflight */
+	int nq, inflight;
+	double sent_at;
+	unsigned seq;
+	char rule_tried[32], rule_tried_from[32];
+	int mode;
+	char prompt[64], pbuf[64];
+	int plen;
+	void (*pdone)(app *a, const char *text);
+	int pworker;
+	app_form form;
+	int quit;
+	int table_y, table_rows;   /* where the worker rows are (the mouse) */
+};
+
+/* draw.c */
+void draw_init(app *a);
+void draw_all(app *a);
+
+/* The key table (tui.c), which draw.c's help screen and key hints read. */
+typedef struct app_key {
+	int keys[3];
+	const char *names;   /* as the help screen spells them */
+	const char *hint;    /* the status line's short hint, or NULL */
+	const char *help;
+	void (*act)(app *a);
+} app_key;
+
+extern const app_key app_keys[];
+extern const int app_nkeys;
+
+double app_now(void);
+/* The selected worker's row of the snapshot, or NULL. */
+json_t *app_worker(app *a, int i);
+int app_nworkers(app *a);
+
+#endif

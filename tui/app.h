@@ -40,6 +40,7 @@ struct app {
 	json_t *schema;
 	double last_snap;          /* when the last snapshot came (0: never) */
 	int connected;
+	double lost_at;            /* when the snapshots stopped */
 	int sel, top;              /* the selected worker row, the first shown */
 	char status[256];          /* the last command's outcome */
 	int status_err;

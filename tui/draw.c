@@ -155,6 +155,8 @@ draw_header(app *a)
 	char item[8][64];
 	int k = 0;
 	double acc = num(s, "test_acc"), best = num(s, "best_acc"), loss = num(s, "train_loss");
+	if (!(best > 0)) /* no evaluation yet: nothing measured */
+		acc = best = NAN;
 	snprintf(item[k++], 64, " v %.0f", num(s, "version"));
 	snprintf(item[k++], 64, "  epoch %.2f", num(s, "epoch"));
 	if (isfinite(acc))
@@ -352,21 +354,36 @@ draw_status(app *a)
 	}
 	int x = 0;
 	double age = app_now() - a->status_at;
-	if (a->status[0] && (a->status_err ? age < 30 : age < 8))
-		x = put(y, 0, a->status_err ? A_BOLD | col(a, C_ERR) : col(a, C_OK), a->status) + 2;
-	else if (!a->connected)
+	if (!a->connected && (!a->status[0] || a->status_at < a->lost_at))
 		x = put(y, 0, A_BOLD | col(a, C_ERR), "disconnected, retrying") + 2;
+	else if (a->status[0] && (a->status_err ? age < 30 : age < 8)) {
+		attr_t at = a->status_err ? A_BOLD | col(a, C_ERR) : col(a, C_OK);
+		int len = (int)strlen(a->status);
+		if (len > COLS && LINES > 2 && COLS > 0) {
+			/* too long for one line: the line above too, so the daemon's
+			 * words are read whole on 80 columns */
+			move(y - 1, 0);
+			clrtoeol();
+			put(y - 1, 0, at, a->status);
+			put(y, 0, at, a->status + COLS);
+			return;
+		}
+		x = put(y, 0, at, a->status) + 2;
+	}
 	if (a->inflight && x < COLS)
 		x = put(y, x, A_DIM, "(waiting) ");
-	/* the hints, as many as fit */
-	for (int i = 0; i < app_nkeys; i++) {
+	/* the hints: as many as fit, the table's last ones (help, quit)
+	 * first, drawn in the table's order */
+	int fit[32], room = COLS - x, nk = app_nkeys < 32 ? app_nkeys : 32;
+	for (int i = nk - 1; i >= 0; i--) {
 		const char *h = app_keys[i].hint;
-		if (!h)
-			continue;
-		if (x + (int)strlen(h) + 1 > COLS)
-			break;
-		x = put(y, x, A_DIM, h) + 1;
+		fit[i] = h && room >= (int)strlen(h) + 1;
+		if (fit[i])
+			room -= (int)strlen(h) + 1;
 	}
+	for (int i = 0; i < nk; i++)
+		if (fit[i])
+			x = put(y, x, A_DIM, app_keys[i].hint) + 1;
 }
 
 /* ---- overlays --------------------------------------------------------------------------- */

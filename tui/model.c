@@ -323,8 +323,10 @@ tui_bars(const double *counts, int n, int width, int rows, int *eighths, int *pe
 int
 tui_spark_level(double v, double lo, double hi)
 {
-	if (!(hi > lo) || !isfinite(v))
+	if (!isfinite(v))
 		return 1;
+	if (!(hi > lo))
+		return 4; /* flat: the middle */
 	int l = 1 + (int)lround((v - lo) / (hi - lo) * 7);
 	return l < 1 ? 1 : l > 8 ? 8 : l;
 }

@@ -62,7 +62,8 @@ double tui_delay_step(double ms, int dir);
  * cell, 0..rows*8, scaled to the tallest. A column with a count > 0 is at
  * least one eighth. Returns the columns used. */
 int tui_bars(const double *counts, int n, int width, int rows, int *eighths, int *per);
-/* A value's sparkline level, 1..8, between lo and hi (1 when hi <= lo). */
+/* A value's sparkline level, 1..8, between lo and hi (4 when hi <= lo:
+ * a flat line in the middle; 1 for NaN). */
 int tui_spark_level(double v, double lo, double hi);
 
 #endif

@@ -137,8 +137,12 @@ on_reply(app *a, app_req *r, json_t *reply)
 	if (status < 200 || status > 299) {
 		char msg[200];
 		error_text(reply, msg, sizeof(msg));
-		if (r->kind == REQ_CMD)
-			say(a, 1, "%s refused: %s", r->what, msg);
+		if (r->kind == REQ_CMD) {
+			/* the daemon's words; for a missing token, first where it goes */
+			say(a, 1, "%s refused: %s%s", r->what, status != 401 ? ""
+			    : a->token[0] ? "wrong token; " : "no token (--token-file or STALELAB_TOKEN); ", msg);
+			tui_model_log(&a->m, "%s", a->status);
+		}
 		return;
 	}
 	if (r->kind == REQ_SCHEMA) {
@@ -226,6 +230,7 @@ pump_bus(app *a)
 	}
 	if (a->connected && app_now() - a->last_snap > APP_STALE_S) {
 		a->connected = 0;
+		a->lost_at = app_now();
 		n++;
 	}
 	return n;
@@ -497,7 +502,7 @@ static void act_redraw(app *a) { (void)a; clearok(curscr, TRUE); }
 const app_key app_keys[] = {
 	{{KEY_UP, 'k'}, "Up k", NULL, "select the previous worker", act_up},
 	{{KEY_DOWN, 'j'}, "Down j", NULL, "select the next worker (or click its row)", act_down},
-	{{'+', '='}, "+", "+/-delay", "raise the selected worker's mean delay (1, 2, 5, 10, 20 ... ms)", act_plus},
+	{{'+', '='}, "+", "+/-delay", "raise the selected worker's delay (1, 2, 5, 10, 20 ... ms)", act_plus},
 	{{'-', '_'}, "-", NULL, "lower the selected worker's mean delay", act_minus},
 	{{'d'}, "d", NULL, "type the selected worker's mean delay in ms", act_delay},
 	{{'a'}, "a", "a/x workers", "add a worker", act_add},

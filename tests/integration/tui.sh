@@ -1,0 +1,237 @@
+#!/bin/sh
+# `stalelab tui` against a real daemon, inside a detached tmux session of
+# a fixed size: keys typed with send-keys, the screen read with
+# capture-pane, the daemon's state read with curl. Checks: the header,
+# histograms and worker table are drawn; j selects the next worker and +
+# raises its delay (seen in /api/v1/workers); r changes the rule; a
+# refused lr shows the daemon's words in the status line; a click selects
+# a row; a resize to 80x24 and to 30x8 keeps the layout whole; ASCII under
+# LANG=C; killing the daemon shows "disconnected, retrying" and a restart
+# live data again; q exits 0 and leaves the terminal as it found it.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")
+echo "integration: tui"
+
+if ! command -v tmux >/dev/null 2>&1; then
+	bad "tmux is installed (make deps)"
+	finish tui
+	exit 1
+fi
+
+cat >"$TMP/run.json" <<'JSON'
+{"model": "mlp:784-16-10", "dataset": "synthetic:6000", "lr": 0.01, "batch": 16,
+ "workers": 3, "eval_every": 100, "delay": {"dist": "const", "mean_ms": 2}}
+JSON
+
+# two free TCP ports in a row (other worktrees run tests at the same time)
+free_pair() {
+	python3 -c '
+import random, socket
+for _ in range(200):
+    p = random.randrange(20000, 60000)
+    try:
+        for q in (p, p + 1):
+            s = socket.socket(); s.bind(("127.0.0.1", q)); s.close()
+        print(p); break
+    except OSError:
+        pass'
+}
+
+# a daemon with its bus on a free pair of ports (a few tries: a port may
+# be taken between the probe and the bind)
+serve() {
+	for try in 1 2 3 4 5; do
+		[ -n "$BP" ] || BP=$(free_pair)
+		BUS=tcp://127.0.0.1:$BP
+		# shellcheck disable=SC2086
+		start --config "$TMP/run.json" --bus "$BUS" $SERVE_ARGS
+		[ -n "$port" ] && return 0
+		kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null
+		[ -n "$KEEP_BP" ] || BP=
+	done
+	return 1
+}
+
+BP=
+serve && ok "daemon listens with its bus on $BUS" || bad "daemon listens" "$(cat "$TMP/serve.err")"
+
+TM="tmux -L sltui$$ -f /dev/null"
+cleanup() { $TM kill-server 2>/dev/null; kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
+trap cleanup EXIT
+
+screen() { $TM capture-pane -p -t tui; }
+# wait_screen SECONDS PATTERN: the screen shows PATTERN (extended regex)
+# within SECONDS; the last screen is in $SCREEN
+wait_screen() {
+	end=$(($(date +%s) + $1))
+	while :; do
+		SCREEN=$(screen)
+		printf '%s\n' "$SCREEN" | grep -Eq -- "$2" && return 0
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+# wait_api SECONDS PATH PYTHON-EXPR: the JSON at PATH (as d) makes EXPR
+# true within SECONDS
+wait_api() {
+	end=$(($(date +%s) + $1))
+	while :; do
+		curl -s "$URL$2" >"$TMP/api.json" 2>/dev/null
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
+			"$TMP/api.json" "$3" 2>/dev/null && return 0
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+keys() { $TM send-keys -t tui "$@"; }
+# wait_for SECONDS FUNC: FUNC (reading $SCREEN) succeeds within SECONDS
+wait_for() {
+	end=$(($(date +%s) + $1))
+	while :; do
+		SCREEN=$(screen)
+		$2 && return 0
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
+# the header says run 1 and nothing of a disconnection
+live() { printf '%s\n' "$SCREEN" | sed -n 1p | grep -v disconnected | grep -q ' run 1 '; }
+
+# the TUI in a shell whose prompt is known, so that q can be seen to leave
+# the terminal to it
+$TM new-session -d -s tui -x 100 -y 30 "env PS1='tui-test\$ ' LANG=C.UTF-8 sh -i"
+keys "$SL tui --connect $BUS; echo TUI_EXIT=\$?" Enter
+
+wait_screen 20 ' stalelab +run 1 ' && ok "header: run, state, rule" || bad "header drawn" "$SCREEN"
+wait_screen 10 'last 5 s:.*cumulative:' && ok "both staleness histograms are titled" || bad "histograms titled" "$SCREEN"
+printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█]' && ok "histogram bars in eighth blocks" || bad "histogram bars" "$SCREEN"
+expect_grep 'id state +delay +where +spb +iters +stale +samples/s' "worker table header" "$SCREEN"
+expect_grep '^>  0 [a-z]+ +const 2 ms +worker' "worker 0 selected, its delay shown" "$SCREEN"
+expect_grep '^   2 [a-z]+ +const 2 ms' "worker 2's row" "$SCREEN"
+expect_grep 'q quit' "key hints in the status line" "$SCREEN"
+[ "$($TM display -p -t tui '#{alternate_on}')" = 1 ] && ok "runs on the alternate screen" || bad "alternate screen"
+
+# j selects worker 1, + raises its delay (2 -> 5 ms), worker 0 untouched
+keys j
+wait_screen 5 '^>  1 ' && ok "j selects the next worker" || bad "j selects" "$SCREEN"
+keys +
+wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5 and d["workers"][0]["delay"]["mean_ms"] == 2' &&
+	ok "+ raises the selected worker's delay (2 -> 5 ms in /api/v1/workers)" || bad "+ raises the delay" "$(cat "$TMP/api.json")"
+wait_screen 5 '^>  1 [a-z]+ +const 5 ms' && ok "the table shows the new delay" || bad "table shows 5 ms" "$SCREEN"
+wait_screen 5 'api: w1 delay const 5 ms' && ok "the change is in the events pane" || bad "change in the events" "$SCREEN"
+
+# r: the next rule of the schema
+keys r
+wait_api 10 /api/v1/status 'd["rule"] != "asgd"' && ok "r changes the rule (asgd -> $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/api.json"))" ||
+	bad "r changes the rule" "$(head -c 300 "$TMP/api.json")"
+rule=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/api.json")
+wait_screen 5 "rule $rule" && ok "the header shows rule $rule" || bad "header shows the rule" "$SCREEN"
+
+# a refused command: the daemon's words in the status line
+keys l 9 9 9 Enter
+wait_screen 8 'lr 999 refused: lr: must be in \(0, 100\], got 999' && ok "the daemon's error in the status line" ||
+	bad "the daemon's error in the status line" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
+curl -s "$URL/api/v1/run" | grep -q '"lr": *0.01' && ok "a refused lr changes nothing" || bad "lr unchanged"
+
+# a typed delay, and a local parse error naming the field
+keys d 1 2 Enter
+wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 12' && ok "d types a delay (12 ms)" || bad "d types a delay" "$(cat "$TMP/api.json")"
+keys d a b c Enter
+wait_screen 5 "delay: not a number: 'abc'" && ok "a typed delay that is not a number is refused, named" || bad "bad typed delay" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+
+# the help screen comes from the key table
+keys '?'
+wait_screen 5 'keys \(any key closes\)' && ok "? opens the help" || bad "? opens the help" "$SCREEN"
+for k in 'Up k' '\+ ' 'd ' 'a ' 'x ' 'r ' 'R ' 'l ' 'p ' 'c ' 'q F10'; do
+	printf '%s\n' "$SCREEN" | grep -Eq "│ $k" || { bad "help lists '$k'" "$SCREEN"; break; }
+done
+printf '%s\n' "$SCREEN" | grep -q '│ q F10' && ok "help lists every key of the table"
+keys Escape
+no_help() { ! printf '%s\n' "$SCREEN" | grep -q 'any key closes'; }
+wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
+
+# R: the rule's parameters from the schema
+keys R
+wait_screen 5 "rule $rule: parameters" && ok "R opens the parameter form of $rule" || bad "R opens the form" "$SCREEN"
+keys Escape
+
+# a click on worker 2's row selects it (an xterm mouse report, as tmux
+# passes it on)
+row=$(printf '%s\n' "$SCREEN" | grep -n '^   2 ' | head -n 1 | cut -d: -f1)
+if [ -n "$row" ]; then
+	$TM send-keys -t tui -l "$(printf '\033[M %s%s' "$(printf "\\$(printf %o $((32 + 10)))")" "$(printf "\\$(printf %o $((32 + row)))")")"
+	wait_screen 5 '^>  2 ' && ok "a click selects worker 2" || bad "a click selects a row" "$SCREEN"
+	keys k
+fi
+
+# 80x24: every part still there, nothing past the edge
+$TM resize-window -t tui -x 80 -y 24
+sleep 0.3
+wait_screen 5 'last 5 s:' || true
+lines=$(printf '%s\n' "$SCREEN" | wc -l)
+wide=$(printf '%s\n' "$SCREEN" | python3 -c 'import sys; print(sum(len(l.rstrip("\n")) > 80 for l in sys.stdin))')
+printf '%s\n' "$SCREEN" | head -n 1 | grep -q '^ stalelab  run 1' &&
+	printf '%s\n' "$SCREEN" | grep -q 'last 5 s:' &&
+	printf '%s\n' "$SCREEN" | grep -Eq '^  id state' &&
+	printf '%s\n' "$SCREEN" | grep -Eq '^ +2 [a-z]+ +const' &&
+	printf '%s\n' "$SCREEN" | grep -q 'events' &&
+	printf '%s\n' "$SCREEN" | sed -n 24p | grep -q 'q quit' &&
+	[ "$lines" -eq 24 ] && [ "$wide" -eq 0 ] &&
+	ok "80x24: header, histograms, table, events, status line all whole" || bad "80x24 layout" "$SCREEN"
+# very small: no crash, header and status line still there
+$TM resize-window -t tui -x 30 -y 8
+sleep 0.5
+wait_screen 5 '^ stalelab' && printf '%s\n' "$SCREEN" | sed -n 8p | grep -q '[a-z]' && ok "30x8: still drawn (header, status)" || bad "30x8" "$SCREEN"
+$TM resize-window -t tui -x 80 -y 24
+
+# kill the daemon: "disconnected, retrying"; the same bus again: live data
+kill "$PID"; wait "$PID" 2>/dev/null
+wait_screen 10 'disconnected, retrying' && ok "a killed daemon shows 'disconnected, retrying'" || bad "disconnected shown" "$SCREEN"
+KEEP_BP=1
+SERVE_ARGS="--token tui-s3cret"
+serve || bad "daemon restarts on the same bus" "$(cat "$TMP/serve.err")"
+wait_for 20 live && ok "the restarted daemon's data live again" || bad "live again after a restart" "$SCREEN"
+v1=$(screen | sed -n '2s/^ v \([0-9]*\) .*/\1/p')
+sleep 1
+wait_screen 5 '^ v [0-9]+ ' && v2=$(printf '%s\n' "$SCREEN" | sed -n '2s/^ v \([0-9]*\) .*/\1/p')
+[ -n "$v1" ] && [ -n "$v2" ] && [ "$v2" -gt "$v1" ] && ok "the version moves on (v $v1 -> $v2)" || bad "version moves on ($v1 -> $v2)" "$SCREEN"
+
+# the restarted daemon wants a token this TUI was not given
+keys +
+wait_screen 8 "w[0-9] delay const 5 ms refused: no token \(--token-file or STALELAB_TOKEN\); this dae" &&
+	printf '%s\n' "$SCREEN" | tail -n 1 | grep -q "mon needs 'Authorization: Bearer TOKEN' for changes" &&
+	ok "401: the daemon's words and where a token goes" || bad "401 shown" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+
+# q: exit 0, the shell's screen back, the cursor shown
+keys q
+wait_screen 10 'TUI_EXIT=' && expect_grep 'TUI_EXIT=0' "q exits 0" "$SCREEN" || bad "q exits" "$SCREEN"
+[ "$($TM display -p -t tui '#{alternate_on}')" = 0 ] && ok "the alternate screen is left" || bad "alternate screen left"
+[ "$($TM display -p -t tui '#{cursor_flag}')" = 1 ] && ok "the cursor is shown again" || bad "cursor shown"
+printf '%s\n' "$SCREEN" | grep -q 'last 5 s:' && bad "the TUI's screen is gone" "$SCREEN" || ok "the TUI's screen is gone, the shell's is back"
+printf '%s\n' "$SCREEN" | tail -n 3 | grep -q 'tui-test\$' && ok "the shell prompt is back" || bad "shell prompt back" "$SCREEN"
+
+# ASCII under a locale that is not UTF-8, no colour asked, the token
+# from a file
+echo tui-s3cret >"$TMP/token"
+keys "env LANG=C LC_ALL=C NO_COLOR=1 $SL tui --connect $BUS --token-file $TMP/token; echo TUI_EXIT=\$?" Enter
+wait_screen 20 'last 5 s:' && wait_screen 5 '^.  0 [a-z]+ +const' && ok "LANG=C: drawn" || bad "LANG=C drawn" "$SCREEN"
+printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█─]' && bad "LANG=C: ASCII only" "$SCREEN" || ok "LANG=C: ASCII only"
+printf '%s\n' "$SCREEN" | grep -q '^-- events ---' && ok "LANG=C: ASCII rules" || bad "LANG=C: ASCII rules" "$SCREEN"
+keys +
+wait_api 10 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/api.json")"
+keys q
+wait_screen 10 'TUI_EXIT=0' && ok "q exits 0 (LANG=C)" || bad "q exits (LANG=C)" "$SCREEN"
+
+# flags
+expect_exit 2 "unknown flag: exit 2" "$SL" tui --bogus
+expect_grep "unknown option '--bogus'" "unknown flag named" "$LAST_OUT"
+expect_exit 2 "bad --connect: exit 2" "$SL" tui --connect http://x
+expect_grep "--connect: expected tcp://HOST:PORT or ipc://PATH" "bad --connect named" "$LAST_OUT"
+expect_exit 2 "a missing --token-file: exit 2" "$SL" tui --token-file "$TMP/none"
+expect_grep "--token-file $TMP/none: No such file" "missing token file named" "$LAST_OUT"
+expect_exit 0 "--help: exit 0" "$SL" tui --help
+expect_grep "--no-mouse" "--help lists the flags" "$LAST_OUT"
+expect_exit 1 "no terminal: exit 1" sh -c "$SL tui </dev/null >/dev/null"
+
+finish tui

@@ -6,7 +6,7 @@
 #include <jansson.h>
 
 #include "busc.h"
-#include "model.h"
+#include "view.h"
 
 #define APP_QUEUE 16
 #define APP_FORM_MAX 16

@@ -1,5 +1,5 @@
 /* tui.c - `stalelab tui`: options, the loop, the keys and the commands
- * (docs/tui.md). The screen is draw.c's, the data model.c's, the network
+ * (docs/tui.md). The screen is draw.c's, the data view.c's, the network
  * busc.c's. */
 #include "tui.h"
 

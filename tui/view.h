@@ -1,10 +1,10 @@
-/* model.h - what the TUI knows of the daemon, and the arithmetic of its
+/* view.h - what the TUI knows of the daemon, and the arithmetic of its
  * pictures, with no curses and no network in it: the last snapshot, the
  * evaluation series, the change markers, the log of events; histogram
  * bars in eighths of a cell, sparkline levels, the labels of changes and
  * delays, the +/- delay ladder. */
-#ifndef SL_TUI_MODEL_H
-#define SL_TUI_MODEL_H
+#ifndef SL_TUI_VIEW_H
+#define SL_TUI_VIEW_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,5 +1,5 @@
-/* model.c - the TUI's state and the arithmetic of its pictures (model.h). */
-#include "model.h"
+/* view.c - the TUI's state and the arithmetic of its pictures (view.h). */
+#include "view.h"
 
 #include <math.h>
 #include <stdarg.h>

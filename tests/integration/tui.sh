@@ -6,8 +6,9 @@
 # raises its delay (seen in /api/v1/workers); r changes the rule; a
 # refused lr shows the daemon's words in the status line; a click selects
 # a row; a resize to 80x24 and to 30x8 keeps the layout whole; ASCII under
-# LANG=C; killing the daemon shows "disconnected, retrying" and a restart
-# live data again; q exits 0 and leaves the terminal as it found it.
+# LANG=C and NO_COLOR; a stopped daemon shows "disconnected, retrying", a
+# command without an answer says so after 3 s, keys still work; a restart
+# shows live data again; q exits 0 and leaves the terminal as it found it.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")
@@ -171,9 +172,21 @@ sleep 0.5
 wait_screen 5 '^ stalelab' && printf '%s\n' "$SCREEN" | sed -n 8p | grep -q '[a-z]' && ok "30x8: still drawn (header, status)" || bad "30x8" "$SCREEN"
 $TM resize-window -t tui -x 80 -y 24
 
-# kill the daemon: "disconnected, retrying"; the same bus again: live data
-kill "$PID"; wait "$PID" 2>/dev/null
-wait_screen 10 'disconnected, retrying' && ok "a killed daemon shows 'disconnected, retrying'" || bad "disconnected shown" "$SCREEN"
+# colours unless NO_COLOR (checked below): some foreground colour now
+$TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && ok "colours drawn" || bad "colours drawn"
+
+# a stopped daemon never freezes the screen: the snapshots stop
+# ("disconnected, retrying"), a command is given up after 3 s, keys work
+kill -STOP "$PID"
+wait_screen 10 'disconnected, retrying' && ok "a stopped daemon shows 'disconnected, retrying'" || bad "disconnected shown" "$SCREEN"
+keys c
+wait_screen 10 'checkpoint: no answer from the daemon in 3 s' && ok "a command without an answer says so after 3 s" ||
+	bad "no answer shown" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
+keys '?'
+wait_screen 3 'keys \(any key closes\)' && ok "keys still work while the daemon is stopped" || bad "keys work" "$SCREEN"
+keys Escape
+# killed: the same bus again gives live data
+kill -CONT "$PID"; kill "$PID"; wait "$PID" 2>/dev/null
 KEEP_BP=1
 SERVE_ARGS="--token tui-s3cret"
 serve || bad "daemon restarts on the same bus" "$(cat "$TMP/serve.err")"
@@ -204,6 +217,7 @@ keys "env LANG=C LC_ALL=C NO_COLOR=1 $SL tui --connect $BUS --token-file $TMP/to
 wait_screen 20 'last 5 s:' && wait_screen 5 '^.  0 [a-z]+ +const' && ok "LANG=C: drawn" || bad "LANG=C drawn" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█─]' && bad "LANG=C: ASCII only" "$SCREEN" || ok "LANG=C: ASCII only"
 printf '%s\n' "$SCREEN" | grep -q '^-- events ---' && ok "LANG=C: ASCII rules" || bad "LANG=C: ASCII rules" "$SCREEN"
+$TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && bad "NO_COLOR: no colours" || ok "NO_COLOR: no colours"
 keys +
 wait_api 10 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/api.json")"
 keys q

@@ -86,11 +86,11 @@ START_TEST(delay_texts)
 END_TEST
 
 static void
-label_is(const char *json, json_t *schema, const char *want)
+label_is(const char *json, json_t *schema, const char *rule, const char *want)
 {
 	json_t *c = json_loads(json, 0, NULL);
 	char out[160];
-	tui_change_label(c, schema, out, sizeof(out));
+	tui_change_label(c, schema, rule, out, sizeof(out));
 	ck_assert_str_eq(out, want);
 	json_decref(c);
 }
@@ -99,16 +99,19 @@ START_TEST(change_labels)
 {
 	json_t *schema = json_loads("{\"rules\":[{\"name\":\"ssp\",\"params\":[{\"key\":\"s\",\"default\":3}]},"
 				    "{\"name\":\"asgd\",\"params\":[]}]}", 0, NULL);
-	label_is("{\"event\":\"set\",\"set\":{\"lr\":0.02}}", NULL, "lr 0.02");
+	label_is("{\"event\":\"set\",\"set\":{\"lr\":0.02}}", NULL, NULL, "lr 0.02");
 	label_is("{\"event\":\"set\",\"worker\":2,\"set\":{\"delay\":{\"dist\":\"const\",\"mean_ms\":500}}}",
-		 NULL, "w2 delay const 500 ms");
+		 NULL, NULL, "w2 delay const 500 ms");
 	/* with a rule: only the parameters it reads, where not the default */
-	label_is("{\"set\":{\"rule\":\"ssp\",\"rule_params\":{\"s\":2,\"lambda\":0.04}}}", schema, "rule ssp (s=2)");
-	label_is("{\"set\":{\"rule\":\"ssp\",\"rule_params\":{\"s\":3}}}", schema, "rule ssp");
-	label_is("{\"set\":{\"rule\":\"asgd\",\"rule_params\":{\"s\":2}}}", schema, "rule asgd");
-	label_is("{\"set\":{\"rule_params\":{\"s\":2}}}", schema, "params s=2");
-	label_is("{\"set\":{\"lr\":0.1,\"paused\":true}}", NULL, "lr 0.1, paused true");
-	label_is("{\"event\":\"stop\"}", NULL, "stop");
+	label_is("{\"set\":{\"rule\":\"ssp\",\"rule_params\":{\"s\":2,\"lambda\":0.04}}}", schema, NULL,
+		 "rule ssp (s=2)");
+	label_is("{\"set\":{\"rule\":\"ssp\",\"rule_params\":{\"s\":3}}}", schema, NULL, "rule ssp");
+	label_is("{\"set\":{\"rule\":\"asgd\",\"rule_params\":{\"s\":2}}}", schema, NULL, "rule asgd");
+	/* parameters alone: those the run's rule reads, defaults too */
+	label_is("{\"set\":{\"rule_params\":{\"s\":3,\"lambda\":0.1}}}", schema, "ssp", "params s=3");
+	label_is("{\"set\":{\"rule_params\":{\"s\":2,\"lambda\":0.1}}}", NULL, "ssp", "params s=2, lambda=0.1");
+	label_is("{\"set\":{\"lr\":0.1,\"paused\":true}}", NULL, NULL, "lr 0.1, paused true");
+	label_is("{\"event\":\"stop\"}", NULL, NULL, "stop");
 	json_decref(schema);
 }
 END_TEST

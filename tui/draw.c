@@ -431,7 +431,7 @@ static void
 draw_form(app *a)
 {
 	app_form *f = &a->form;
-	int w = COLS < 74 ? COLS : 74, h = (f->n ? f->n : 1) + 4;
+	int w = COLS < 74 ? COLS : 74, h = f->n ? f->n + 4 : 3;
 	if (h > LINES)
 		h = LINES;
 	int y = (LINES - h) / 2, x = (COLS - w) / 2;

@@ -120,37 +120,45 @@ tui_delay_text(json_t *d, int with_where, char *out, size_t cap)
 		num_text(d, out, cap);
 }
 
-/* " (s=2, lambda=0.1)": the parameters rule reads that differ from their
- * defaults; returns the bytes written */
+/* "s=2, lambda=0.1": the values in rp of the parameters rule reads (as
+ * the schema lists them; every key of rp when the schema does not know
+ * rule), leaving out those at their default when skip_defaults; returns
+ * the bytes written */
 static size_t
-rule_params_text(json_t *schema, const char *rule, json_t *rp, char *out, size_t cap)
+params_text(json_t *schema, const char *rule, json_t *rp, int skip_defaults, char *out, size_t cap)
 {
-	json_t *r, *p;
-	size_t i, j, n = 0;
-	json_array_foreach(json_object_get(schema, "rules"), i, r) {
-		const char *name = json_string_value(json_object_get(r, "name"));
-		if (!name || !rule || strcmp(name, rule))
-			continue;
-		json_array_foreach(json_object_get(r, "params"), j, p) {
-			const char *key = json_string_value(json_object_get(p, "key"));
-			json_t *v = json_object_get(rp, key ? key : "");
-			if (!v || json_equal(v, json_object_get(p, "default")) ||
-			    (json_is_number(v) && json_number_value(v) ==
-			     json_number_value(json_object_get(p, "default"))))
-				continue;
-			char one[32];
-			num_text(v, one, sizeof(one));
-			if (n < cap)
-				n += snprintf(out + n, cap - n, "%s%s=%s", n ? ", " : " (", key, one);
+	json_t *r, *p, *keys = NULL;
+	size_t i, n = 0;
+	json_array_foreach(json_object_get(schema, "rules"), i, r)
+		if (rule && json_is_string(json_object_get(r, "name")) &&
+		    !strcmp(json_string_value(json_object_get(r, "name")), rule))
+			keys = json_object_get(r, "params");
+	out[0] = 0;
+	const char *key;
+	json_t *v;
+	json_object_foreach(rp, key, v) {
+		json_t *def = NULL;
+		int reads = !keys;
+		json_array_foreach(keys, i, p) {
+			const char *pk = json_string_value(json_object_get(p, "key"));
+			if (pk && !strcmp(pk, key)) {
+				reads = 1;
+				def = json_object_get(p, "default");
+			}
 		}
+		if (!reads || (skip_defaults && def && (json_equal(v, def) ||
+		    (json_is_number(v) && json_number_value(v) == json_number_value(def)))))
+			continue;
+		char one[32];
+		num_text(v, one, sizeof(one));
+		if (n < cap)
+			n += snprintf(out + n, cap - n, "%s%s=%s", n ? ", " : "", key, one);
 	}
-	if (n && n < cap)
-		n += snprintf(out + n, cap - n, ")");
 	return n < cap ? n : cap - 1;
 }
 
 void
-tui_change_label(json_t *c, json_t *schema, char *out, size_t cap)
+tui_change_label(json_t *c, json_t *schema, const char *rule, char *out, size_t cap)
 {
 	json_t *set = json_object_get(c, "set"), *w = json_object_get(c, "worker");
 	json_t *rp = json_object_get(set, "rule_params");
@@ -168,23 +176,15 @@ tui_change_label(json_t *c, json_t *schema, char *out, size_t cap)
 			continue;
 		if (!strcmp(k, "delay"))
 			tui_delay_text(v, 1, val, sizeof(val));
-		else if (!strcmp(k, "rule_params")) {
-			size_t m = 0;
-			const char *pk;
-			json_t *pv;
-			val[0] = 0;
-			json_object_foreach(v, pk, pv) {
-				char one[32];
-				num_text(pv, one, sizeof(one));
-				if (m < sizeof(val))
-					m += snprintf(val + m, sizeof(val) - m, "%s%s=%s", m ? " " : "", pk, one);
-			}
-		} else
+		else if (!strcmp(k, "rule_params"))
+			params_text(schema, rule, v, 0, val, sizeof(val));
+		else
 			num_text(v, val, sizeof(val));
 		n += snprintf(out + n, cap - n, "%s%s %s", n && out[n - 1] != ' ' ? ", " : "",
 			      strcmp(k, "rule_params") ? k : "params", val);
-		if (!strcmp(k, "rule") && n < cap)
-			n += rule_params_text(schema, json_string_value(v), rp, out + n, cap - n);
+		char ps[96];
+		if (!strcmp(k, "rule") && n < cap && params_text(schema, json_string_value(v), rp, 1, ps, sizeof(ps)))
+			n += snprintf(out + n, cap - n, " (%s)", ps);
 	}
 	if (!json_object_size(set) && n < cap) {
 		const char *ev = json_string_value(json_object_get(c, "event"));
@@ -203,7 +203,8 @@ log_event(tui_model *m, const char *topic, json_t *o)
 		snprintf(at, sizeof(at), "v %.0f ", json_number_value(v));
 	if (!strcmp(topic, "change")) {
 		const char *origin = json_string_value(json_object_get(o, "origin"));
-		tui_change_label(o, m->schema, label, sizeof(label));
+		tui_change_label(o, m->schema, json_string_value(json_object_get(m->snap, "rule")),
+				 label, sizeof(label));
 		tui_model_log(m, "%s%s%s%s", at, origin ? origin : "", origin ? ": " : "", label);
 		if (json_is_number(v)) {
 			if (m->nmarks == TUI_MARKS_MAX) {

@@ -49,9 +49,11 @@ const char *tui_model_log_line(const tui_model *m, int i);
  * "none". */
 void tui_delay_text(json_t *delay, int with_where, char *out, size_t cap);
 /* A change record as a line: "w2 delay const 500 ms", "rule ssp (s=2)",
- * "lr 0.02, momentum 0.9". With a rule, the parameters it reads that
- * differ from their defaults, as schema (may be NULL) lists them. */
-void tui_change_label(json_t *change, json_t *schema, char *out, size_t cap);
+ * "params n=4", "lr 0.02, momentum 0.9". With a new rule, the parameters
+ * it reads that differ from their defaults; with parameters alone, those
+ * that rule (the run's) reads; as schema (may be NULL: then all) lists
+ * them. */
+void tui_change_label(json_t *change, json_t *schema, const char *rule, char *out, size_t cap);
 
 /* The next mean delay up (dir > 0) or down from ms on the ladder 1, 2, 5,
  * 10, 20, 50, ... ms; 0 below 1 ms. */

@@ -50,6 +50,12 @@ struct app {
 	double sent_at;
 	unsigned seq;
 	char rule_tried[32], rule_tried_from[32];
+	/* the delay last sent for worker pend_id: + and - go on from it until
+	 * snapshots show it (a second + before the next snapshot goes one
+	 * step further, not the same step again) */
+	int pend_id;
+	json_t *pend_delay;
+	double pend_at;
 	int mode;
 	char prompt[64], pbuf[64];
 	int plen;

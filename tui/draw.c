@@ -147,7 +147,7 @@ draw_header(app *a)
 	int rx = COLS - (int)strlen(right);
 	if (!a->connected && rx < 0)
 		rx = 0;
-	if (rx >= x + 1 || !a->connected)
+	if (rx >= x + 2 || !a->connected)
 		put(0, rx, A_REVERSE | (a->connected ? 0 : A_BOLD | col(a, C_ERR)), right);
 	if (!s)
 		return;
@@ -202,12 +202,16 @@ draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char
 	int n = span < 128 ? span : 128;
 	for (int i = 0; i < n; i++)
 		counts[i] = json_number_value(json_array_get(hist, i));
-	char head[160];
-	snprintf(head, sizeof(head), "%s n %.0f mean %.2f p99 %.0f max %.0f", title, num(h, "count"),
-		 num(h, "mean"), num(h, "p99"), num(h, "max"));
-	if ((int)strlen(head) > w)
-		head[w > 0 ? w : 0] = 0;
-	put(y, x, A_BOLD | col(a, C_TITLE), head);
+	/* the title, then each figure that fits whole */
+	char fig[4][32];
+	snprintf(fig[0], sizeof(fig[0]), " mean %.2f", num(h, "mean"));
+	snprintf(fig[1], sizeof(fig[1]), " p99 %.0f", num(h, "p99"));
+	snprintf(fig[2], sizeof(fig[2]), " max %.0f", num(h, "max"));
+	snprintf(fig[3], sizeof(fig[3]), " n %.0f", num(h, "count"));
+	int tx = put(y, x, A_BOLD | col(a, C_TITLE), title);
+	for (int i = 0; i < 4 && json_is_object(h); i++)
+		if (tx + (int)strlen(fig[i]) <= x + w)
+			tx = put(y, tx, col(a, C_TITLE), fig[i]);
 	int total = (int)json_array_size(hist);
 	if (!total) {
 		put(y + 1, x, A_DIM, "(no updates yet)");

@@ -21,6 +21,7 @@
 #include "app.h"
 
 #define DEFAULT_URL "tcp://127.0.0.1:8471"
+#define PEND_S 2.0 /* how long a delay sent counts over the snapshots' */
 
 static const char usage[] =
 	"Usage: stalelab tui [OPTIONS]\n"
@@ -138,6 +139,8 @@ on_reply(app *a, app_req *r, json_t *reply)
 		char msg[200];
 		error_text(reply, msg, sizeof(msg));
 		if (r->kind == REQ_CMD) {
+			json_decref(a->pend_delay); /* + goes on from what the daemon has */
+			a->pend_delay = NULL;
 			/* the daemon's words; for a missing token, first where it goes */
 			say(a, 1, "%s refused: %s%s", r->what, status != 401 ? ""
 			    : a->token[0] ? "wrong token; " : "no token (--token-file or STALELAB_TOKEN); ", msg);
@@ -256,6 +259,10 @@ patch_worker(app *a, int id, json_t *delay)
 	tui_delay_text(delay, 1, d, sizeof(d));
 	snprintf(path, sizeof(path), "/api/v1/workers/%d", id);
 	snprintf(what, sizeof(what), "w%d delay %s", id, d);
+	json_decref(a->pend_delay);
+	a->pend_delay = json_deep_copy(delay);
+	a->pend_id = id;
+	a->pend_at = app_now();
 	request(a, REQ_CMD, what, "PATCH", path, json_pack("{s:o}", "delay", delay));
 }
 
@@ -266,6 +273,8 @@ delay_step(app *a, int dir)
 	if (id < 0)
 		return;
 	json_t *d = json_object_get(app_worker(a, a->sel), "delay");
+	if (a->pend_delay && a->pend_id == id && app_now() - a->pend_at < PEND_S)
+		d = a->pend_delay;
 	const char *dist = json_string_value(json_object_get(d, "dist"));
 	if (dist && !strcmp(dist, "version")) {
 		long long s = json_integer_value(json_object_get(d, "s")) + dir;
@@ -780,5 +789,6 @@ cmd_tui(int argc, char **argv)
 	busc_close(a.bus);
 	tui_model_free(&a.m);
 	json_decref(a.schema);
+	json_decref(a.pend_delay);
 	return 0;
 }

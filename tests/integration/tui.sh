@@ -107,6 +107,13 @@ wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5 and d["wor
 	ok "+ raises the selected worker's delay (2 -> 5 ms in /api/v1/workers)" || bad "+ raises the delay" "$(cat "$TMP/api.json")"
 wait_screen 5 '^>  1 [a-z]+ +const 5 ms' && ok "the table shows the new delay" || bad "table shows 5 ms" "$SCREEN"
 wait_screen 5 'api: w1 delay const 5 ms' && ok "the change is in the events pane" || bad "change in the events" "$SCREEN"
+# two at once: the second goes on from the first, not from the snapshot
+keys + +
+wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 20' &&
+	ok "+ + at once: 5 -> 10 -> 20 ms" || bad "+ + at once" "$(cat "$TMP/api.json")"
+keys - -
+wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5' &&
+	ok "- - at once: 20 -> 10 -> 5 ms" || bad "- - at once" "$(cat "$TMP/api.json")"
 
 # r: the next rule of the schema
 keys r

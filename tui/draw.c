@@ -21,7 +21,9 @@ static const char ascii_blocks[] = " .:-=+*%#";
 void
 draw_init(app *a)
 {
-	cbreak();
+	/* raw: Ctrl-C is a key (q's), not a signal; SIGINT or SIGTERM from
+	 * kill meet curses' own handler, which restores the terminal */
+	raw();
 	noecho();
 	nonl();
 	keypad(stdscr, TRUE);

@@ -8,7 +8,6 @@
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +40,8 @@ static const char usage[] =
 	"  --ascii            ASCII only (the default when the locale is not UTF-8)\n"
 	"  -h, --help         this text\n"
 	"\n"
-	"Exit status: 0 after q, 1 no terminal, 2 bad usage.\n";
+	"Exit status: 0 after q (or Ctrl-C), 1 no terminal (or SIGTERM: the\n"
+	"terminal is restored), 2 bad usage.\n";
 
 double
 app_now(void)
@@ -511,8 +511,8 @@ static void act_redraw(app *a) { (void)a; clearok(curscr, TRUE); }
 const app_key app_keys[] = {
 	{{KEY_UP, 'k'}, "Up k", NULL, "select the previous worker", act_up},
 	{{KEY_DOWN, 'j'}, "Down j", NULL, "select the next worker (or click its row)", act_down},
-	{{'+', '='}, "+", "+/-delay", "raise the selected worker's delay (1, 2, 5, 10, 20 ... ms)", act_plus},
-	{{'-', '_'}, "-", NULL, "lower the selected worker's mean delay", act_minus},
+	{{'+', '='}, "+ =", "+/-delay", "raise the selected worker's delay: 1, 2, 5, 10, 20 ... ms", act_plus},
+	{{'-', '_'}, "- _", NULL, "lower the selected worker's delay, the same steps", act_minus},
 	{{'d'}, "d", NULL, "type the selected worker's mean delay in ms", act_delay},
 	{{'a'}, "a", "a/x workers", "add a worker", act_add},
 	{{'x'}, "x", NULL, "remove the last worker", act_remove},
@@ -523,7 +523,7 @@ const app_key app_keys[] = {
 	{{'c'}, "c", "c ckpt", "write a checkpoint (the daemon's --checkpoint-dir)", act_ckpt},
 	{{'?', KEY_F(1), 'h'}, "? F1 h", "? help", "this help", act_help},
 	{{12}, "Ctrl-L", NULL, "redraw the screen", act_redraw},
-	{{'q', KEY_F(10), 3}, "q F10", "q quit", "quit", act_quit},
+	{{'q', KEY_F(10), 3}, "q F10 ^C", "q quit", "quit", act_quit},
 };
 const int app_nkeys = sizeof(app_keys) / sizeof(app_keys[0]);
 
@@ -661,17 +661,8 @@ read_token(const char *path, char *out, size_t cap)
 	return 0;
 }
 
-/* SIGTERM and SIGHUP, blocked: the loop takes them (and restores the
- * terminal) instead of dying with it in curses mode */
-static int
-term_signal(const sigset_t *set)
-{
-	struct timespec zero = {0, 0};
-	return sigtimedwait(set, NULL, &zero) > 0;
-}
-
 static void
-loop(app *a, const sigset_t *sigs)
+loop(app *a)
 {
 	double drawn = 0;
 	int dirty = 1;
@@ -687,8 +678,6 @@ loop(app *a, const sigset_t *sigs)
 		pump_requests(a);
 		if (busy != a->inflight || a->nq)
 			dirty = 1;
-		if (term_signal(sigs))
-			a->quit = 1;
 		int n = app_nworkers(a);
 		if (a->sel >= n)
 			a->sel = n > 0 ? n - 1 : 0;
@@ -773,15 +762,10 @@ cmd_tui(int argc, char **argv)
 		busc_close(a.bus);
 		return 1;
 	}
-	sigset_t sigs;
-	sigemptyset(&sigs);
-	sigaddset(&sigs, SIGTERM);
-	sigaddset(&sigs, SIGHUP);
-	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	tui_model_init(&a.m);
 	tui_model_log(&a.m, "connecting to %s (commands to %s)", a.url, sib);
 	draw_init(&a);
-	loop(&a, &sigs);
+	loop(&a);
 	endwin();
 	delscreen(scr);
 	for (int i = 0; i < a.nq; i++)

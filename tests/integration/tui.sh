@@ -8,7 +8,8 @@
 # a row; a resize to 80x24 and to 30x8 keeps the layout whole; ASCII under
 # LANG=C and NO_COLOR; a stopped daemon shows "disconnected, retrying", a
 # command without an answer says so after 3 s, keys still work; a restart
-# shows live data again; q exits 0 and leaves the terminal as it found it.
+# shows live data again; q and Ctrl-C exit 0 and SIGTERM 1, each leaving
+# the terminal as it found it.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")
@@ -141,6 +142,15 @@ for k in 'Up k' '\+ ' 'd ' 'a ' 'x ' 'r ' 'R ' 'l ' 'p ' 'c ' 'q F10'; do
 	printf '%s\n' "$SCREEN" | grep -Eq "│ $k" || { bad "help lists '$k'" "$SCREEN"; break; }
 done
 printf '%s\n' "$SCREEN" | grep -q '│ q F10' && ok "help lists every key of the table"
+# docs/tui.md's keys table says what the help says, row for row
+printf '%s\n' "$SCREEN" | python3 -c '
+import re, sys
+doc = open(sys.argv[1]).read()
+rows = [m.group(1, 2) for m in (re.match(r".*│ (\S.{7}) (\S.*?)\s*│", l) for l in sys.stdin) if m]
+rows = [(k.strip(), h) for k, h in rows if not h.startswith("A click")]
+missing = [f"{k}: {h}" for k, h in rows if not re.search(r"\| `" + re.escape(k) + r"` \| " + re.escape(h) + r" \|", doc)]
+print("\n".join(missing)); sys.exit(1 if missing or len(rows) < 10 else 0)' "$(dirname "$0")/../../docs/tui.md" >"$TMP/keys.txt" &&
+	ok "docs/tui.md's keys table matches the help" || bad "docs/tui.md's keys table matches the help" "$(cat "$TMP/keys.txt")"
 keys Escape
 no_help() { ! printf '%s\n' "$SCREEN" | grep -q 'any key closes'; }
 wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
@@ -227,8 +237,17 @@ printf '%s\n' "$SCREEN" | grep -q '^-- events ---' && ok "LANG=C: ASCII rules" |
 $TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && bad "NO_COLOR: no colours" || ok "NO_COLOR: no colours"
 keys +
 wait_api 10 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/api.json")"
-keys q
-wait_screen 10 'TUI_EXIT=0' && ok "q exits 0 (LANG=C)" || bad "q exits (LANG=C)" "$SCREEN"
+keys C-c
+wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "Ctrl-C quits as q does: exit 0" "$SCREEN" || bad "Ctrl-C quits" "$SCREEN"
+
+# SIGTERM: curses' handler leaves the terminal as it was (exit 1)
+keys clear Enter "$SL tui --connect $BUS; echo TUI_EXIT=\$?" Enter
+wait_screen 20 'last 5 s:' || bad "drawn again" "$SCREEN"
+tui_pid=$(pgrep -P "$($TM display -p -t tui '#{pane_pid}')" stalelab)
+[ -n "$tui_pid" ] && kill -TERM "$tui_pid"
+wait_screen 10 'TUI_EXIT=[0-9]' && [ "$($TM display -p -t tui '#{alternate_on}')" = 0 ] &&
+	[ "$($TM display -p -t tui '#{cursor_flag}')" = 1 ] &&
+	ok "SIGTERM: the terminal is left as it was found" || bad "SIGTERM restores the terminal" "$SCREEN"
 
 # flags
 expect_exit 2 "unknown flag: exit 2" "$SL" tui --bogus

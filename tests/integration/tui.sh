@@ -33,7 +33,7 @@ serve() {
 		[ -n "$BP" ] || BP=$(free_pair)
 		BUS=tcp://127.0.0.1:$BP
 		# shellcheck disable=SC2086
-		start --config "$TMP/run.json" --bus "$BUS" $SERVE_ARGS
+		start --config "$TMP/run.json" --bus "$BUS" --checkpoint-dir "$TMP" $SERVE_ARGS
 		[ -n "$port" ] && return 0
 		kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null
 		[ -n "$KEEP_BP" ] || BP=
@@ -191,6 +191,11 @@ $TM resize-window -t tui -x 80 -y 24
 
 # colours unless NO_COLOR (checked below): some foreground colour now
 $TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && ok "colours drawn" || bad "colours drawn"
+
+# c: a checkpoint, where the daemon says it wrote it
+keys c
+wait_screen 10 'checkpoint: written to [^ ]*\.ckpt' && ckpt=$(printf '%s\n' "$SCREEN" | sed -n 's/.*checkpoint: written to \([^ ]*\.ckpt\).*/\1/p' | tail -n 1) &&
+	[ -f "$ckpt" ] && ok "c writes a checkpoint ($(basename "$ckpt"))" || bad "c writes a checkpoint" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
 
 # a stopped daemon never freezes the screen: the snapshots stop
 # ("disconnected, retrying"), a command is given up after 3 s, keys work

@@ -26,7 +26,7 @@ typedef struct app app;
 
 typedef struct app_form {
 	char rule[32];
-	json_t *params;               /* the schema's params of rule (borrowed) */
+	json_t *params;               /* the schema's params of rule (a copy) */
 	int n, sel;
 	char val[APP_FORM_MAX][48];
 } app_form;

@@ -102,11 +102,16 @@ request(app *a, int kind, const char *what, const char *method, const char *path
 		json_object_set_new(o, "body", body);
 	if (a->token[0])
 		json_object_set_new(o, "token", json_string(a->token));
-	app_req *r = &a->q[a->nq++];
+	app_req *r = &a->q[a->nq];
 	r->kind = kind;
 	snprintf(r->what, sizeof(r->what), "%s", what);
 	r->text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
+	if (!r->text) {
+		say(a, 1, "%s: out of memory", what);
+		return;
+	}
+	a->nq++;
 	if (kind == REQ_CMD)
 		say(a, 0, "%s: sent", what);
 }
@@ -363,6 +368,14 @@ set_count(app *a, int n)
 static void act_add(app *a) { set_count(a, app_nworkers(a) + 1); }
 static void act_remove(app *a) { set_count(a, app_nworkers(a) - 1); }
 
+/* a rule's name in the schema ("" when it has none) */
+static const char *
+rule_name(json_t *r)
+{
+	const char *s = json_string_value(json_object_get(r, "name"));
+	return s ? s : "";
+}
+
 static const char *
 cur_rule(app *a)
 {
@@ -386,9 +399,9 @@ act_rule(app *a)
 		from = a->rule_tried;
 	size_t i = 0;
 	for (; i < n; i++)
-		if (!strcmp(json_string_value(json_object_get(json_array_get(rules, i), "name")), from))
+		if (!strcmp(rule_name(json_array_get(rules, i)), from))
 			break;
-	const char *next = json_string_value(json_object_get(json_array_get(rules, (i + 1) % n), "name"));
+	const char *next = rule_name(json_array_get(rules, (i + 1) % n));
 	snprintf(a->rule_tried, sizeof(a->rule_tried), "%s", next);
 	snprintf(a->rule_tried_from, sizeof(a->rule_tried_from), "%s", cur_rule(a));
 	char what[64];
@@ -403,7 +416,7 @@ schema_rule(app *a, const char *rule)
 	json_t *r;
 	size_t i;
 	json_array_foreach(json_object_get(a->schema, "rules"), i, r)
-		if (!strcmp(json_string_value(json_object_get(r, "name")), rule))
+		if (!strcmp(rule_name(r), rule))
 			return r;
 	return NULL;
 }
@@ -420,7 +433,8 @@ act_form(app *a)
 	app_form *f = &a->form;
 	memset(f, 0, sizeof(*f));
 	snprintf(f->rule, sizeof(f->rule), "%s", cur_rule(a));
-	f->params = json_object_get(r, "params");
+	/* a copy: the schema may be fetched again while the form is open */
+	f->params = json_deep_copy(json_object_get(r, "params"));
 	f->n = (int)json_array_size(f->params);
 	if (f->n > APP_FORM_MAX)
 		f->n = APP_FORM_MAX;
@@ -454,6 +468,10 @@ form_params(app *a)
 		const char *key = json_string_value(json_object_get(p, "key"));
 		const char *type = json_string_value(json_object_get(p, "type"));
 		const char *s = f->val[i];
+		if (!key)
+			continue;
+		if (!type)
+			type = "string";
 		double d;
 		json_t *v = NULL;
 		if (!strcmp(type, "boolean"))
@@ -551,11 +569,20 @@ edit_key(char *buf, size_t cap, int ch)
 }
 
 static void
+form_close(app *a)
+{
+	json_decref(a->form.params);
+	a->form.params = NULL;
+	a->form.n = 0;
+	a->mode = MODE_NORMAL;
+}
+
+static void
 form_key(app *a, int ch)
 {
 	app_form *f = &a->form;
 	if (ch == 27) {
-		a->mode = MODE_NORMAL;
+		form_close(a);
 		return;
 	}
 	if (ch == KEY_UP || ch == KEY_BTAB) {
@@ -568,15 +595,12 @@ form_key(app *a, int ch)
 		return;
 	}
 	if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
-		a->mode = MODE_NORMAL;
-		if (!f->n)
-			return;
-		json_t *rp = form_params(a);
-		if (!rp)
-			return;
+		json_t *rp = f->n ? form_params(a) : NULL;
 		char what[64];
 		snprintf(what, sizeof(what), "%s parameters", f->rule);
-		request(a, REQ_CMD, what, "PATCH", "/api/v1/run", json_pack("{s:o}", "rule_params", rp));
+		form_close(a);
+		if (rp)
+			request(a, REQ_CMD, what, "PATCH", "/api/v1/run", json_pack("{s:o}", "rule_params", rp));
 		return;
 	}
 	if (f->n)
@@ -774,5 +798,6 @@ cmd_tui(int argc, char **argv)
 	tui_model_free(&a.m);
 	json_decref(a.schema);
 	json_decref(a.pend_delay);
+	json_decref(a.form.params);
 	return 0;
 }

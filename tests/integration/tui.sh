@@ -158,7 +158,13 @@ wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
 # R: the rule's parameters from the schema
 keys R
 wait_screen 5 "rule $rule: parameters" && ok "R opens the parameter form of $rule" || bad "R opens the form" "$SCREEN"
-keys Escape
+[ "$rule" = softsync ] || bad "the rule after asgd is softsync (engine/rules/table.c's order)" "$rule"
+expect_grep '│ n +2 +softsync: a round is' "the form: n, its value, its description" "$SCREEN"
+keys BSpace 2 . 5 Enter
+wait_screen 5 "n: expected an integer, got '2.5'" && ok "a form value not of its type is refused, named" || bad "form type check" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+keys R BSpace BSpace BSpace 4 Enter
+wait_api 10 /api/v1/run 'd["config"]["rule_params"]["n"] == 4' && ok "the form sets n = 4" || bad "the form sets n" "$(head -c 400 "$TMP/api.json")"
+wait_screen 5 'api: params n=4' && ok "the change names the parameter the rule reads" || bad "params n=4 in the events" "$SCREEN"
 
 # a click on worker 2's row selects it (an xterm mouse report, as tmux
 # passes it on)

@@ -128,6 +128,8 @@ keys l 9 9 9 Enter
 wait_screen 8 'lr 999 refused: lr: must be in \(0, 100\], got 999' && ok "the daemon's error in the status line" ||
 	bad "the daemon's error in the status line" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
 curl -s "$URL/api/v1/run" | grep -q '"lr": *0.01' && ok "a refused lr changes nothing" || bad "lr unchanged"
+keys l x y Enter
+wait_screen 5 "lr: not a number: 'xy'" && ok "a typed lr that is not a number is refused, named" || bad "bad typed lr" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 
 # a typed delay, and a local parse error naming the field
 keys d 1 2 Enter

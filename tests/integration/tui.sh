@@ -44,7 +44,7 @@ serve() {
 BP=
 serve && ok "daemon listens with its bus on $BUS" || bad "daemon listens" "$(cat "$TMP/serve.err")"
 
-TM="tmux -L sltui$$ -f /dev/null"
+TM="tmux -S $TMP/tmux.sock -f /dev/null"
 cleanup() { $TM kill-server 2>/dev/null; kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 

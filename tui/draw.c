@@ -153,7 +153,7 @@ draw_header(app *a)
 		put(0, rx, A_REVERSE | (a->connected ? 0 : A_BOLD | col(a, C_ERR)), right);
 	if (!s)
 		return;
-	/* the facts, most wanted first, each where it fits whole */
+	/* the facts, most wanted first, as many as fit whole */
 	char item[8][64];
 	int k = 0;
 	double acc = num(s, "test_acc"), best = num(s, "best_acc"), loss = num(s, "train_loss");
@@ -173,9 +173,8 @@ draw_header(app *a)
 		snprintf(item[k++], 64, "  best %.4f", best);
 	snprintf(item[k++], 64, "  %s %s", str(s, "clock", ""), str(s, "device", ""));
 	x = 0;
-	for (int i = 0; i < k; i++)
-		if (x + (int)strlen(item[i]) <= COLS)
-			x = put(1, x, i == 2 ? A_BOLD : A_NORMAL, item[i]);
+	for (int i = 0; i < k && x + (int)strlen(item[i]) <= COLS; i++)
+		x = put(1, x, i == 2 ? A_BOLD : A_NORMAL, item[i]);
 }
 
 /* ---- histograms ------------------------------------------------------------------ */
@@ -219,6 +218,14 @@ draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char
 		put(y + 1, x, A_DIM, "(no updates yet)");
 		return;
 	}
+	/* more buckets than columns: the last bar holds the rest (the head
+	 * of the distribution keeps one bar per value) */
+	int folded = n > w && w >= 2;
+	if (folded) {
+		for (int i = w; i < n; i++)
+			counts[w - 1] += counts[i];
+		n = w;
+	}
 	/* bw cells a bucket where there is room (a gap after each from 3) */
 	int bw = n > 0 && w / n > 1 ? (w / n > 3 ? 3 : w / n) : 1, fill = bw > 2 ? bw - 1 : bw;
 	int cols = tui_bars(counts, n, w / bw, rows, eighths, &per);
@@ -229,14 +236,15 @@ draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char
 				block(a, y + rows - r, x + c * bw + f, e > 8 ? 8 : e, col(a, pair));
 		}
 	cols *= bw;
-	/* the axis: 0 under the first column, the last bucket under the last
-	 * (the overflow bucket, the last of the daemon's, holds the rest) */
+	/* the axis: 0 under the first bar, the last bucket under the last,
+	 * with a + when that bar holds the rest (folded, or the daemon's
+	 * overflow bucket) */
 	char last[16];
 	int lastb = cols / bw * per - 1;
 	if (lastb >= total - 1)
 		snprintf(last, sizeof(last), "%d+", total - 1);
 	else
-		snprintf(last, sizeof(last), "%d", lastb);
+		snprintf(last, sizeof(last), folded ? "%d+" : "%d", lastb);
 	put(y + rows + 1, x, A_DIM, "0");
 	if (per > 1)
 		putf(y + rows + 1, x + 2, A_DIM, "(%d a column)", per);

@@ -93,6 +93,9 @@ keys "$SL tui --connect $BUS; echo TUI_EXIT=\$?" Enter
 
 wait_screen 20 ' stalelab +run 1 ' && ok "header: run, state, rule" || bad "header drawn" "$SCREEN"
 wait_screen 10 'last 5 s:.*cumulative:' && ok "both staleness histograms are titled" || bad "histograms titled" "$SCREEN"
+# the run's first snapshot may come before its workers start (v 0, no
+# rows; a loaded CI drew just that): wait for the rows and the bars
+wait_screen 20 '^   2 [a-z]+ +const 2 ms' && ok "the worker rows are drawn" || bad "the worker rows drawn within 20 s" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█]' && ok "histogram bars in eighth blocks" || bad "histogram bars" "$SCREEN"
 expect_grep 'id state +delay +where +spb +iters +stale +samples/s' "worker table header" "$SCREEN"
 expect_grep '^>  0 [a-z]+ +const 2 ms +worker' "worker 0 selected, its delay shown" "$SCREEN"

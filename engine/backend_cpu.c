@@ -38,6 +38,20 @@ split16(int n, int tid, int nt, int *lo, int *hi)
 	*hi = (int)SL_MIN(b * 16, n);
 }
 
+/* This thread's share [lo, hi) of [0, n): all of it for thread 0 when the
+ * op runs on one thread (par 0), nothing for the others. The share's
+ * width, 0 or less when there is nothing to do. */
+static int
+share16(int n, int par, int tid, int nt, int *lo, int *hi)
+{
+	*lo = 0;
+	*hi = n;
+	if (!par)
+		return tid ? 0 : n;
+	split16(n, tid, nt, lo, hi);
+	return *hi - *lo;
+}
+
 /* ---- dense ----------------------------------------------------------- */
 
 struct lin_args {
@@ -50,14 +64,7 @@ SIMD_CLONES static void
 linear_fwd_part(void *p, int tid, int nt)
 {
 	struct lin_args *a = p;
-	int lo = 0, hi = a->out;
-	if (!a->par) {
-		if (tid)
-			return;
-	} else {
-		split16(a->out, tid, nt, &lo, &hi);
-	}
-	int cols = hi - lo;
+	int lo, hi, cols = share16(a->out, a->par, tid, nt, &lo, &hi);
 	if (cols <= 0)
 		return;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->batch, cols,
@@ -92,14 +99,7 @@ SIMD_CLONES static void
 linear_bwd_w_part(void *p, int tid, int nt)
 {
 	struct lin_args *a = p;
-	int lo = 0, hi = a->out;
-	if (!a->par) {
-		if (tid)
-			return;
-	} else {
-		split16(a->out, tid, nt, &lo, &hi);
-	}
-	int cols = hi - lo;
+	int lo, hi, cols = share16(a->out, a->par, tid, nt, &lo, &hi);
 	if (cols <= 0)
 		return;
 	if (a->relu) {
@@ -126,14 +126,8 @@ static void
 linear_bwd_x_part(void *p, int tid, int nt)
 {
 	struct lin_args *a = p;
-	int lo = 0, hi = a->in;
-	if (!a->par) {
-		if (tid)
-			return;
-	} else {
-		split16(a->in, tid, nt, &lo, &hi);
-	}
-	if (hi <= lo)
+	int lo, hi;
+	if (share16(a->in, a->par, tid, nt, &lo, &hi) <= 0)
 		return;
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, a->batch,
 		    hi - lo, a->out, 1.0f, a->dy, a->out, a->w + lo, a->in,
@@ -255,16 +249,9 @@ cpu_set_threads(backend *be, int n)
 
 static const backend_ops cpu_ops = {
 	.name = "cpu",
-	.host_memory = 1,
+	HOST_MEMORY_OPS,
 	.destroy = cpu_destroy,
 	.set_threads = cpu_set_threads,
-	.alloc = host_alloc,
-	.free = host_free,
-	.upload = host_copy,
-	.download = host_copy,
-	.copy = host_copy,
-	.zero = host_zero,
-	.sync = host_sync,
 	.gemm = cpu_gemm,
 	.linear_fwd = cpu_linear_fwd,
 	.linear_bwd = cpu_linear_bwd,

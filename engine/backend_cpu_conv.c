@@ -12,6 +12,20 @@
 
 /* ---- convolution ------------------------------------------------------ */
 
+/* The output columns [lo, hi) whose input column ow*stride - pad + kj
+ * falls inside the image (0 <= it < W); the others read padding. */
+static inline void
+ow_range(const conv_geom *g, int kj, int *lo, int *hi)
+{
+	int s = g->stride, off = kj - g->pad;
+	*lo = 0;
+	*hi = g->wo;
+	while (*lo < g->wo && *lo * s + off < 0)
+		(*lo)++;
+	while (*hi > *lo && (*hi - 1) * s + off >= g->w)
+		(*hi)--;
+}
+
 /* im2col for images [b0, b0+nb) of x ([C][B][H][W]) into col[K][nb*P]. */
 SIMD_CLONES static void
 im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
@@ -25,12 +39,8 @@ im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
 		for (int ki = 0; ki < k; ki++) {
 			for (int kj = 0; kj < k; kj++) {
 				float *row = col + (size_t)((ci * k + ki) * k + kj) * ld;
-				/* valid ow: 0 <= ow*s - pad + kj < W */
-				int ow_lo = 0, ow_hi = wo;
-				while (ow_lo < wo && ow_lo * s - pad + kj < 0)
-					ow_lo++;
-				while (ow_hi > ow_lo && (ow_hi - 1) * s - pad + kj >= W)
-					ow_hi--;
+				int ow_lo, ow_hi;
+				ow_range(g, kj, &ow_lo, &ow_hi);
 				for (int bi = 0; bi < nb; bi++) {
 					const float *img = x + ci * cstride + (size_t)(b0 + bi) * plane;
 					float *dst = row + (size_t)bi * P;
@@ -75,11 +85,8 @@ col2im(const conv_geom *g, const float *col, int batch, int b0, int nb,
 		for (int ki = 0; ki < k; ki++) {
 			for (int kj = 0; kj < k; kj++) {
 				const float *row = col + (size_t)((ci * k + ki) * k + kj) * ld;
-				int ow_lo = 0, ow_hi = wo;
-				while (ow_lo < wo && ow_lo * s - pad + kj < 0)
-					ow_lo++;
-				while (ow_hi > ow_lo && (ow_hi - 1) * s - pad + kj >= W)
-					ow_hi--;
+				int ow_lo, ow_hi;
+				ow_range(g, kj, &ow_lo, &ow_hi);
 				for (int bi = 0; bi < nb; bi++) {
 					float *img = dx + ci * cstride + (size_t)(b0 + bi) * plane;
 					const float *src = row + (size_t)bi * P;

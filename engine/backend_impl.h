@@ -16,6 +16,11 @@ void host_free(backend *be, void *p);
 void host_copy(backend *be, void *dst, const void *src, size_t bytes);
 void host_zero(backend *be, void *dst, size_t bytes);
 void host_sync(backend *be);
+/* those five in a backend_ops initializer */
+#define HOST_MEMORY_OPS                                                      \
+	.host_memory = 1, .alloc = host_alloc, .free = host_free,             \
+	.upload = host_copy, .download = host_copy, .copy = host_copy,        \
+	.zero = host_zero, .sync = host_sync
 /* the all_finite op: the exponent bits of each float, 16 at a time */
 int host_all_finite(backend *be, const float *x, size_t n);
 /* ops without arithmetic, the same bits on every CPU: */

@@ -135,6 +135,7 @@ int
 virt_exec(run *r)
 {
 	workers_set(r, r->cfg.workers);
+	report_publish(r);
 	for (;;) {
 		cmd_drain(r);
 		ckpt_serve(r);

@@ -151,6 +151,7 @@ wall_exec(run *r)
 		if (r->w[i]->active)
 			if (wall_start_thread(r, r->w[i]) < 0)
 				run_fail(r, -SL_ENOMEM, "workers: cannot start a thread");
+	report_publish(r);
 	for (;;) {
 		cmd_drain(r);
 		ckpt_serve(r);

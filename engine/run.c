@@ -245,7 +245,8 @@ run_exec(run *r)
 		if (!r->cand.oom)
 			report_keep_good(r, ps_version(r->ps));
 	}
-	report_publish(r);
+	/* the first snapshot of the running state comes from the clocks,
+	 * once its workers are set: never "running" with none */
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
 	/* deliver what is in flight, close a partial round, final record
 	 * (never past a stop in updates) */

@@ -2,6 +2,8 @@
  * (method, path, query, body, authorized) in, (status, JSON, headers) out,
  * as the HTTP transport and the bus see it. */
 #include <jansson.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "config_json.h"
 #include "control.h"
@@ -292,6 +294,33 @@ START_TEST(event_ring)
 }
 END_TEST
 
+/* The snapshot that first says "running" (what the bus, SSE and the TUI
+ * publish) already lists the run's workers: it is published once the
+ * clock has set them, not before (a loaded CI drew a running run with
+ * none for a tenth of a second). */
+START_TEST(first_running_snapshot_has_workers)
+{
+	ctl c;
+	ctl_init(&c);
+	start_small(&c);
+	double end = sl_now() + 20;
+	int seen = 0;
+	while (!seen && sl_now() < end) {
+		json_t *s = ctl_snapshot(&c);
+		const char *st = json_string_value(json_object_get(s, "state"));
+		if (st && !strcmp(st, "running")) {
+			ck_assert_int_eq(json_array_size(json_object_get(s, "workers")), 2);
+			seen = 1;
+		}
+		json_decref(s);
+		if (!seen)
+			usleep(500);
+	}
+	ck_assert_msg(seen, "no running snapshot within 20 s");
+	ctl_free(&c);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -304,6 +333,7 @@ control_suite(void)
 	tcase_add_test(tc, shrink_checkpoint_resume);
 	tcase_add_test(tc, event_ring);
 	tcase_add_test(tc, token_compare);
+	tcase_add_test(tc, first_running_snapshot_has_workers);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,5 +1,6 @@
 /* app.h - the TUI's state between its parts: tui.c (options, the loop,
- * keys and commands) and draw.c (the screen). */
+ * the requests), keys.c (the keys and the commands) and draw.c (the
+ * screen). */
 #ifndef SL_TUI_APP_H
 #define SL_TUI_APP_H
 
@@ -70,7 +71,7 @@ struct app {
 void draw_init(app *a);
 void draw_all(app *a);
 
-/* The key table (tui.c), which draw.c's help screen and key hints read. */
+/* The key table (keys.c), which draw.c's help screen and key hints read. */
 typedef struct app_key {
 	int keys[3];
 	const char *names;   /* as the help screen spells them */
@@ -82,9 +83,22 @@ typedef struct app_key {
 extern const app_key app_keys[];
 extern const int app_nkeys;
 
+/* keys.c: one key (or KEY_MOUSE) as the mode takes it */
+void keys_handle(app *a, int ch);
+
+/* tui.c */
 double app_now(void);
 /* The selected worker's row of the snapshot, or NULL. */
 json_t *app_worker(app *a, int i);
 int app_nworkers(app *a);
+/* the status line's message (err: shown as an error) */
+void app_say(app *a, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Queue METHOD PATH with body (stolen, may be NULL) for the daemon; kind
+ * REQ_CMD is a command ("WHAT: sent", then its outcome), the others
+ * fetches, one of a kind at a time. */
+void app_request(app *a, int kind, const char *what, const char *method, const char *path,
+		 json_t *body);
+/* fetch what snapshots do not carry: the schema, the series so far */
+void app_resync(app *a);
 
 #endif

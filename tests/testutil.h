@@ -1,9 +1,10 @@
 /* testutil.h - shared helpers for the Check suites: one main per suite
- * binary, a temp-dir helper, and float comparison with a named location. */
+ * binary, a temp-dir helper, whole-file writes and reads. */
 #ifndef SL_TESTUTIL_H
 #define SL_TESTUTIL_H
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,24 @@ sl_test_write(const char *path, const void *data, size_t len)
 	ck_assert_msg(f != NULL, "cannot create %s", path);
 	ck_assert_uint_eq(fwrite(data, 1, len, f), len);
 	fclose(f);
+}
+
+/* The whole file at path (malloc'd, *len its size); fails the case when
+ * it cannot be opened. */
+static inline uint8_t *
+sl_test_read(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	ck_assert_msg(f != NULL, "cannot open %s (run the tests from the repository root)",
+		      path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *b = malloc((size_t)n);
+	ck_assert_uint_eq(fread(b, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return b;
 }
 
 #endif

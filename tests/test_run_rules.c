@@ -1,0 +1,356 @@
+/* test_run_rules.c - the update rules in whole runs: each rule reduces
+ * to its special cases, every row of the rule table learns and resumes,
+ * odsgd's local step; on the virtual clock runs are deterministic, cost no
+ * real time for their delays, and resume from a checkpoint bit for bit. */
+#include <math.h>
+
+#include "rule.h"
+#include "run_util.h"
+
+/* run cfg to the end and return the server's weights (caller frees) */
+static float *
+final_weights(const run_config *c, size_t *n)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	float *w = malloc(sizeof(float) * 20000);
+	*n = run_weights(r, w, 20000);
+	ck_assert_uint_gt(*n, 0);
+	run_free(r);
+	return w;
+}
+
+static double
+max_rel_diff(const float *a, const float *b, size_t n)
+{
+	double worst = 0;
+	for (size_t i = 0; i < n; i++) {
+		double d = fabs((double)a[i] - b[i]) / (1e-3 + fabs((double)a[i]));
+		if (d > worst)
+			worst = d;
+	}
+	return worst;
+}
+
+START_TEST(rules_reduce_to_their_special_cases)
+{
+	/* each rule's worker-side arithmetic pinned by a case where it must
+	 * equal a simpler rule: bit for bit where the arithmetic is the same,
+	 * to rounding where only the order of operations differs */
+	size_t n1, n2;
+	run_config a = base("asgd", 3), b;
+	snprintf(a.model, sizeof(a.model), "logreg");
+	a.delay.dist = DELAY_EXP;
+	a.delay.mean_ms = 2;
+	a.stop_steps = 120;
+	a.eval_every = 0;
+	float *wa = final_weights(&a, &n1), *wb;
+
+	/* dcasgd with lambda 0 is asgd */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "dcasgd");
+	b.rp.lambda = 0;
+	wb = final_weights(&b, &n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	/* dcasgd with lambda > 0 is not */
+	b.rp.lambda = 2;
+	wb = final_weights(&b, &n2);
+	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
+	free(wb);
+	free(wa);
+
+	/* with one worker nothing is stale: sasgd and ssp are asgd */
+	a.workers = 1;
+	wa = final_weights(&a, &n1);
+	const char *same[] = {"sasgd", "ssp", "ssgd"};
+	for (int k = 0; k < 3; k++) {
+		b = a;
+		snprintf(b.rule, sizeof(b.rule), "%s", same[k]);
+		wb = final_weights(&b, &n2);
+		ck_assert_msg(!memcmp(wa, wb, sizeof(float) * n1), "%s differs", same[k]);
+		free(wb);
+	}
+	free(wa);
+
+	/* 3 workers: odsgd before its warm-up ends is ssgd; local SGD with
+	 * H = 1 averages W - lr g_k, which is ssgd's W - lr mean(g) */
+	a = base("ssgd", 3);
+	snprintf(a.model, sizeof(a.model), "logreg");
+	a.stop_steps = 60;
+	a.eval_every = 0;
+	wa = final_weights(&a, &n1);
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "odsgd");
+	b.rp.warmup = 1000;
+	wb = final_weights(&b, &n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "localsgd");
+	b.rp.H = 1;
+	wb = final_weights(&b, &n2);
+	ck_assert_msg(max_rel_diff(wa, wb, n1) < 1e-4, "localsgd H=1 vs ssgd: %g",
+		      max_rel_diff(wa, wb, n1));
+	free(wb);
+	/* odsgd after its warm-up makes a different, one-step-delayed run */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "odsgd");
+	b.rp.warmup = 5;
+	wb = final_weights(&b, &n2);
+	ck_assert(max_rel_diff(wa, wb, n1) > 1e-4);
+	free(wb);
+	free(wa);
+}
+END_TEST
+
+START_TEST(virtual_clock_is_deterministic)
+{
+	const char *rules[] = {"asgd", "dcasgd", "odsgd", "localsgd", "easgd", "softsync"};
+	for (int k = 0; k < 6; k++) {
+		run_config c = base(rules[k], 3);
+		c.delay.dist = DELAY_LOGNORMAL;
+		c.delay.mean_ms = 5;
+		c.delay.sigma = 1;
+		c.rp.warmup = 20;
+		rec *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+		run_snapshot *s1 = go(&c, NULL, 0, a), *s2 = go(&c, NULL, 0, b);
+		ck_assert_int_eq(a->n, b->n);
+		ck_assert_int_gt(a->n, 3);
+		for (int i = 0; i < a->n; i++) {
+			const run_eval *x = &a->ev[i], *y = &b->ev[i];
+			ck_assert_msg(x->v == y->v && x->samples == y->samples &&
+					      x->t == y->t && x->test_acc == y->test_acc &&
+					      x->test_loss == y->test_loss &&
+					      (x->train_loss == y->train_loss ||
+					       (isnan(x->train_loss) && isnan(y->train_loss))),
+				      "%s record %d differs", rules[k], i);
+			ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
+		}
+		ck_assert(a->ev[a->n - 1].test_acc > 0.5);
+		run_snapshot_put(s1);
+		run_snapshot_put(s2);
+		free(a);
+		free(b);
+	}
+}
+END_TEST
+
+START_TEST(virtual_delays_cost_no_time)
+{
+	/* 8 workers with 100 ms mean delays: simulated hours, real seconds */
+	run_config c = base("asgd", 8);
+	c.delay.dist = DELAY_EXP;
+	c.delay.mean_ms = 100;
+	c.eval_every = 0;
+	rec *r = calloc(1, sizeof(*r));
+	double t0 = sl_now();
+	run_snapshot *s = go(&c, NULL, 0, r);
+	double wall_s = sl_now() - t0;
+	ck_assert(s->t > 3.0);     /* simulated seconds */
+	ck_assert(wall_s < s->t);  /* nobody slept */
+	ck_assert(stale_mean(&s->stale) > 5);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+typedef struct ckrec {
+	rec r;
+	uint8_t *buf;
+	size_t len;
+} ckrec;
+
+static void
+on_ckpt(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
+{
+	ckrec *k = ud;
+	ck_assert(c->fields & CMD_CHECKPOINT);
+	ck_assert_ptr_nonnull(buf);
+	free(k->buf);
+	k->buf = malloc(len);
+	memcpy(k->buf, buf, len);
+	k->len = len;
+}
+
+static void
+on_eval_ck(void *ud, const run_eval *e)
+{
+	on_eval(&((ckrec *)ud)->r, e);
+}
+
+/* Run c straight through (A), checkpointing at version `at`, then resume a
+ * new run from that checkpoint (B): B's records must be A's from the
+ * checkpoint on, bit for bit. Returns A's records (caller frees); the
+ * checkpoint stays in *ck (caller frees ck->buf). */
+static ckrec *
+resume_matches(const run_config *c, uint64_t at, ckrec **ck)
+{
+	run_sched s = {.by_version = 1, .v = at,
+		       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	ckrec *a = calloc(1, sizeof(*a));
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
+	ck_assert_msg(run_new(c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_free(r);
+	ck_assert_ptr_nonnull(a->buf);
+
+	run_config c2;
+	ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
+	ck_assert_str_eq(c2.rule, c->rule);
+	ckrec *b = calloc(1, sizeof(*b));
+	cb.ud = b;
+	ck_assert_msg(run_new(&c2, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_restore(r, a->buf, a->len, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_free(r);
+	/* B's records are A's from the checkpoint on */
+	int off = a->r.n - b->r.n;
+	ck_assert_int_gt(b->r.n, 2);
+	ck_assert_int_ge(off, 1);
+	for (int i = 0; i < b->r.n; i++) {
+		const run_eval *x = &a->r.ev[off + i], *y = &b->r.ev[i];
+		ck_assert_msg(x->v == y->v && x->samples == y->samples &&
+				      x->t == y->t && x->test_acc == y->test_acc &&
+				      x->test_loss == y->test_loss &&
+				      x->best_acc == y->best_acc,
+			      "%s: record %d (v %llu vs %llu) differs", c->rule, i,
+			      (unsigned long long)x->v, (unsigned long long)y->v);
+		ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
+	}
+	free(b->buf);
+	free(b);
+	*ck = a;
+	return a;
+}
+
+START_TEST(checkpoint_resumes_exactly)
+{
+	/* run A straight through, taking a checkpoint at v = 140; run B from
+	 * that checkpoint: every later record equals A's, bit for bit */
+	const char *rules[] = {"dcasgd", "ssgd", "odsgd", "localsgd"};
+	for (int k = 0; k < 4; k++) {
+		run_config c = base(rules[k], 3);
+		c.momentum = 0.5;
+		c.delay.dist = DELAY_EXP;
+		c.delay.mean_ms = 3;
+		c.rp.warmup = 20;
+		c.eval_every = 40;
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 2, .has_delay = 1,
+			.delay = {.dist = DELAY_CONST, .mean_ms = 2, .at_server = 1}};
+		ckrec *a;
+		resume_matches(&c, 140, &a);
+		run_config c2;
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
+		/* damaged checkpoints are refused, never read out of bounds */
+		size_t cuts[] = {0, 7, 8, 100, a->len / 3, a->len / 2, a->len - 9, a->len - 1};
+		for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+			ck_assert_int_eq(run_new(&c2, &data, NULL, 0, NULL, &r, err), 0);
+			ck_assert_int_eq(run_restore(r, a->buf, cuts[i], err), -SL_EFORMAT);
+			run_free(r);
+		}
+		a->buf[0] ^= 1;
+		ck_assert_int_eq(run_checkpoint_config(a->buf, a->len, &c2, err), -SL_EFORMAT);
+		ck_assert_ptr_nonnull(strstr(err, "not a stalelab checkpoint"));
+		free(a->buf);
+		free(a);
+	}
+}
+END_TEST
+
+START_TEST(odsgd_local_step_is_pinned)
+{
+	/* one worker after its warm-up, local_lr = lr: the local step
+	 * x = W(R) - (local_lr / 1) g is exactly the server's next step, so
+	 * the worker computes on W(R+1) as ssgd does: the same run, bit for
+	 * bit, with each gradient pushed one version late (staleness 1). A
+	 * local step of twice (or half) that size makes another run. */
+	run_config c = base("ssgd", 1);
+	rec *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	run_snapshot_put(go(&c, NULL, 0, a));
+	snprintf(c.rule, sizeof(c.rule), "odsgd");
+	c.rp.warmup = 0;
+	c.rp.local_lr = c.lr;
+	run_snapshot *s = go(&c, NULL, 0, b);
+	ck_assert_msg(same_records(a, b), "odsgd's local step is not W - local_lr/N g");
+	ck_assert_uint_eq(s->stale.max, 1);
+	ck_assert_uint_eq(s->stale.b[0], 1);
+	ck_assert_uint_eq(s->stale.b[1], s->stale.n - 1);
+	run_snapshot_put(s);
+	c.rp.local_lr = 2 * c.lr;
+	memset(b, 0, sizeof(*b));
+	run_snapshot_put(go(&c, NULL, 0, b));
+	ck_assert(!same_records(a, b));
+	free(a);
+	free(b);
+}
+END_TEST
+
+START_TEST(every_rule_in_the_table)
+{
+	/* each row of the rule table: the parameters it lists are rule_params
+	 * keys, a short run learns, and (on the virtual clock) a checkpoint
+	 * resumes to the same records bit for bit */
+	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
+					   "beta", "period", "warmup", "adaptive",
+					   "local_opt", NULL};
+	for (int i = 0; rule_table[i]; i++) {
+		const rule_class *rc = rule_table[i];
+		ck_assert_ptr_nonnull(rc->doc);
+		ck_assert_ptr_nonnull(rc->params);
+		for (int k = 0; rc->params[k]; k++) {
+			int known = 0;
+			for (int j = 0; keys[j]; j++)
+				known |= !strcmp(keys[j], rc->params[k]);
+			ck_assert_msg(known, "%s lists unknown parameter %s", rc->name,
+				      rc->params[k]);
+		}
+		run_config c = base(rc->name, 3);
+		c.delay.dist = DELAY_EXP;
+		c.delay.mean_ms = 2;
+		c.rp.warmup = 10;
+		c.rp.H = 4;
+		c.rp.period = 4;
+		c.stop_steps = rc->flags & RULE_LOCAL ? 60 : 240;
+		c.eval_every = c.stop_steps / 4;
+		if (rc->flags & RULE_SHARED) {
+			snprintf(c.clock, sizeof(c.clock), "wall");
+			rec *r = calloc(1, sizeof(*r));
+			run_snapshot *s = go(&c, NULL, 0, r);
+			ck_assert_msg(s->test_acc > 0.5, "%s: acc %g", rc->name, s->test_acc);
+			run_snapshot_put(s);
+			free(r);
+			continue;
+		}
+		ckrec *a;
+		resume_matches(&c, c.stop_steps / 2, &a);
+		double acc = a->r.ev[a->r.n - 1].test_acc;
+		ck_assert_msg(acc > 0.5, "%s: acc %g after %llu updates", rc->name, acc,
+			      (unsigned long long)c.stop_steps);
+		free(a->buf);
+		free(a);
+	}
+}
+END_TEST
+
+static Suite *
+run_rules_suite(void)
+{
+	const run_case cases[] = {
+		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
+				 odsgd_local_step_is_pinned, NULL}},
+		{"determinism", "slow", {virtual_clock_is_deterministic,
+					 virtual_delays_cost_no_time,
+					 checkpoint_resumes_exactly, NULL}},
+	};
+	return run_suite_of("run_rules", cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+SL_TEST_MAIN(run_rules_suite)

@@ -189,6 +189,12 @@ cmd_apply(run *r, const run_cmd *c)
 		if (c->fields & CMD_SPEED)
 			w->speed = c->speed;
 		if (c->fields & CMD_PAUSED) {
+			/* resumed, it rejoins at the slowest running clock, as
+			 * an added worker does (else ssp holds the others
+			 * until it has caught up alone) */
+			uint64_t mc = run_min_clock(r);
+			if (w->paused && !c->paused && mc != UINT64_MAX && w->clock < mc)
+				w->clock = mc;
 			w->paused = c->paused;
 			if (ps_flush_round(r->ps, step_round_size(r)))
 				step_version_changed(r);

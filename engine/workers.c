@@ -121,12 +121,15 @@ workers_set(run *r, int n)
 		}
 		worker *w = r->w[i];
 		if (!w->active) {
+			/* it joins at the slowest running clock (taken before it
+			 * counts as running: its own clock is 0 or stale) */
+			uint64_t mc = run_min_clock(r);
+			w->clock = mc == UINT64_MAX ? 0 : mc;
 			w->active = 1;
 			w->st = W_IDLE;
 			w->t_joined = run_now(r);
 			w->have = UINT64_MAX;
 			w->waiting = 0;
-			w->clock = run_min_clock(r) == UINT64_MAX ? 0 : run_min_clock(r);
 			if (r->virt) {
 				if (!w->pending)
 					virt_schedule(r, run_now(r), i, EV_START);

@@ -335,6 +335,43 @@ START_TEST(workers_come_back)
 }
 END_TEST
 
+START_TEST(ssp_joiner_starts_at_the_slowest_clock)
+{
+	/* a worker added mid-run starts at the slowest running worker's
+	 * clock: had it started at 0, ssp would hold every other worker
+	 * until it caught up (it then did the next ~75 steps alone) */
+	run_config c = base("ssp", 2);
+	c.rp.s = 2;
+	c.eval_every = 0;
+	run_sched s = {.by_version = 1, .v = 150,
+		       .cmd = {.worker = -1, .fields = CMD_WORKERS, .workers = 3}};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *snap = go(&c, &s, 1, r);
+	ck_assert_int_eq(snap->n_workers, 3);
+	/* 150 steps shared by three: about 50 each */
+	ck_assert_msg(snap->workers[2].iterations < 65 && snap->workers[0].iterations > 110,
+		      "worker 2 did %llu of the last 150 steps, worker 0 %llu in all",
+		      (unsigned long long)snap->workers[2].iterations,
+		      (unsigned long long)snap->workers[0].iterations);
+	ck_assert_uint_le(snap->clock_gap_max, 2);
+	run_snapshot_put(snap);
+	/* the same for a worker paused from v 50 to v 150 (worker 0 alone
+	 * meanwhile): it resumes at worker 0's clock, not 100 behind it */
+	c.workers = 2;
+	run_sched p[2] = {{.by_version = 1, .v = 50,
+			   .cmd = {.worker = 1, .fields = CMD_PAUSED, .paused = 1}},
+			  {.by_version = 1, .v = 150,
+			   .cmd = {.worker = 1, .fields = CMD_PAUSED, .paused = 0}}};
+	snap = go(&c, p, 2, r);
+	ck_assert_msg(snap->workers[1].iterations < 120,
+		      "worker 1 did %llu steps (about 25 before its pause and 75 of "
+		      "the last 150; 150 when it catches up alone)",
+		      (unsigned long long)snap->workers[1].iterations);
+	run_snapshot_put(snap);
+	free(r);
+}
+END_TEST
+
 START_TEST(rule_switch_mid_run)
 {
 	run_config c = base("asgd", 4);
@@ -452,7 +489,8 @@ run_suite(void)
 {
 	const run_case cases[] = {
 		{"staleness", NULL, {ssgd_is_never_stale, asgd_equal_speed_settles_at_n_minus_1,
-				     ssp_keeps_its_bound, version_delay_is_uniform,
+				     ssp_keeps_its_bound, ssp_joiner_starts_at_the_slowest_clock,
+				     version_delay_is_uniform,
 				     server_held_gradients_age, NULL}},
 		{"server_delays", NULL, {server_delays_keep_sync_rules,
 					 dcasgd_compensates_version_staleness,

@@ -128,7 +128,7 @@ answer(bus *b, const void *msg, size_t n, size_t *len)
 	bus_req q;
 	char err[SL_ERR_LEN];
 	int st = bus_req_parse(msg, n, &q, err, sizeof(err));
-	const char *prev = bus_seen_find(&b->seen, q.id, len);
+	const char *prev = bus_seen_find(&b->seen, q.id, msg, n, len);
 	if (prev) { /* REQ sent it again: the same answer, not applied twice */
 		char *copy = malloc(*len + 1);
 		if (copy)
@@ -149,7 +149,7 @@ answer(bus *b, const void *msg, size_t n, size_t *len)
 		ctl_reply_free(&r);
 	}
 	if (out)
-		bus_seen_add(&b->seen, q.id, out, *len);
+		bus_seen_add(&b->seen, q.id, msg, n, out, *len);
 	bus_req_free(&q);
 	return out;
 }

@@ -3,6 +3,7 @@
 #include "busmsg.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -192,29 +193,39 @@ bus_error_build(const json_t *id, int status, const char *code,
 	return dump(o, len);
 }
 
-/* the key of id in s->key: "s" + string, "i" + integer; NULL without */
+/* the key of a request in s->key: the FNV-1a hash and length of its
+ * bytes, then "s" + string id or "i" + integer id; NULL without an id.
+ * REQ sends a request again byte for byte: another request that reuses
+ * an id (a client counting from 1 again) is another request. */
 static char *
-seen_key(const json_t *id)
+seen_key(const json_t *id, const void *msg, size_t msg_len)
 {
+	uint64_t h = 14695981039346656037ull;
+	for (size_t i = 0; i < msg_len; i++)
+		h = (h ^ ((const unsigned char *)msg)[i]) * 1099511628211ull;
+	char head[48];
+	int hn = snprintf(head, sizeof(head), "%016llx %zu ", (unsigned long long)h, msg_len);
 	char *k = NULL;
 	if (json_is_string(id)) {
 		size_t n = json_string_length(id);
-		if ((k = malloc(n + 2))) {
-			k[0] = 's';
-			memcpy(k + 1, json_string_value(id), n);
-			k[n + 1] = 0;
+		if ((k = malloc((size_t)hn + n + 2))) {
+			memcpy(k, head, (size_t)hn);
+			k[hn] = 's';
+			memcpy(k + hn + 1, json_string_value(id), n);
+			k[(size_t)hn + n + 1] = 0;
 		}
 	} else if (json_is_integer(id)) {
-		if ((k = malloc(32)))
-			snprintf(k, 32, "i%lld", (long long)json_integer_value(id));
+		if ((k = malloc((size_t)hn + 32)))
+			snprintf(k, (size_t)hn + 32, "%si%lld", head, (long long)json_integer_value(id));
 	}
 	return k;
 }
 
 const char *
-bus_seen_find(const bus_seen *s, const json_t *id, size_t *len)
+bus_seen_find(const bus_seen *s, const json_t *id, const void *msg, size_t msg_len,
+	      size_t *len)
 {
-	char *k = seen_key(id);
+	char *k = seen_key(id, msg, msg_len);
 	const char *found = NULL;
 	for (int i = 0; k && i < BUS_SEEN_N && !found; i++)
 		if (s->key[i] && !strcmp(s->key[i], k)) {
@@ -226,11 +237,12 @@ bus_seen_find(const bus_seen *s, const json_t *id, size_t *len)
 }
 
 void
-bus_seen_add(bus_seen *s, const json_t *id, const char *reply, size_t len)
+bus_seen_add(bus_seen *s, const json_t *id, const void *msg, size_t msg_len,
+	     const char *reply, size_t len)
 {
 	if (len > BUS_SEEN_MAX)
 		return;
-	char *k = seen_key(id), *r = k ? malloc(len + 1) : NULL;
+	char *k = seen_key(id, msg, msg_len), *r = k ? malloc(len + 1) : NULL;
 	if (!r) {
 		free(k);
 		return;

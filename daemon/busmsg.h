@@ -49,22 +49,24 @@ char *bus_reply_build(const json_t *id, const ctl_reply *r, int no_body,
 char *bus_error_build(const json_t *id, int status, const char *code,
 		      const char *msg, size_t *len);
 
-/* The last BUS_SEEN_N ids answered and their replies. */
+/* The last BUS_SEEN_N requests answered (with an id) and their replies. */
 typedef struct bus_seen {
-	char *key[BUS_SEEN_N]; /* "s" + string id, or "i" + integer */
+	char *key[BUS_SEEN_N]; /* the request's hash and length, "s" + string id or "i" + integer */
 	char *reply[BUS_SEEN_N];
 	size_t len[BUS_SEEN_N];
 	unsigned next;
 } bus_seen;
 
-/* The reply given to id before (borrowed; NULL when not seen or no id). */
-const char *bus_seen_find(const bus_seen *s, const json_t *id, size_t *len);
-/* Remember reply (copied) as the answer to id (nothing without an id, or
+/* The reply given before to the request msg (the same bytes) with this
+ * id (borrowed; NULL when not seen or no id). */
+const char *bus_seen_find(const bus_seen *s, const json_t *id, const void *msg,
+			  size_t msg_len, size_t *len);
+/* Remember reply (copied) as the answer to msg with id (nothing without an id, or
  * for a reply over BUS_SEEN_MAX bytes: a long read, asked again, is read
  * again; changes answer in a few hundred bytes); the oldest of BUS_SEEN_N
  * goes. */
-void bus_seen_add(bus_seen *s, const json_t *id, const char *reply,
-		  size_t len);
+void bus_seen_add(bus_seen *s, const json_t *id, const void *msg, size_t msg_len,
+		  const char *reply, size_t len);
 void bus_seen_free(bus_seen *s);
 
 /* The REP socket's URL next to the PUB one: tcp://H:P -> tcp://H:(P+1),

@@ -221,37 +221,41 @@ START_TEST(seen_ids)
 	for (int i = 0; i <= BUS_SEEN_N; i++) {
 		ids[i] = json_sprintf("req-%d", i);
 		snprintf(reply, sizeof(reply), "{\"n\":%d}", i);
-		ck_assert_ptr_null(bus_seen_find(&s, ids[i], &n));
-		bus_seen_add(&s, ids[i], reply, strlen(reply));
+		ck_assert_ptr_null(bus_seen_find(&s, ids[i], "m", 1, &n));
+		bus_seen_add(&s, ids[i], "m", 1, reply, strlen(reply));
 	}
 	/* the last 64 are there with their replies; the first is gone */
-	ck_assert_ptr_null(bus_seen_find(&s, ids[0], &n));
+	ck_assert_ptr_null(bus_seen_find(&s, ids[0], "m", 1, &n));
 	for (int i = 1; i <= BUS_SEEN_N; i++) {
 		snprintf(reply, sizeof(reply), "{\"n\":%d}", i);
-		const char *r = bus_seen_find(&s, ids[i], &n);
+		const char *r = bus_seen_find(&s, ids[i], "m", 1, &n);
 		ck_assert_msg(r && !strcmp(r, reply), "req-%d: %s", i, r ? r : "(none)");
 		ck_assert_uint_eq(n, strlen(reply));
 	}
 	/* integer 7 and string "7" are different ids; no id is never seen */
 	json_t *i7 = json_integer(7), *s7 = json_string("7");
-	bus_seen_add(&s, i7, "int", 3);
-	ck_assert_ptr_null(bus_seen_find(&s, s7, &n));
-	ck_assert_str_eq(bus_seen_find(&s, i7, &n), "int");
+	bus_seen_add(&s, i7, "m", 1, "int", 3);
+	ck_assert_ptr_null(bus_seen_find(&s, s7, "m", 1, &n));
+	ck_assert_str_eq(bus_seen_find(&s, i7, "m", 1, &n), "int");
+	/* the same id on another request (a client counting from 1 again) is
+	 * not a resend: it gets its own answer */
+	ck_assert_ptr_null(bus_seen_find(&s, i7, "M", 1, &n));
+	ck_assert_ptr_null(bus_seen_find(&s, i7, "mm", 2, &n));
 	/* a reply over BUS_SEEN_MAX is not kept (and takes no slot) */
 	char *big = malloc(BUS_SEEN_MAX + 1);
 	ck_assert_ptr_nonnull(big);
 	memset(big, 'x', BUS_SEEN_MAX + 1);
 	json_t *b = json_string("big");
-	bus_seen_add(&s, b, big, BUS_SEEN_MAX + 1);
-	ck_assert_ptr_null(bus_seen_find(&s, b, &n));
-	bus_seen_add(&s, b, big, BUS_SEEN_MAX);
-	ck_assert_ptr_nonnull(bus_seen_find(&s, b, &n));
+	bus_seen_add(&s, b, "m", 1, big, BUS_SEEN_MAX + 1);
+	ck_assert_ptr_null(bus_seen_find(&s, b, "m", 1, &n));
+	bus_seen_add(&s, b, "m", 1, big, BUS_SEEN_MAX);
+	ck_assert_ptr_nonnull(bus_seen_find(&s, b, "m", 1, &n));
 	ck_assert_uint_eq(n, BUS_SEEN_MAX);
 	json_decref(b);
 	free(big);
-	bus_seen_add(&s, NULL, "none", 4);
-	ck_assert_ptr_null(bus_seen_find(&s, NULL, &n));
-	ck_assert_str_eq(bus_seen_find(&s, i7, &n), "int"); /* no slot taken */
+	bus_seen_add(&s, NULL, "m", 1, "none", 4);
+	ck_assert_ptr_null(bus_seen_find(&s, NULL, "m", 1, &n));
+	ck_assert_str_eq(bus_seen_find(&s, i7, "m", 1, &n), "int"); /* no slot taken */
 	json_decref(i7);
 	json_decref(s7);
 	for (int i = 0; i <= BUS_SEEN_N; i++)

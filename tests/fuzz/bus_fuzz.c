@@ -112,9 +112,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		/* remembered under its id, found again */
 		bus_seen s;
 		memset(&s, 0, sizeof(s));
-		bus_seen_add(&s, q.id, t, n);
+		bus_seen_add(&s, q.id, data, size, t, n);
 		size_t m = 0;
-		const char *again = bus_seen_find(&s, q.id, &m);
+		const char *again = bus_seen_find(&s, q.id, data, size, &m);
 		EXPECT(q.id ? again && m == n && !memcmp(again, t, n) : again == NULL, "seen");
 		bus_seen_free(&s);
 		json_decref(j);

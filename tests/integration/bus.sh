@@ -3,7 +3,8 @@
 # (tests/integration/bus_client.py: ctypes on libnanomsg): snapshots and a
 # change event on PUB; commands on REP answered as the HTTP API answers
 # them; a 2 MiB and a malformed message answered with errors while the
-# daemon goes on; a repeated id answered again, not applied twice; the
+# daemon goes on; a repeated request answered again, not applied twice
+# (the same id on another request applied); the
 # token; the flags' errors; a clean exit on SIGTERM.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
@@ -155,6 +156,16 @@ bus PATCH /api/v1/workers/2 '{"delay": {"dist": "const", "mean_ms": 4}}' "$TOKEN
 grep -q '"status":202' "$TMP/first" && cmp -s "$TMP/first" "$TMP/reply" &&
 	ok "REP: a repeated id gets the same reply (the same t and v: applied once)" ||
 	bad "REP: repeated id" "$(cat "$TMP/first" "$TMP/reply")"
+# the same id on another request (a client counting from 1 again) is a
+# new request: answered and applied (it once got the old reply)
+bus PATCH /api/v1/workers/2 '{"delay": {"dist": "const", "mean_ms": 6}}' "$TOKEN" dup-1
+i=0 # reads come from the run's snapshot, every 0.1 s
+while [ $i -lt 20 ] && curl_ GET /api/v1/workers/2 >/dev/null && ! grep -q '"mean_ms":6' "$TMP/body"; do
+	sleep 0.1; i=$((i + 1))
+done
+grep -q '"mean_ms":6' "$TMP/reply" && grep -q '"mean_ms":6' "$TMP/body" &&
+	ok "REP: the same id on another request is answered and applied" ||
+	bad "REP: same id, another request" "$(cat "$TMP/reply" "$TMP/body")"
 
 # ---- flags ----
 expect_exit 1 "--bus in use: exit 1" "$SL" serve --listen 127.0.0.1:0 --config "$TMP/run.json" --bus "$BUS"

@@ -1248,8 +1248,10 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 		return;
 	}
 	char err[SL_ERR_LEN];
-	/* recover takes an empty body as {} (every field is optional) */
-	json_t *j = rt == R_RECOVER && !len ? json_object() : ctl_body_parse(body, len, err);
+	/* recover and checkpoint take an empty body as {} (every field is
+	 * optional: `curl -X POST .../checkpoint` writes one) */
+	json_t *j = (rt == R_RECOVER || rt == R_CKPT) && !len ? json_object()
+							       : ctl_body_parse(body, len, err);
 	if (!j) {
 		reply_error(o, 400, "bad_json", err);
 		return;

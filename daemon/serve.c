@@ -132,7 +132,7 @@ authorized(server *s, struct MHD_Connection *c)
 		return 1;
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						    MHD_HTTP_HEADER_AUTHORIZATION);
-	if (!h || strncmp(h, "Bearer ", 7))
+	if (!h || strncasecmp(h, "Bearer ", 7)) /* the scheme is case-insensitive */
 		return 0;
 	return ctl_token_ok(s->token, h + 7);
 }

@@ -45,6 +45,9 @@ expect_http "reads need no token" 200 GET /api/v1/status
 [ "$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["run"], len(d["workers"]), d["workers"][0]["state"] != "paused", d["config"]["lr"])' "$TMP/body")" = "1 2 True 0.01" ] &&
 	ok "nothing changed" || bad "nothing changed" "$(head -c 300 "$TMP/body")"
 AUTH=s3cret expect_http "the token: 202" 202 PATCH /api/v1/run '{"lr": 0.02}'
+# the scheme is case-insensitive (RFC 7235), the token is not
+out=$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H 'Authorization: bearer s3cret' --data '{"lr": 0.02}' "$URL/api/v1/run")
+[ "$out" = 202 ] && ok "scheme 'bearer': 202" || bad "scheme 'bearer': $out"
 export AUTH=s3cret
 
 # --- paths: POST /api/v1/checkpoint -------------------------------------------------
@@ -69,6 +72,7 @@ expect_http "checkpoint: a subdirectory inside" 201 POST /api/v1/checkpoint '{"p
 [ -s "$CK/sub/g.ckpt" ] && ok "written in the subdirectory" || bad "written in the subdirectory"
 expect_http "checkpoint: no path" 201 POST /api/v1/checkpoint '{}'
 expect_grep "\"path\":\"$CK/stalelab-run1-v" "the default name is in the directory" "$LAST_OUT"
+expect_http "checkpoint: no body at all (curl -X POST)" 201 POST /api/v1/checkpoint
 
 # --- paths: {"resume": path} -------------------------------------------------------
 cp "$CK/good.ckpt" "$TMP/outside.ckpt"

@@ -149,6 +149,11 @@ START_TEST(messages)
 	ck_assert_str_eq(tui_model_log_line(&m, 0), "v 160 checkpoint /x.ckpt");
 	ck_assert_str_eq(tui_model_log_line(&m, 1), "v 150 api: lr 0.5");
 	ck_assert_ptr_null(tui_model_log_line(&m, 2));
+	ck_assert_int_eq(tui_model_message(&m, "diverged {\"run\":1,\"v\":170,\"worker\":3,"
+						"\"v_read\":168,\"what\":\"gradient\",\"loss\":1.5}"), 0);
+	ck_assert_str_eq(tui_model_log_line(&m, 0),
+			 "v 170 diverged: worker 3's gradient is not finite (read v 168); "
+			 "l recovers with an lr");
 	/* a restarted daemon: run 1 again, its version back down */
 	ck_assert_int_eq(tui_model_message(&m, snap(1, 5)), 2);
 	ck_assert_int_eq(m.ns, 0);

@@ -230,6 +230,13 @@ log_event(tui_model *m, const char *topic, json_t *o)
 	} else if (!strcmp(topic, "checkpoint")) {
 		const char *p = json_string_value(json_object_get(o, "path"));
 		tui_model_log(m, "%scheckpoint %s", at, p ? p : "?");
+	} else if (!strcmp(topic, "diverged")) {
+		const char *what = json_string_value(json_object_get(o, "what"));
+		tui_model_log(m, "%sdiverged: worker %lld's %s is not finite (read v %lld); "
+			      "l recovers with an lr",
+			      at, (long long)json_integer_value(json_object_get(o, "worker")),
+			      what ? what : "step",
+			      (long long)json_integer_value(json_object_get(o, "v_read")));
 	} else {
 		char *s = json_dumps(o, JSON_COMPACT | JSON_ENCODE_ANY);
 		tui_model_log(m, "%s %s", topic, s ? s : "");

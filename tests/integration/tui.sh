@@ -253,6 +253,19 @@ printf '%s\n' "$SCREEN" | grep -q '^-- events ---' && ok "LANG=C: ASCII rules" |
 $TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && bad "NO_COLOR: no colours" || ok "NO_COLOR: no colours"
 keys +
 wait_api 10 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/api.json")"
+
+# a run that diverges (lr 100 before its first evaluation): the events say
+# which worker, and l recovers it with the lr typed
+AUTH=tui-s3cret http POST /api/v1/run '{"model": "mlp:784-256-128-10", "dataset": "synthetic:6000",
+ "lr": 100, "momentum": 0.9, "batch": 16, "workers": 1, "clock": "virtual", "eval_every": 100}' >/dev/null
+wait_screen 20 "diverged: worker 0's [a-z]+ is not finite \(read v [0-9]+\); l recovers" &&
+	ok "a divergence in the events pane, in words" || bad "divergence in the events" "$SCREEN"
+keys l
+wait_screen 5 'diverged: recover from the last good checkpoint with lr:' && ok "l on a diverged run offers a recover" ||
+	bad "l offers a recover" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+keys 0 . 0 0 5 Enter
+wait_api 10 /api/v1/status 'd["state"] == "running" and d["config"]["lr"] == 0.005 and d["run"] == 3' &&
+	ok "the lr typed recovers it (run 3, lr 0.005)" || bad "l recovers" "$(head -c 300 "$TMP/api.json")"
 keys C-c
 wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "Ctrl-C quits as q does: exit 0" "$SCREEN" || bad "Ctrl-C quits" "$SCREEN"
 

@@ -25,7 +25,8 @@ static const char usage[] =
 	"  -h, --help     this text (COMMAND --help for a command's options)\n"
 	"  -V, --version  print the version\n"
 	"\n"
-	"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config.\n";
+	"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config,\n"
+	"3 a headless run diverged (stalelab run --help).\n";
 
 int
 main(int argc, char **argv)

@@ -253,7 +253,7 @@ runlog_run_object(const run_config *cfg, const char *device)
 void
 runlog_strip(json_t *obj)
 {
-	static const char *const keys[] = {"t", "v", "run", "blas", "resumed"};
+	static const char *const keys[] = {"t", "v", "run", "blas", "resumed", "recovered"};
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
 		json_object_del(obj, keys[i]);
 }

@@ -4,6 +4,7 @@
  * log continued (runlog_continue) and replayed. */
 #include "testutil.h"
 
+#include "config_json.h"
 #include "runlog.h"
 
 #define RUN1 "{\"model\":\"logreg\",\"device\":\"cpu\",\"workers\":2,\"stop\":{},\"t\":0,\"v\":0,\"run\":1," \
@@ -109,13 +110,26 @@ START_TEST(refused)
 	ck_assert_msg(strstr(err, "no run object"), "%s", err);
 	ck_assert_ptr_null(replay("{\"model\":\"logreg\",\"resumed\":true,\"run\":4}\n", 0, &info, err));
 	ck_assert_msg(strstr(err, "resumed from a checkpoint"), "%s", err);
+	/* a run recovered from the start (no checkpoint) replays: its run
+	 * object and the recover's lr at v 0 (it was "recovered: unknown field") */
+	json_t *c = replay("{\"model\":\"logreg\",\"recovered\":{\"run\":1,\"diverged_v\":20,"
+			   "\"from_v\":0,\"from\":\"start\"},\"t\":0,\"v\":0,\"run\":2}\n"
+			   "{\"event\":\"set\",\"set\":{\"lr\":0.01},\"origin\":\"recover\",\"t\":0,"
+			   "\"v\":0,\"run\":2}\n",
+			   0, &info, err);
+	ck_assert_msg(c != NULL, "%s", err);
+	ck_assert_int_eq(info.changes, 1);
+	run_config cfg;
+	config_defaults(&cfg);
+	ck_assert_msg(config_apply_json(c, &cfg, err) == 0, "%s", err);
+	json_decref(c);
 }
 END_TEST
 
 START_TEST(strip_log_keys)
 {
-	json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:{},s:b,s:i}", "model", "logreg", "t", 0, "v", 0,
-			      "run", 3, "blas", "resumed", 1, "batch", 8);
+	json_t *o = json_pack("{s:s,s:i,s:i,s:i,s:{},s:b,s:{},s:i}", "model", "logreg", "t", 0,
+			      "v", 0, "run", 3, "blas", "resumed", 1, "recovered", "batch", 8);
 	runlog_strip(o);
 	ck_assert_uint_eq(json_object_size(o), 2);
 	ck_assert_ptr_nonnull(json_object_get(o, "batch"));

@@ -8,10 +8,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "dataset.h"
+#include "tlv.h"
 
 int
 ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err)
@@ -38,6 +40,24 @@ ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err)
 		close(dfd);
 	}
 	return 0;
+}
+
+int
+ckpt_replaceable(const char *path, const char *field, char *err)
+{
+	char head[sizeof(TLV_MAGIC) - 1];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : sl_fail(err, SL_EINVAL, "%s: %.200s: %s", field,
+						      path, strerror(errno));
+	int ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+		 read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) &&
+		 !memcmp(head, TLV_MAGIC, sizeof(head));
+	close(fd);
+	return ok ? 0 : sl_fail(err, SL_EINVAL, "%s: %.200s exists and is not a checkpoint "
+				"(a request replaces checkpoints only): name another file",
+				field, path);
 }
 
 int

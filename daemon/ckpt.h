@@ -12,6 +12,12 @@
 /* Write buf to path: temporary file, fsync, rename, fsync the folder. */
 int ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err);
 
+/* 0 when path may be replaced by a checkpoint: no such file, or one that
+ * is a checkpoint already; else -SL_EINVAL naming field (a request never
+ * overwrites another file, such as the daemon's log, in the checkpoint
+ * directory). */
+int ckpt_replaceable(const char *path, const char *field, char *err);
+
 /* Checkpoint r into *buf (malloc'd; caller frees); *v: the version the
  * checkpoint holds, the one a resume starts at. */
 int ckpt_take(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err);

@@ -274,12 +274,21 @@ ckpt_path(const ctl *c, const char *field, const char *name, char *out,
 	return rc < 0 ? rc : ckpt_inside(c, field, out, err);
 }
 
+/* the same for a file to write: nothing there, or a checkpoint */
+static int
+ckpt_target(const ctl *c, const char *field, const char *name, char *out,
+	    size_t cap, char *err)
+{
+	int rc = ckpt_path(c, field, name, out, cap, err);
+	return rc < 0 ? rc : ckpt_replaceable(out, field, err);
+}
+
 static void
 on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len)
 {
 	ctl *c = ud;
 	char err[SL_ERR_LEN] = "out of memory", path[4096];
-	if (ckpt_path(c, "checkpoint", cmd->path, path, sizeof(path), err) == 0 && buf &&
+	if (ckpt_target(c, "checkpoint", cmd->path, path, sizeof(path), err) == 0 && buf &&
 	    ckpt_write_buf(path, buf, len, err) == 0) {
 		json_t *ev = json_pack("{s:s,s:s,s:I,s:i}", "event", "checkpoint", "path",
 				       path, "bytes", (json_int_t)len, "run", c->run_id);
@@ -963,7 +972,7 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 		reply_error(o, 400, "bad_field", err);
 	} else if (cmd.fields & CMD_CHECKPOINT) {
 		char path[4096];
-		if (ckpt_path(c, "checkpoint", cmd.path, path, sizeof(path), err) < 0)
+		if (ckpt_target(c, "checkpoint", cmd.path, path, sizeof(path), err) < 0)
 			reply_error(o, 400, "bad_field", err);
 	}
 	if (o->status) {
@@ -1186,7 +1195,7 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 	if (!snap)
 		return;
 	run_snapshot_put(snap);
-	int rc = p ? ckpt_path(c, "path", p, path, sizeof(path), err) : 0;
+	int rc = p ? ckpt_target(c, "path", p, path, sizeof(path), err) : 0;
 	/* the version named (reply, default file name) is the one saved */
 	uint8_t *buf = NULL;
 	size_t bytes = 0;
@@ -1194,11 +1203,14 @@ post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
 	if (rc == 0)
 		rc = ckpt_take(c->r, &buf, &bytes, &v, err);
 	if (rc == 0) {
-		if (!p)
+		if (!p) {
 			snprintf(path, sizeof(path), "%s/stalelab-run%d-v%llu.ckpt",
 				 ckpt_dir(c), c->run_id,
 				 (unsigned long long)v);
-		rc = ckpt_write_buf(path, buf, bytes, err);
+			rc = ckpt_replaceable(path, "path", err);
+		}
+		if (rc == 0)
+			rc = ckpt_write_buf(path, buf, bytes, err);
 	}
 	free(buf);
 	pthread_mutex_unlock(&c->mu);

@@ -73,6 +73,15 @@ expect_http "checkpoint: a subdirectory inside" 201 POST /api/v1/checkpoint '{"p
 expect_http "checkpoint: no path" 201 POST /api/v1/checkpoint '{}'
 expect_grep "\"path\":\"$CK/stalelab-run1-v" "the default name is in the directory" "$LAST_OUT"
 expect_http "checkpoint: no body at all (curl -X POST)" 201 POST /api/v1/checkpoint
+# a request replaces checkpoints only, never another file there (the
+# daemon's log, a note): it once overwrote them
+echo precious >"$CK/notes.txt"
+expect_http "checkpoint onto a file that is no checkpoint: refused" 400 POST /api/v1/checkpoint '{"path": "notes.txt"}'
+expect_grep 'path: .*notes.txt exists and is not a checkpoint' "the 400 says so" "$LAST_OUT"
+expect_http "PATCH checkpoint onto it: refused" 400 PATCH /api/v1/run '{"checkpoint": "notes.txt"}'
+expect_http "checkpoint onto a directory: refused" 400 POST /api/v1/checkpoint '{"path": "sub"}'
+[ "$(cat "$CK/notes.txt")" = precious ] && ok "the file is left as it was" || bad "notes.txt overwritten"
+expect_http "checkpoint onto a checkpoint: replaced" 201 POST /api/v1/checkpoint '{"path": "good.ckpt"}'
 
 # --- paths: {"resume": path} -------------------------------------------------------
 cp "$CK/good.ckpt" "$TMP/outside.ckpt"

@@ -260,6 +260,13 @@ form_params(app *a)
 	return o;
 }
 
+static int
+run_diverged(app *a)
+{
+	const char *st = json_string_value(json_object_get(a->m.snap, "state"));
+	return st && !strcmp(st, "diverged");
+}
+
 static void
 lr_typed(app *a, const char *text)
 {
@@ -269,11 +276,24 @@ lr_typed(app *a, const char *text)
 		app_say(a, 1, "lr: not a number: '%s'", text);
 		return;
 	}
+	/* a diverged run takes no change: it recovers with the new lr */
+	if (run_diverged(a)) {
+		snprintf(what, sizeof(what), "recover with lr %g", lr);
+		app_request(a, REQ_CMD, what, "POST", "/api/v1/run/recover",
+			    json_pack("{s:f}", "lr", lr));
+		return;
+	}
 	snprintf(what, sizeof(what), "lr %g", lr);
 	app_request(a, REQ_CMD, what, "PATCH", "/api/v1/run", json_pack("{s:f}", "lr", lr));
 }
 
-static void act_lr(app *a) { prompt(a, "lr: ", lr_typed); }
+static void
+act_lr(app *a)
+{
+	prompt(a, run_diverged(a) ? "diverged: recover from the last good checkpoint with lr: "
+				  : "lr: ",
+	       lr_typed);
+}
 
 static void
 act_pause(app *a)
@@ -304,7 +324,7 @@ const app_key app_keys[] = {
 	{{'x'}, "x", NULL, "remove the last worker", act_remove},
 	{{'r'}, "r", "r rule", "switch to the next rule", act_rule},
 	{{'R'}, "R", NULL, "the current rule's parameters (a form)", act_form},
-	{{'l'}, "l", "l lr", "type the learning rate", act_lr},
+	{{'l'}, "l", "l lr", "type the learning rate (a diverged run: recover with it)", act_lr},
 	{{'p'}, "p", "p pause", "pause or resume the run", act_pause},
 	{{'c'}, "c", "c ckpt", "write a checkpoint (the daemon's --checkpoint-dir)", act_ckpt},
 	{{'?', KEY_F(1), 'h'}, "? F1 h", "? help", "this help", act_help},
@@ -364,6 +384,8 @@ form_key(app *a, int ch)
 	}
 	if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
 		json_t *rp = f->n ? form_params(a) : NULL;
+		if (f->n && !rp)
+			return; /* a value not of its type: said, the form stays to fix it */
 		char what[64];
 		snprintf(what, sizeof(what), "%s parameters", f->rule);
 		form_close(a);

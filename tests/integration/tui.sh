@@ -167,7 +167,8 @@ wait_screen 5 "rule $rule: parameters" && ok "R opens the parameter form of $rul
 expect_grep '│ n +2 +softsync: a round is' "the form: n, its value, its description" "$SCREEN"
 keys BSpace 2 . 5 Enter
 wait_screen 5 "n: expected an integer, got '2.5'" && ok "a form value not of its type is refused, named" || bad "form type check" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
-keys R BSpace BSpace BSpace 4 Enter
+expect_grep "rule $rule: parameters" "the form stays open to fix the value" "$SCREEN"
+keys BSpace BSpace BSpace 4 Enter
 wait_api 10 /api/v1/run 'd["config"]["rule_params"]["n"] == 4' && ok "the form sets n = 4" || bad "the form sets n" "$(head -c 400 "$TMP/api.json")"
 wait_screen 5 'api: params n=4' && ok "the change names the parameter the rule reads" || bad "params n=4 in the events" "$SCREEN"
 

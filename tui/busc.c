@@ -42,6 +42,18 @@ too_long:
 	return -1;
 }
 
+/* nanomsg connects IPv4 only by default (tcp://[::1]:P is EINVAL): let a
+ * socket for an IPv6 address use it. Only then: with the option off, a
+ * connection to an IPv4 address that is refused (a daemon gone) trips an
+ * assertion in nanomsg 1.1.5 and aborts. */
+static void
+ipv6_on(int s, const char *url)
+{
+	int v4only = 0;
+	if (!strncmp(url, "tcp://[", 7))
+		nn_setsockopt(s, NN_SOL_SOCKET, NN_IPV4ONLY, &v4only, sizeof(v4only));
+}
+
 /* a REQ socket that never re-sends by itself (busc_cancel is our re-send
  * policy) and takes large replies */
 static int
@@ -51,6 +63,7 @@ req_open(busc *b)
 	if (s < 0)
 		return -1;
 	int ivl = 3600 * 1000, max = -1;
+	ipv6_on(s, b->rep_url);
 	nn_setsockopt(s, NN_REQ, NN_REQ_RESEND_IVL, &ivl, sizeof(ivl));
 	nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
 	if (nn_connect(s, b->rep_url) < 0) {
@@ -76,6 +89,7 @@ busc_open(const char *url, char *err, size_t errcap)
 	int max = -1, ivl = 200, ivl_max = 1000;
 	if (b->sub < 0)
 		goto nn_fail;
+	ipv6_on(b->sub, url);
 	nn_setsockopt(b->sub, NN_SUB, NN_SUB_SUBSCRIBE, "", 0);
 	nn_setsockopt(b->sub, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
 	nn_setsockopt(b->sub, NN_SOL_SOCKET, NN_RECONNECT_IVL, &ivl, sizeof(ivl));

@@ -261,6 +261,8 @@ AUTH=tui-s3cret http POST /api/v1/run '{"model": "mlp:784-256-128-10", "dataset"
  "lr": 100, "momentum": 0.9, "batch": 16, "workers": 1, "clock": "virtual", "eval_every": 100}' >/dev/null
 wait_screen 20 "diverged: worker 0's [a-z]+ is not finite \(read v [0-9]+\); l recovers" &&
 	ok "a divergence in the events pane, in words" || bad "divergence in the events" "$SCREEN"
+# the event may come before the next snapshot says so (4 a second)
+wait_screen 5 '^ stalelab +run 2 +diverged ' || bad "the header says diverged" "$SCREEN"
 keys l
 wait_screen 5 'diverged: recover from the last good checkpoint with lr:' && ok "l on a diverged run offers a recover" ||
 	bad "l offers a recover" "$(printf '%s\n' "$SCREEN" | tail -n 1)"

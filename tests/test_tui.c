@@ -213,6 +213,32 @@ START_TEST(sibling_urls)
 }
 END_TEST
 
+/* --rep: the daemon's REP URL when it was not the sibling (serve
+ * --bus-rep); both URLs checked, each error naming its flag */
+START_TEST(rep_urls)
+{
+	char out[128], err[160];
+	ck_assert_int_eq(busc_rep_url("tcp://127.0.0.1:8471", "tcp://127.0.0.1:9999", out,
+				      sizeof(out), err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "tcp://127.0.0.1:9999");
+	ck_assert_int_eq(busc_rep_url("tcp://127.0.0.1:65535", "ipc:///tmp/x", out, sizeof(out),
+				      err, sizeof(err)), 0);
+	ck_assert_str_eq(out, "ipc:///tmp/x");
+	ck_assert_int_eq(busc_rep_url("tcp://127.0.0.1:8471", NULL, out, sizeof(out), err,
+				      sizeof(err)), 0);
+	ck_assert_str_eq(out, "tcp://127.0.0.1:8472");
+	ck_assert_int_eq(busc_rep_url("tcp://127.0.0.1:8471", "tcp://127.0.0.1:0", out,
+				      sizeof(out), err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "--rep: expected tcp://HOST:PORT with a port") != NULL, "%s", err);
+	ck_assert_int_eq(busc_rep_url("tcp://127.0.0.1:8471", "http://x", out, sizeof(out), err,
+				      sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "--rep: expected tcp://HOST:PORT or ipc://PATH") != NULL, "%s", err);
+	ck_assert_int_eq(busc_rep_url("udp://x", "tcp://127.0.0.1:1", out, sizeof(out), err,
+				      sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "--connect") != NULL, "%s", err);
+}
+END_TEST
+
 START_TEST(connects_to_ipv6)
 {
 	/* nanomsg connects in the background: opening needs no daemon, but
@@ -222,7 +248,7 @@ START_TEST(connects_to_ipv6)
 	char err[160] = "";
 	const char *urls[] = {"tcp://[::1]:9", "tcp://127.0.0.1:9"};
 	for (int i = 0; i < 2; i++) {
-		busc *b = busc_open(urls[i], err, sizeof(err));
+		busc *b = busc_open(urls[i], NULL, err, sizeof(err));
 		ck_assert_msg(b != NULL, "%s: %s", urls[i], err);
 		usleep(300 * 1000);
 		busc_close(b);
@@ -244,6 +270,7 @@ tui_suite(void)
 	tcase_add_test(tc, messages);
 	tcase_add_test(tc, log_ring);
 	tcase_add_test(tc, sibling_urls);
+	tcase_add_test(tc, rep_urls);
 	tcase_add_test(tc, connects_to_ipv6);
 	suite_add_tcase(s, tc);
 	return s;

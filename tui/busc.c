@@ -15,31 +15,59 @@ struct busc {
 	char rep_url[512];
 };
 
-int
-busc_sibling(const char *url, char *out, size_t cap, char *err, size_t errcap)
+/* url is tcp://HOST:PORT (PORT in [1, maxport]) or ipc://PATH: 0 with
+ * *port set (0 for ipc), or -1 with err naming flag */
+static int
+url_check(const char *flag, const char *url, long maxport, long *port, char *err, size_t errcap)
 {
-	if (!strncmp(url, "ipc://", 6) && url[6]) {
-		if ((size_t)snprintf(out, cap, "%s.rep", url) >= cap)
-			goto too_long;
+	*port = 0;
+	if (!strncmp(url, "ipc://", 6) && url[6])
 		return 0;
-	}
 	if (strncmp(url, "tcp://", 6)) {
-		snprintf(err, errcap, "--connect: expected tcp://HOST:PORT or ipc://PATH, got '%s'", url);
+		snprintf(err, errcap, "%s: expected tcp://HOST:PORT or ipc://PATH, got '%s'", flag, url);
 		return -1;
 	}
 	const char *colon = strrchr(url + 6, ':');
 	char *end;
-	long port = colon ? strtol(colon + 1, &end, 10) : 0;
-	if (!colon || colon == url + 6 || !colon[1] || *end || port < 1 || port > 65534) {
-		snprintf(err, errcap, "--connect: expected tcp://HOST:PORT with a port in [1, 65534], got '%s'", url);
+	*port = colon ? strtol(colon + 1, &end, 10) : 0;
+	if (!colon || colon == url + 6 || !colon[1] || *end || *port < 1 || *port > maxport) {
+		snprintf(err, errcap, "%s: expected tcp://HOST:PORT with a port in [1, %ld], got '%s'",
+			 flag, maxport, url);
 		return -1;
 	}
-	if ((size_t)snprintf(out, cap, "%.*s:%ld", (int)(colon - url), url, port + 1) >= cap)
-		goto too_long;
 	return 0;
-too_long:
-	snprintf(err, errcap, "--connect: URL too long");
-	return -1;
+}
+
+int
+busc_sibling(const char *url, char *out, size_t cap, char *err, size_t errcap)
+{
+	long port;
+	if (url_check("--connect", url, 65534, &port, err, errcap) < 0)
+		return -1;
+	int n = port ? snprintf(out, cap, "%.*s:%ld", (int)(strrchr(url, ':') - url), url, port + 1)
+		     : snprintf(out, cap, "%s.rep", url);
+	if (n < 0 || (size_t)n >= cap) {
+		snprintf(err, errcap, "--connect: URL too long");
+		return -1;
+	}
+	return 0;
+}
+
+int
+busc_rep_url(const char *url, const char *rep, char *out, size_t cap, char *err, size_t errcap)
+{
+	long port;
+	if (!rep)
+		return busc_sibling(url, out, cap, err, errcap);
+	if (url_check("--connect", url, 65535, &port, err, errcap) < 0 ||
+	    url_check("--rep", rep, 65535, &port, err, errcap) < 0)
+		return -1;
+	if (strlen(rep) >= cap) {
+		snprintf(err, errcap, "--rep: URL too long");
+		return -1;
+	}
+	memcpy(out, rep, strlen(rep) + 1);
+	return 0;
 }
 
 /* nanomsg connects IPv4 only by default (tcp://[::1]:P is EINVAL): let a
@@ -75,7 +103,7 @@ req_open(busc *b)
 }
 
 busc *
-busc_open(const char *url, char *err, size_t errcap)
+busc_open(const char *url, const char *rep, char *err, size_t errcap)
 {
 	busc *b = calloc(1, sizeof(*b));
 	if (!b) {
@@ -83,7 +111,7 @@ busc_open(const char *url, char *err, size_t errcap)
 		return NULL;
 	}
 	b->sub = b->req = -1;
-	if (busc_sibling(url, b->rep_url, sizeof(b->rep_url), err, errcap) < 0)
+	if (busc_rep_url(url, rep, b->rep_url, sizeof(b->rep_url), err, errcap) < 0)
 		goto fail;
 	b->sub = nn_socket(AF_SP, NN_SUB);
 	int max = -1, ivl = 200, ivl_max = 1000;

@@ -13,8 +13,14 @@ typedef struct busc busc;
  * ipc://PATH.rep. 0, or -1 with err saying what is wrong with url. */
 int busc_sibling(const char *url, char *out, size_t cap, char *err, size_t errcap);
 
-/* Connect to url (and its sibling). NULL with err on a bad URL. */
-busc *busc_open(const char *url, char *err, size_t errcap);
+/* The REP URL for a PUB URL: rep when given (a daemon started with
+ * --bus-rep), else url's sibling; both checked. 0, or -1 with err. */
+int busc_rep_url(const char *url, const char *rep, char *out, size_t cap, char *err,
+		 size_t errcap);
+
+/* Connect to url and to rep (NULL: url's sibling). NULL with err on a bad
+ * URL. */
+busc *busc_open(const char *url, const char *rep, char *err, size_t errcap);
 void busc_close(busc *b);
 
 /* The next published message (topic, a space, JSON) into *msg (NUL

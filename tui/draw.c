@@ -430,7 +430,7 @@ draw_help(app *a)
 		h = LINES;
 	int y = (LINES - h) / 2, x = (COLS - w) / 2;
 	box_at(a, y, x, h, w);
-	put(y, x + 2, A_BOLD, " keys (any key closes) ");
+	put(y, x + 2, A_BOLD, " keys (q quits, any other key closes) ");
 	for (int i = 0; i < app_nkeys && 1 + i < h - 2; i++) {
 		putf(y + 1 + i, x + 2, A_BOLD, "%-8s", app_keys[i].names);
 		char line[160];

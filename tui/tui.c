@@ -31,6 +31,8 @@ static const char usage[] =
 	"Options:\n"
 	"  --connect URL      the daemon's bus (PUB) URL; commands go to its\n"
 	"                     sibling, port + 1 (default " DEFAULT_URL ")\n"
+	"  --rep URL          commands go to URL instead (a daemon started with\n"
+	"                     `serve --bus-rep URL`)\n"
 	"  --token-file FILE  the daemon's token (first line of FILE); else the\n"
 	"                     environment variable STALELAB_TOKEN\n"
 	"  --no-color         no colours (so does a non-empty NO_COLOR)\n"
@@ -306,6 +308,7 @@ cmd_tui(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"connect", required_argument, NULL, 'c'},
+		{"rep", required_argument, NULL, 'r'},
 		{"token-file", required_argument, NULL, 't'},
 		{"no-color", no_argument, NULL, 'C'},
 		{"no-mouse", no_argument, NULL, 'M'},
@@ -317,13 +320,14 @@ cmd_tui(int argc, char **argv)
 	memset(&a, 0, sizeof(a));
 	a.url = DEFAULT_URL;
 	a.color = a.mouse = 1;
-	const char *token_file = NULL;
+	const char *token_file = NULL, *rep = NULL;
 	int opt;
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c': a.url = optarg; break;
+		case 'r': rep = optarg; break;
 		case 't': token_file = optarg; break;
 		case 'C': a.color = 0; break;
 		case 'M': a.mouse = 0; break;
@@ -342,7 +346,7 @@ cmd_tui(int argc, char **argv)
 		return bad_usage("unexpected argument", argv[optind]);
 	char err[256];
 	char sib[512];
-	if (busc_sibling(a.url, sib, sizeof(sib), err, sizeof(err)) < 0) {
+	if (busc_rep_url(a.url, rep, sib, sizeof(sib), err, sizeof(err)) < 0) {
 		fprintf(stderr, "stalelab tui: %s\nTry 'stalelab tui --help'.\n", err);
 		return 2;
 	}
@@ -361,7 +365,7 @@ cmd_tui(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	if (strcmp(nl_langinfo(CODESET), "UTF-8"))
 		a.ascii = 1;
-	a.bus = busc_open(a.url, err, sizeof(err));
+	a.bus = busc_open(a.url, rep, err, sizeof(err));
 	if (!a.bus) {
 		fprintf(stderr, "stalelab tui: %s\n", err);
 		return 1;

@@ -142,7 +142,7 @@ wait_screen 5 "delay: not a number: 'abc'" && ok "a typed delay that is not a nu
 
 # the help screen comes from the key table
 keys '?'
-wait_screen 5 'keys \(any key closes\)' && ok "? opens the help" || bad "? opens the help" "$SCREEN"
+wait_screen 5 'keys \(q quits, any other key closes\)' && ok "? opens the help" || bad "? opens the help" "$SCREEN"
 for k in 'Up k' '\+ ' 'd ' 'a ' 'x ' 'r ' 'R ' 'l ' 'p ' 'c ' 'q F10'; do
 	printf '%s\n' "$SCREEN" | grep -Eq "│ $k" || { bad "help lists '$k'" "$SCREEN"; break; }
 done
@@ -157,7 +157,7 @@ missing = [f"{k}: {h}" for k, h in rows if not re.search(r"\| `" + re.escape(k) 
 print("\n".join(missing)); sys.exit(1 if missing or len(rows) < 10 else 0)' "$(dirname "$0")/../../docs/tui.md" >"$TMP/keys.txt" &&
 	ok "docs/tui.md's keys table matches the help" || bad "docs/tui.md's keys table matches the help" "$(cat "$TMP/keys.txt")"
 keys Escape
-no_help() { ! printf '%s\n' "$SCREEN" | grep -q 'any key closes'; }
+no_help() { ! printf '%s\n' "$SCREEN" | grep -q 'any other key closes'; }
 wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
 
 # R: the rule's parameters from the schema
@@ -202,7 +202,9 @@ wait_screen 5 '^ stalelab' && printf '%s\n' "$SCREEN" | sed -n 8p | grep -q '[a-
 $TM resize-window -t tui -x 80 -y 24
 
 # colours unless NO_COLOR (checked below): some foreground colour now
-$TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && ok "colours drawn" || bad "colours drawn"
+# (the redraw at 80x24 may come a moment after the resize)
+coloured() { $TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m"; }
+wait_for 10 coloured && ok "colours drawn" || bad "colours drawn"
 
 # c: a checkpoint, where the daemon says it wrote it
 keys c
@@ -217,7 +219,7 @@ keys c
 wait_screen 10 'checkpoint: no answer from the daemon in 3 s' && ok "a command without an answer says so after 3 s" ||
 	bad "no answer shown" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
 keys '?'
-wait_screen 3 'keys \(any key closes\)' && ok "keys still work while the daemon is stopped" || bad "keys work" "$SCREEN"
+wait_screen 3 'keys \(q quits, any other key closes\)' && ok "keys still work while the daemon is stopped" || bad "keys work" "$SCREEN"
 keys Escape
 # killed: the same bus again gives live data
 kill -CONT "$PID"; kill "$PID"; wait "$PID" 2>/dev/null
@@ -281,7 +283,24 @@ wait_screen 10 'TUI_EXIT=[0-9]' && [ "$($TM display -p -t tui '#{alternate_on}')
 	[ "$($TM display -p -t tui '#{cursor_flag}')" = 1 ] &&
 	ok "SIGTERM: the terminal is left as it was found" || bad "SIGTERM restores the terminal" "$SCREEN"
 
+# a daemon whose command socket is not the sibling (serve --bus-rep):
+# --rep tells the TUI where it is
+kill "$PID"; wait "$PID" 2>/dev/null
+SERVE_ARGS="--bus-rep ipc://$TMP/rep.ipc"
+serve || bad "daemon restarts with --bus-rep" "$(cat "$TMP/serve.err")"
+keys clear Enter "$SL tui --connect $BUS --rep ipc://$TMP/rep.ipc; echo TUI_EXIT=\$?" Enter
+wait_screen 20 '^   2 [a-z]+ +const' || bad "drawn with --rep" "$SCREEN"
+printf '%s\n' "$SCREEN" | grep -q "(commands to ipc://$TMP/rep" && ok "--rep: the events say where commands go" ||
+	bad "--rep named in the events" "$SCREEN"
+keys p
+wait_api 10 /api/v1/status 'd["state"] == "paused"' && ok "--rep: p pauses the run through the REP socket given" ||
+	bad "--rep: p pauses" "$(head -c 300 "$TMP/api.json")"
+keys q
+wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "--rep: q exits 0" "$SCREEN" || bad "--rep: q exits" "$SCREEN"
+
 # flags
+expect_exit 2 "bad --rep: exit 2" "$SL" tui --rep tcp://127.0.0.1:0
+expect_grep "--rep: expected tcp://HOST:PORT with a port in \[1, 65535\], got 'tcp://127.0.0.1:0'" "bad --rep named" "$LAST_OUT"
 expect_exit 2 "unknown flag: exit 2" "$SL" tui --bogus
 expect_grep "unknown option '--bogus'" "unknown flag named" "$LAST_OUT"
 expect_exit 2 "bad --connect: exit 2" "$SL" tui --connect http://x

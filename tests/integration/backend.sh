@@ -59,11 +59,8 @@ printf '{"model": "mlp:784-32-10", "dataset": "synthetic:500", "workers": 1}' >"
 serve_device() { # SERVE-FLAGS... -> prints "DEVICE CONFIG.DEVICE" from /status
 	"$SL" serve --listen 127.0.0.1:0 --quiet --config "$TMP/small.json" "$@" 2>"$TMP/serve.err" &
 	pid=$!
-	i=0; port=
-	while [ $i -lt 100 ] && [ -z "$port" ]; do
-		sleep 0.1; i=$((i + 1))
-		port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
-	done
+	wait_until 60 grep -q 'listening on http://127.0.0.1:' "$TMP/serve.err"
+	port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
 	curl -s "http://127.0.0.1:$port/api/v1/status" | python3 -c \
 		'import json,sys; d=json.load(sys.stdin); print(d["device"], d["config"]["device"])'
 	kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null

@@ -1,13 +1,22 @@
 #!/usr/bin/env python3
 """bus_client.py - a nanomsg client of the daemon's bus for tests/integration/bus.sh,
 through ctypes on libnanomsg.so.5 (no pip). Usage:
-  bus_client.py sub URL PREFIX COUNT SECONDS   print COUNT messages starting with
-                                               PREFIX (one a line), exit 1 on timeout
+  bus_client.py sub URL PREFIX COUNT SECONDS [READY]
+                                               print COUNT messages starting with
+                                               PREFIX (one a line), exit 1 on timeout;
+                                               with READY, create that file once the
+                                               first message of any topic came (the
+                                               subscription is live: a test may then
+                                               cause the message it waits for); with
+                                               BUS_CLIENT_STAMP=1 in the environment
+                                               each line starts with the time it came
+                                               (seconds, monotonic) and a space
   bus_client.py req URL SECONDS < REQUEST      send stdin's bytes on a REQ socket to
                                                URL's REP sibling, print the reply
   bus_client.py reqat URL SECONDS < REQUEST    the same, to URL itself
 """
 import ctypes
+import os
 import sys
 import time
 
@@ -49,14 +58,17 @@ def timeout(s, seconds):
     nn.nn_setsockopt(s, NN_SOL_SOCKET, NN_RCVTIMEO, ctypes.byref(ms), 4)
 
 
-def sub(url, prefix, count, seconds):
+def sub(url, prefix, count, seconds, ready=None):
     s = nn.nn_socket(AF_SP, NN_SUB)
     p = prefix.encode()
+    if ready:
+        p = b""  # every topic, filtered below, so the first message shows the link is up
     nn.nn_setsockopt(s, NN_SUB, NN_SUB_SUBSCRIBE, p, len(p))
     if nn.nn_connect(s, url.encode()) < 0:
         die("connect " + url)
     end = time.time() + seconds
     got = 0
+    stamp = os.environ.get("BUS_CLIENT_STAMP") == "1"
     while got < count:
         left = end - time.time()
         if left <= 0:
@@ -65,6 +77,12 @@ def sub(url, prefix, count, seconds):
         m = recv(s)
         if m is None:
             continue
+        if ready:
+            open(ready, "a").close()
+            if not m.startswith(prefix.encode()):
+                continue
+        if stamp:
+            sys.stdout.write("%.6f " % time.monotonic())
         sys.stdout.write(m.decode() + "\n")
         sys.stdout.flush()
         got += 1
@@ -86,8 +104,8 @@ def req(url, seconds):
 
 if __name__ == "__main__":
     a = sys.argv[1:]
-    if len(a) == 5 and a[0] == "sub":
-        sub(a[1], a[2], int(a[3]), float(a[4]))
+    if len(a) in (5, 6) and a[0] == "sub":
+        sub(a[1], a[2], int(a[3]), float(a[4]), a[5] if len(a) == 6 else None)
     elif len(a) == 3 and a[0] in ("req", "reqat"):
         req(sibling(a[1]) if a[0] == "req" else a[1], float(a[2]))
     else:

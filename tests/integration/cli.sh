@@ -60,7 +60,12 @@ cat >"$TMP/demo.json" <<'JSON'
             {"seconds": 1, "caption": "lr up", "set": {"lr": 0.1}, "workers": [{"id": 1, "set": {"spb_depth": 1}}]}]}
 JSON
 start --demo "$TMP/demo.json" --log "$TMP/demo.jsonl"
-sleep 2.6
+# until the second scene's changes are logged (60 s at most)
+second_scene() {
+	grep '"event":"set"' "$TMP/demo.jsonl" | grep -q '"lr":0.1' &&
+		grep '"event":"set"' "$TMP/demo.jsonl" | grep -q '"worker":1'
+}
+wait_until 60 second_scene
 kill -TERM $PID; wait $PID
 expect_grep '"caption"' "demo log has captions" "$(cat "$TMP/demo.jsonl")"
 expect_exit 0 "replay a demo's log, its first loop" "$SL" run --replay "$TMP/demo.jsonl" --run 1 --log "$TMP/rd.jsonl" --quiet

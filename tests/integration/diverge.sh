@@ -55,24 +55,15 @@ start --config "$TMP/serve.json" --log "$TMP/serve.jsonl"
 http() {
 	curl -s -o "$TMP/body" -w '%{http_code}' -X "$1" ${3:+-H 'Content-Type: application/json' --data "$3"} "$URL$2"
 }
-# wait_state STATE: poll /api/v1/status (up to 30 s)
-wait_state() {
-	i=0
-	while [ $i -lt 150 ]; do
-		[ "$(http GET /api/v1/status)" = 200 ] && [ "$(json "$TMP/body" 'd["state"]')" = "$1" ] && return 0
-		sleep 0.2; i=$((i + 1))
-	done
-	return 1
-}
+# wait_state STATE: poll /api/v1/status (up to 60 s)
+wait_state() { wait_api 60 /api/v1/status 'd["state"] == "'"$1"'"'; }
 
 # a few evaluations first (each a good checkpoint), then an lr that diverges
-i=0
-while [ $i -lt 100 ] && [ "$(http GET /api/v1/status; json "$TMP/body" ' 1 if d["version"] >= 30 else 0')" != "2001" ]; do
-	sleep 0.1; i=$((i + 1))
-done
-timeout 15 curl -s -N "$URL/api/v1/events?hz=2" >"$TMP/sse.txt" 2>/dev/null &
+wait_api 60 /api/v1/status 'd["version"] >= 30' || bad "v 30 within 60 s" "$(cat "$TMP/body")"
+# the event stream, live (its first snapshot came) before the change
+timeout 120 curl -s -N "$URL/api/v1/events?hz=2" >"$TMP/sse.txt" 2>/dev/null &
 SSE=$!
-sleep 0.5
+wait_until 30 grep -q '^event: snapshot' "$TMP/sse.txt"
 code=$(http PATCH /api/v1/run '{"lr": 100, "momentum": 0.9}')
 [ "$code" = 202 ] && ok "PATCH lr 100, momentum 0.9" || bad "PATCH lr (HTTP $code)" "$(cat "$TMP/body")"
 wait_state diverged && ok "state: diverged" || bad "state: diverged" "$(cat "$TMP/body")"
@@ -80,8 +71,8 @@ wait_state diverged && ok "state: diverged" || bad "state: diverged" "$(cat "$TM
 	ok "status: the divergence, and what recover would do" || bad "status body" "$(cat "$TMP/body")"
 div_v=$(json "$TMP/body" 'd["diverged"]["v"]')
 from_v=$(json "$TMP/body" 'd["recover"]["from_v"]')
-sleep 1.5
-kill $SSE 2>/dev/null
+wait_until 30 grep -q '^event: diverged' "$TMP/sse.txt"
+kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
 grep -q '^event: diverged' "$TMP/sse.txt" && ok "SSE: the diverged event" || bad "SSE: no diverged event" "$(grep '^event' "$TMP/sse.txt" | sort | uniq -c)"
 [ "$(json "$TMP/serve.jsonl" 'len([l for l in lines if l.get("event") == "diverged" and l["run"] == 1 and l["v"] == '"$div_v"'])')" = 1 ] &&
 	ok "log: the diverged record" || bad "log: diverged record" "$(grep diverged "$TMP/serve.jsonl")"
@@ -99,10 +90,7 @@ code=$(http POST /api/v1/run/recover '{"lr": 0.005}')
 [ "$(json "$TMP/body" '(d["run"], d["state"], d["version"] >= '"$from_v"', d["recovered"]["run"], d["recovered"]["from"], d["recovered"]["from_v"] == '"$from_v"', d["recovered"]["diverged_v"] == '"$div_v"', d["recovered"]["lr"], d["recovered"]["applied"])')" = "(2, 'running', True, 1, 'checkpoint', True, True, 0.005, True)" ] &&
 	ok "recover: run 2 from the last good checkpoint with lr 0.005" || bad "recover body" "$(cat "$TMP/body")"
 # training goes on, with finite losses
-i=0
-while [ $i -lt 100 ] && [ "$(http GET /api/v1/status; json "$TMP/body" ' 1 if d["version"] >= '"$div_v"' + 50 else 0')" != "2001" ]; do
-	sleep 0.1; i=$((i + 1))
-done
+wait_api 60 /api/v1/status 'd["version"] >= '"$div_v"' + 50'
 [ "$(json "$TMP/body" '(d["state"], d["run"], d["config"]["lr"], d["train_loss"] is not None and d["train_loss"] < 5)')" = "('running', 2, 0.005, True)" ] &&
 	ok "run 2 trains past the divergence, finite loss" || bad "run 2 trains" "$(cat "$TMP/body")"
 code=$(http GET "/api/v1/metrics?since=$from_v")

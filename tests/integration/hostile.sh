@@ -68,7 +68,7 @@ def rss_mib():
             return int(line.split()[1]) / 1024
     return 0
 
-def first_bytes(s, within=3):
+def first_bytes(s, within=10):
     """the start of the answer, or b"" """
     s.settimeout(within)
     try:
@@ -122,14 +122,15 @@ def daemon_side(client_port):
 def never_reads(out):
     """an event stream at 50 Hz that is never read: closed once the socket
     buffers are full (about 2 MB on loopback, some 15 s) and the idle
-    timeout has passed; watched from the daemon's side, checked at the end
-    of the test"""
+    timeout has passed; watched from the daemon's side (for 150 s at most:
+    a loaded machine fills the buffers more slowly), checked at the end of
+    the test"""
     s = socket.socket()
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     s.connect(ADDR)
     s.send(b"GET /api/v1/events?hz=50 HTTP/1.1\r\nHost: x\r\n\r\n")
     me = s.getsockname()[1]
-    while time.time() < out["t0"] + 60 and daemon_side(me) == 1:
+    while time.time() < out["t0"] + 150 and daemon_side(me) == 1:
         time.sleep(0.5)
     out["closed_after"] = time.time() - out["t0"]
     # what was buffered, then the end: the daemon has really let go
@@ -264,10 +265,10 @@ else:
     info("past the limit: %d of 100 extra connections refused" % n_ref)
     for s in many + extra:
         s.close()
-    end, v = time.time() + 10, None
+    end, v = time.time() + 30, None
     while time.time() < end:
         dt, v = status()
-        if v is not None:
+        if v is not None and v > v1:
             break
         time.sleep(0.2)
     say(v is not None and v > v1, "after the connections close the daemon answers again", "version %s" % v)
@@ -284,7 +285,7 @@ s.send(b"PATCH /api/v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json
        b"Content-Length: 1000000000000\r\n\r\n{\"lr\":")
 head = first_bytes(s)
 say(head.startswith(b"HTTP/1.1 413"), "a huge Content-Length is refused (413) before the body", repr(head))
-say(closed_by_peer(s, 3), "and the connection is closed")
+say(closed_by_peer(s, 10), "and the connection is closed")
 
 s = socket.create_connection(ADDR)
 s.send(b"PATCH /api/v1/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -310,7 +311,7 @@ say(never.get("never") is True, "an event stream never read is closed after the 
 info("the stream never read was closed %.0f s after it opened" % never.get("closed_after", -1))
 
 # --- recovery ------------------------------------------------------------------
-end = time.time() + 3 * T + 5
+end = time.time() + 3 * T + 30
 while time.time() < end and threads() > base + 2:
     time.sleep(0.3)
 say(threads() <= base + 2, "the connection threads are gone afterwards",

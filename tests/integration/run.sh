@@ -106,7 +106,8 @@ expect_exit 1 "unwritable log" "$SL" run --config "$TMP/run.json" --steps 5 --lo
 # SIGTERM stops a run cleanly: end record, summary, exit 0
 "$SL" run --config "$TMP/run.json" --epochs 1000 --log "$TMP/term.jsonl" 2>"$TMP/term.err" &
 pid=$!
-sleep 1.5
+# until it trains (its run object and a first evaluation logged; 60 s at most)
+wait_until 60 has_lines 2 "$TMP/term.jsonl"
 kill -TERM $pid; wait $pid; rc=$?
 last=$(tail -n 1 "$TMP/term.jsonl" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("event"), d.get("stop"))')
 [ $rc -eq 0 ] && [ "$last" = "end stopped" ] && ok "SIGTERM: end record, exit 0" || bad "SIGTERM (rc $rc, last $last)" "$(tail -3 "$TMP/term.err")"

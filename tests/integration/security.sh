@@ -24,7 +24,8 @@ absent() { # NAME FILE: the request left no file there
 start --config "$TMP/run.json" --checkpoint-dir "$CK" --token s3cret \
 	--checkpoint-on-exit "$TMP/exit.ckpt"
 [ -n "$port" ] && ok "daemon listens" || { bad "daemon listens" "$(cat "$TMP/serve.err")"; finish security; exit 1; }
-sleep 0.5
+# the workers started (the run's first snapshot may come before them)
+wait_api 60 /api/v1/status 'len(d["workers"]) == 2' || bad "two workers within 60 s" "$(cat "$TMP/body")"
 
 # --- the token ------------------------------------------------------------------
 expect_http "no token: 401" 401 PATCH /api/v1/run '{"lr": 0.02}'
@@ -104,7 +105,7 @@ expect_http "PATCH checkpoint: absolute refused" 400 PATCH /api/v1/run "{\"check
 expect_grep '"checkpoint: .*absolute path' "the 400 names checkpoint" "$LAST_OUT"
 expect_http "PATCH checkpoint: through a link out refused" 400 PATCH /api/v1/run '{"checkpoint": "out/p.ckpt"}'
 expect_http "PATCH checkpoint: inside" 202 PATCH /api/v1/run '{"checkpoint": "p.ckpt"}'
-i=0; while [ $i -lt 50 ] && [ ! -s "$CK/p.ckpt" ]; do sleep 0.1; i=$((i + 1)); done
+wait_until 30 test -s "$CK/p.ckpt"
 [ -s "$CK/p.ckpt" ] && ok "the run wrote it inside" || bad "the run wrote it inside"
 absent "nothing at the refused paths" "$TMP/p.ckpt"
 expect_http "a schedule's absolute checkpoint: refused" 400 POST /api/v1/run \
@@ -130,7 +131,7 @@ listening() { # ARGS...: the first lines of a daemon's stderr, stopped once it l
 	: >"$TMP/l.err"
 	"$SL" serve --config "$TMP/run.json" --quiet "$@" 2>"$TMP/l.err" &
 	lp=$!
-	i=0; while [ $i -lt 100 ] && ! grep -q 'listening on http' "$TMP/l.err"; do sleep 0.1; i=$((i + 1)); done
+	wait_until 60 grep -q 'listening on http' "$TMP/l.err"
 	kill -TERM $lp; wait $lp
 	cat "$TMP/l.err"
 }

@@ -18,7 +18,10 @@ json() { # PYTHON-EXPRESSION over d (the last body)
 
 start --config "$TMP/run.json" --log "$TMP/serve.jsonl" --checkpoint-dir "$TMP"
 [ -n "$port" ] && ok "daemon listens" || bad "daemon listens" "$(cat "$TMP/serve.err")"
-sleep 1
+# the workers started and a first evaluation made (a loaded machine may
+# take a while; the run's first snapshot has no workers yet)
+wait_api 60 /api/v1/metrics 'len(d["series"]) > 0' || bad "a first evaluation within 60 s" "$(cat "$TMP/body")"
+wait_api 60 /api/v1/status 'len(d["workers"]) == 3' || bad "three workers within 60 s" "$(cat "$TMP/body")"
 
 expect_http "GET /" 200 GET /
 expect_grep '/api/v1/status' "index lists the endpoints" "$LAST_OUT"
@@ -60,20 +63,26 @@ grep '"event":"set"' "$TMP/serve.jsonl" | grep '"lr":0.02' | grep -q "\"v\":$pv,
 	ok "the answer's v is the logged one" || bad "answer v $pv not in the log" "$(grep '"event":"set"' "$TMP/serve.jsonl")"
 expect_http "PUT workers" 202 PUT /api/v1/workers '{"count": 5}'
 expect_http "PATCH worker delay" 202 PATCH /api/v1/workers/1 '{"delay": {"dist": "const", "mean_ms": 30}, "spb_depth": 1}'
-sleep 1.5
-http GET /api/v1/status >/dev/null
+wait_api 30 /api/v1/status 'len(d["workers"]) == 5 and d["workers"][1]["spb_depth"] == 1'
 got=$(json 'd["rule"], d["config"]["rule_params"]["s"], d["config"]["lr"], len(d["workers"]), d["workers"][1]["delay"]["mean_ms"], d["workers"][1]["spb_depth"]')
 [ "$got" = "ssp 1 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
-http GET /api/v1/staleness >/dev/null
+wait_api 30 /api/v1/staleness 'len(d["workers"]) == 5'
 [ "$(json 'len(d["workers"])')" = 5 ] && ok "staleness per worker follows the count" || bad "staleness per worker" "$(cat "$TMP/body")"
+three_sets() { [ "$(grep -c '"event":"set"' "$TMP/serve.jsonl")" -ge 3 ]; }
+wait_until 30 three_sets
 sets=$(grep -c '"event":"set"' "$TMP/serve.jsonl")
 [ "$sets" -ge 3 ] && ok "changes logged" || bad "changes logged ($sets)" "$(tail -3 "$TMP/serve.jsonl")"
 grep '"event":"set"' "$TMP/serve.jsonl" | grep -q '"origin":"api"' && ok "origin api" || bad "origin api"
 
-# three SSE events
-timeout 5 curl -s -N "$URL/api/v1/events?hz=10" >"$TMP/sse.txt" 2>/dev/null
+# three SSE events (the stream read until it has them, 60 s at most)
+timeout 60 curl -s -N "$URL/api/v1/events?hz=10" >"$TMP/sse.txt" 2>/dev/null &
+SSE=$!
+# (a fourth begun: the third is whole)
+four_snapshots() { [ "$(grep -c '^event: snapshot' "$TMP/sse.txt")" -ge 4 ]; }
+wait_until 60 four_snapshots
+kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
 n=$(grep -c '^event: ' "$TMP/sse.txt")
-[ "$n" -ge 3 ] && ok "SSE: $n events in 5 s" || bad "SSE events" "$(head -c 300 "$TMP/sse.txt")"
+[ "$n" -ge 3 ] && ok "SSE: $n events" || bad "SSE events" "$(head -c 300 "$TMP/sse.txt")"
 python3 - "$TMP/sse.txt" <<'PY' && ok "SSE snapshots parse" || bad "SSE snapshots parse"
 import json, sys
 blocks = open(sys.argv[1]).read().split("\n\n")
@@ -227,8 +236,7 @@ expect_http "GET /api/v1/runs/99" 404 GET /api/v1/runs/99
 expect_http "runs?series=2" 400 GET '/api/v1/runs?series=2'
 AUTH=s3cret expect_http "POST bad run object" 400 POST /api/v1/run '{"model": "resnet"}'
 expect_grep 'model' "bad run object names the field" "$LAST_OUT"
-sleep 1
-http GET /api/v1/status >/dev/null
+wait_api 60 /api/v1/status 'd["state"] != "running"'
 [ "$(json 'd["state"], d["version"]')" = "finished 200" ] && ok "virtual run finished at its stop" || bad "virtual run finished" "$(cat "$TMP/body")"
 AUTH=s3cret expect_http "change after the end: 409" 409 PATCH /api/v1/run '{"lr": 0.02}'
 kill -TERM $PID; wait $PID; rc=$?
@@ -238,27 +246,27 @@ grep -q 'SIGTERM, stopping' "$TMP/serve.err" && ok "says it stops" || bad "says 
 # two SIGTERMs at once (make run passes its own on top of the first): still
 # a clean stop with the end record
 start --config "$TMP/run.json" --log "$TMP/twice.jsonl"
-sleep 1
+wait_api 60 /api/v1/status 'd["version"] > 0'
 kill -TERM $PID; kill -TERM $PID; wait $PID; rc=$?
 [ $rc -eq 0 ] && ok "two SIGTERMs: exit 0" || bad "two SIGTERMs: exit $rc" "$(tail -3 "$TMP/serve.err")"
 expect_grep '"event":"end"' "two SIGTERMs: the log ends with the end record" "$(tail -n 1 "$TMP/twice.jsonl")"
 
 # checkpoint on exit, then start from it
 start --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt" --log "$TMP/exit.jsonl"
-sleep 1.5
+wait_api 60 /api/v1/status 'd["version"] > 0'
 kill -TERM $PID; wait $PID; rc=$?
 [ $rc -eq 0 ] && [ -s "$TMP/exit.ckpt" ] && ok "checkpoint on SIGTERM" || bad "checkpoint on SIGTERM (rc $rc)" "$(cat "$TMP/serve.err")"
 last=$(tail -n 1 "$TMP/exit.jsonl" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("event"), d.get("stop"))')
 [ "$last" = "end stopped" ] && ok "final log record on SIGTERM" || bad "final log record on SIGTERM" "$last"
 start --resume "$TMP/exit.ckpt"
-sleep 0.5
-http GET /api/v1/status >/dev/null
+wait_api 30 /api/v1/status 'd["version"] > 0'
 [ "$(json 'd["config"]["model"], d["version"] > 0')" = "mlp:784-32-10 True" ] && ok "serve --resume" || bad "serve --resume" "$(cat "$TMP/body") $(cat "$TMP/serve.err")"
 kill -TERM $PID; wait $PID 2>/dev/null
 
 # kill -9 mid-run: the log stays valid JSON Lines up to the last full line
 start --config "$TMP/run.json" --log "$TMP/k9.jsonl"
-sleep 2
+# until the log holds the run object and an evaluation (60 s at most)
+wait_until 60 has_lines 2 "$TMP/k9.jsonl"
 kill -9 $PID; wait $PID 2>/dev/null
 python3 - "$TMP/k9.jsonl" <<'PY' && ok "log valid after kill -9" || bad "log valid after kill -9" "$(tail -c 300 "$TMP/k9.jsonl")"
 import json, sys
@@ -278,7 +286,11 @@ cat >"$TMP/demo.json" <<'JSON'
             {"seconds": 1, "caption": "scene B", "workers": [{"id": 2, "set": {"spb_depth": 1}}]}]}
 JSON
 start --demo "$TMP/demo.json" --log "$TMP/demo.jsonl"
-timeout 3 curl -s -N "$URL/api/v1/events?hz=1" >"$TMP/demo-sse.txt" 2>/dev/null
+# the stream until it has shown scene B's caption (60 s at most)
+timeout 60 curl -s -N "$URL/api/v1/events?hz=1" >"$TMP/demo-sse.txt" 2>/dev/null &
+SSE=$!
+wait_until 60 grep -q '"caption":"scene B"' "$TMP/demo-sse.txt"
+kill $SSE 2>/dev/null; wait $SSE 2>/dev/null
 http GET /api/v1/status >/dev/null
 [ "$(json 'd["demo"]["scenes"], d["demo"]["caption"] in ("scene A", "scene B"), d["demo"]["scene"] in (0, 1)')" = "2 True True" ] &&
 	ok "status carries the demo's scene and caption" || bad "demo in status" "$(head -c 300 "$TMP/body")"
@@ -306,7 +318,7 @@ cat >"$TMP/virt.json" <<'JSON'
 JSON
 mkdir -p "$TMP/ck"
 start --config "$TMP/virt.json" --checkpoint-dir "$TMP/ck"
-sleep 0.5
+wait_api 30 /api/v1/status 'd["version"] > 0'
 t0=$(date +%s%N)
 expect_http "checkpoint of a virtual run" 201 POST /api/v1/checkpoint '{}'
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
@@ -331,11 +343,11 @@ wait_listen() { # FILE [PATTERN]: until the daemon says where it listens, or
 "$SL" serve --listen 127.0.0.1:0 --config "$TMP/run.json" 2>"$TMP/term.err" &
 PID=$!
 wait_listen "$TMP/term.err"
-sleep 0.5
 port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/term.err")
 URL=http://127.0.0.1:$port
+wait_api 30 /api/v1/status 'd["version"] > 0'
 http PATCH /api/v1/run '{"lr": 0.03}' >/dev/null
-sleep 0.5
+wait_until 30 grep -q 'set {"lr":0.03}' "$TMP/term.err"
 kill -INT $PID; wait $PID 2>/dev/null
 grep -q 'run 1 started: rule asgd, 3 workers' "$TMP/term.err" && ok "terminal: run start" || bad "terminal: run start" "$(cat "$TMP/term.err")"
 grep -q 'run 1 at v [0-9]*: set {"lr":0.03} (api)' "$TMP/term.err" && ok "terminal: a change" || bad "terminal: a change" "$(cat "$TMP/term.err")"

@@ -60,18 +60,6 @@ wait_screen() {
 		sleep 0.2
 	done
 }
-# wait_api SECONDS PATH PYTHON-EXPR: the JSON at PATH (as d) makes EXPR
-# true within SECONDS
-wait_api() {
-	end=$(($(date +%s) + $1))
-	while :; do
-		curl -s "$URL$2" >"$TMP/api.json" 2>/dev/null
-		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \
-			"$TMP/api.json" "$3" 2>/dev/null && return 0
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.2
-	done
-}
 keys() { $TM send-keys -t tui "$@"; }
 # wait_for SECONDS FUNC: FUNC (reading $SCREEN) succeeds within SECONDS
 wait_for() {
@@ -105,44 +93,44 @@ expect_grep 'q quit' "key hints in the status line" "$SCREEN"
 
 # j selects worker 1, + raises its delay (2 -> 5 ms), worker 0 untouched
 keys j
-wait_screen 5 '^>  1 ' && ok "j selects the next worker" || bad "j selects" "$SCREEN"
+wait_screen 10 '^>  1 ' && ok "j selects the next worker" || bad "j selects" "$SCREEN"
 keys +
-wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5 and d["workers"][0]["delay"]["mean_ms"] == 2' &&
-	ok "+ raises the selected worker's delay (2 -> 5 ms in /api/v1/workers)" || bad "+ raises the delay" "$(cat "$TMP/api.json")"
-wait_screen 5 '^>  1 [a-z]+ +const 5 ms' && ok "the table shows the new delay" || bad "table shows 5 ms" "$SCREEN"
-wait_screen 5 'api: w1 delay const 5 ms' && ok "the change is in the events pane" || bad "change in the events" "$SCREEN"
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5 and d["workers"][0]["delay"]["mean_ms"] == 2' &&
+	ok "+ raises the selected worker's delay (2 -> 5 ms in /api/v1/workers)" || bad "+ raises the delay" "$(cat "$TMP/body")"
+wait_screen 10 '^>  1 [a-z]+ +const 5 ms' && ok "the table shows the new delay" || bad "table shows 5 ms" "$SCREEN"
+wait_screen 10 'api: w1 delay const 5 ms' && ok "the change is in the events pane" || bad "change in the events" "$SCREEN"
 # two at once: the second goes on from the first, not from the snapshot
 keys + +
-wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 20' &&
-	ok "+ + at once: 5 -> 10 -> 20 ms" || bad "+ + at once" "$(cat "$TMP/api.json")"
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 20' &&
+	ok "+ + at once: 5 -> 10 -> 20 ms" || bad "+ + at once" "$(cat "$TMP/body")"
 keys - -
-wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5' &&
-	ok "- - at once: 20 -> 10 -> 5 ms" || bad "- - at once" "$(cat "$TMP/api.json")"
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5' &&
+	ok "- - at once: 20 -> 10 -> 5 ms" || bad "- - at once" "$(cat "$TMP/body")"
 
 # r: the next rule of the schema
 keys r
-wait_api 10 /api/v1/status 'd["rule"] != "asgd"' && ok "r changes the rule (asgd -> $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/api.json"))" ||
-	bad "r changes the rule" "$(head -c 300 "$TMP/api.json")"
-rule=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/api.json")
-wait_screen 5 "rule $rule" && ok "the header shows rule $rule" || bad "header shows the rule" "$SCREEN"
+wait_api 30 /api/v1/status 'd["rule"] != "asgd"' && ok "r changes the rule (asgd -> $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/body"))" ||
+	bad "r changes the rule" "$(head -c 300 "$TMP/body")"
+rule=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["rule"])' "$TMP/body")
+wait_screen 10 "rule $rule" && ok "the header shows rule $rule" || bad "header shows the rule" "$SCREEN"
 
 # a refused command: the daemon's words in the status line
 keys l 9 9 9 Enter
-wait_screen 8 'lr 999 refused: lr: must be in \(0, 100\], got 999' && ok "the daemon's error in the status line" ||
+wait_screen 10 'lr 999 refused: lr: must be in \(0, 100\], got 999' && ok "the daemon's error in the status line" ||
 	bad "the daemon's error in the status line" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
 curl -s "$URL/api/v1/run" | grep -q '"lr": *0.01' && ok "a refused lr changes nothing" || bad "lr unchanged"
 keys l x y Enter
-wait_screen 5 "lr: not a number: 'xy'" && ok "a typed lr that is not a number is refused, named" || bad "bad typed lr" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+wait_screen 10 "lr: not a number: 'xy'" && ok "a typed lr that is not a number is refused, named" || bad "bad typed lr" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 
 # a typed delay, and a local parse error naming the field
 keys d 1 2 Enter
-wait_api 10 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 12' && ok "d types a delay (12 ms)" || bad "d types a delay" "$(cat "$TMP/api.json")"
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 12' && ok "d types a delay (12 ms)" || bad "d types a delay" "$(cat "$TMP/body")"
 keys d a b c Enter
-wait_screen 5 "delay: not a number: 'abc'" && ok "a typed delay that is not a number is refused, named" || bad "bad typed delay" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+wait_screen 10 "delay: not a number: 'abc'" && ok "a typed delay that is not a number is refused, named" || bad "bad typed delay" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 
 # the help screen comes from the key table
 keys '?'
-wait_screen 5 'keys \(q quits, any other key closes\)' && ok "? opens the help" || bad "? opens the help" "$SCREEN"
+wait_screen 10 'keys \(q quits, any other key closes\)' && ok "? opens the help" || bad "? opens the help" "$SCREEN"
 for k in 'Up k' '\+ ' 'd ' 'a ' 'x ' 'r ' 'R ' 'l ' 'p ' 'c ' 'q F10'; do
 	printf '%s\n' "$SCREEN" | grep -Eq "│ $k" || { bad "help lists '$k'" "$SCREEN"; break; }
 done
@@ -162,43 +150,47 @@ wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
 
 # R: the rule's parameters from the schema
 keys R
-wait_screen 5 "rule $rule: parameters" && ok "R opens the parameter form of $rule" || bad "R opens the form" "$SCREEN"
+wait_screen 10 "rule $rule: parameters" && ok "R opens the parameter form of $rule" || bad "R opens the form" "$SCREEN"
 [ "$rule" = softsync ] || bad "the rule after asgd is softsync (engine/rules/table.c's order)" "$rule"
 expect_grep '│ n +2 +softsync: a round is' "the form: n, its value, its description" "$SCREEN"
 keys BSpace 2 . 5 Enter
-wait_screen 5 "n: expected an integer, got '2.5'" && ok "a form value not of its type is refused, named" || bad "form type check" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
+wait_screen 10 "n: expected an integer, got '2.5'" && ok "a form value not of its type is refused, named" || bad "form type check" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 expect_grep "rule $rule: parameters" "the form stays open to fix the value" "$SCREEN"
 keys BSpace BSpace BSpace 4 Enter
-wait_api 10 /api/v1/run 'd["config"]["rule_params"]["n"] == 4' && ok "the form sets n = 4" || bad "the form sets n" "$(head -c 400 "$TMP/api.json")"
-wait_screen 5 'api: params n=4' && ok "the change names the parameter the rule reads" || bad "params n=4 in the events" "$SCREEN"
+wait_api 30 /api/v1/run 'd["config"]["rule_params"]["n"] == 4' && ok "the form sets n = 4" || bad "the form sets n" "$(head -c 400 "$TMP/body")"
+wait_screen 10 'api: params n=4' && ok "the change names the parameter the rule reads" || bad "params n=4 in the events" "$SCREEN"
 
 # a click on worker 2's row selects it (an xterm mouse report, as tmux
 # passes it on)
 row=$(printf '%s\n' "$SCREEN" | grep -n '^   2 ' | head -n 1 | cut -d: -f1)
 if [ -n "$row" ]; then
 	$TM send-keys -t tui -l "$(printf '\033[M %s%s' "$(printf "\\$(printf %o $((32 + 10)))")" "$(printf "\\$(printf %o $((32 + row)))")")"
-	wait_screen 5 '^>  2 ' && ok "a click selects worker 2" || bad "a click selects a row" "$SCREEN"
+	wait_screen 10 '^>  2 ' && ok "a click selects worker 2" || bad "a click selects a row" "$SCREEN"
 	keys k
 fi
 
-# 80x24: every part still there, nothing past the edge
+# 80x24: every part still there, nothing past the edge (until the TUI
+# has redrawn at the new size: 10 s at most)
+whole_80x24() {
+	lines=$(printf '%s\n' "$SCREEN" | wc -l)
+	wide=$(printf '%s\n' "$SCREEN" | python3 -c 'import sys; print(sum(len(l.rstrip("\n")) > 80 for l in sys.stdin))')
+	printf '%s\n' "$SCREEN" | head -n 1 | grep -q '^ stalelab  run 1' &&
+		printf '%s\n' "$SCREEN" | grep -q 'last 5 s:' &&
+		printf '%s\n' "$SCREEN" | grep -Eq '^  id state' &&
+		printf '%s\n' "$SCREEN" | grep -Eq '^ +2 [a-z]+ +const' &&
+		printf '%s\n' "$SCREEN" | grep -q 'events' &&
+		printf '%s\n' "$SCREEN" | sed -n 24p | grep -q 'q quit' &&
+		[ "$lines" -eq 24 ] && [ "$wide" -eq 0 ]
+}
 $TM resize-window -t tui -x 80 -y 24
-sleep 0.3
-wait_screen 5 'last 5 s:' || true
-lines=$(printf '%s\n' "$SCREEN" | wc -l)
-wide=$(printf '%s\n' "$SCREEN" | python3 -c 'import sys; print(sum(len(l.rstrip("\n")) > 80 for l in sys.stdin))')
-printf '%s\n' "$SCREEN" | head -n 1 | grep -q '^ stalelab  run 1' &&
-	printf '%s\n' "$SCREEN" | grep -q 'last 5 s:' &&
-	printf '%s\n' "$SCREEN" | grep -Eq '^  id state' &&
-	printf '%s\n' "$SCREEN" | grep -Eq '^ +2 [a-z]+ +const' &&
-	printf '%s\n' "$SCREEN" | grep -q 'events' &&
-	printf '%s\n' "$SCREEN" | sed -n 24p | grep -q 'q quit' &&
-	[ "$lines" -eq 24 ] && [ "$wide" -eq 0 ] &&
-	ok "80x24: header, histograms, table, events, status line all whole" || bad "80x24 layout" "$SCREEN"
+wait_for 10 whole_80x24 && ok "80x24: header, histograms, table, events, status line all whole" || bad "80x24 layout" "$SCREEN"
 # very small: no crash, header and status line still there
+small_drawn() {
+	[ "$(printf '%s\n' "$SCREEN" | wc -l)" -eq 8 ] && printf '%s\n' "$SCREEN" | grep -q '^ stalelab' &&
+		printf '%s\n' "$SCREEN" | sed -n 8p | grep -q '[a-z]'
+}
 $TM resize-window -t tui -x 30 -y 8
-sleep 0.5
-wait_screen 5 '^ stalelab' && printf '%s\n' "$SCREEN" | sed -n 8p | grep -q '[a-z]' && ok "30x8: still drawn (header, status)" || bad "30x8" "$SCREEN"
+wait_for 10 small_drawn && ok "30x8: still drawn (header, status)" || bad "30x8" "$SCREEN"
 $TM resize-window -t tui -x 80 -y 24
 
 # colours unless NO_COLOR (checked below): some foreground colour now
@@ -219,7 +211,7 @@ keys c
 wait_screen 10 'checkpoint: no answer from the daemon in 3 s' && ok "a command without an answer says so after 3 s" ||
 	bad "no answer shown" "$(printf '%s\n' "$SCREEN" | tail -n 2)"
 keys '?'
-wait_screen 3 'keys \(q quits, any other key closes\)' && ok "keys still work while the daemon is stopped" || bad "keys work" "$SCREEN"
+wait_screen 10 'keys \(q quits, any other key closes\)' && ok "keys still work while the daemon is stopped" || bad "keys work" "$SCREEN"
 keys Escape
 # killed: the same bus again gives live data
 kill -CONT "$PID"; kill "$PID"; wait "$PID" 2>/dev/null
@@ -227,14 +219,17 @@ KEEP_BP=1
 SERVE_ARGS="--token tui-s3cret"
 serve || bad "daemon restarts on the same bus" "$(cat "$TMP/serve.err")"
 wait_for 20 live && ok "the restarted daemon's data live again" || bad "live again after a restart" "$SCREEN"
-v1=$(screen | sed -n '2s/^ v \([0-9]*\) .*/\1/p')
-sleep 1
-wait_screen 5 '^ v [0-9]+ ' && v2=$(printf '%s\n' "$SCREEN" | sed -n '2s/^ v \([0-9]*\) .*/\1/p')
-[ -n "$v1" ] && [ -n "$v2" ] && [ "$v2" -gt "$v1" ] && ok "the version moves on (v $v1 -> $v2)" || bad "version moves on ($v1 -> $v2)" "$SCREEN"
+has_v1() { v1=$(printf '%s\n' "$SCREEN" | sed -n '2s/^ v \([0-9]*\) .*/\1/p'); [ -n "$v1" ]; }
+wait_for 10 has_v1
+moved_on() {
+	v2=$(printf '%s\n' "$SCREEN" | sed -n '2s/^ v \([0-9]*\) .*/\1/p')
+	[ -n "$v1" ] && [ -n "$v2" ] && [ "$v2" -gt "$v1" ]
+}
+wait_for 20 moved_on && ok "the version moves on (v $v1 -> $v2)" || bad "version moves on ($v1 -> $v2)" "$SCREEN"
 
 # the restarted daemon wants a token this TUI was not given
 keys +
-wait_screen 8 "w[0-9] delay const 5 ms refused: no token \(--token-file or STALELAB_TOKEN\); this dae" &&
+wait_screen 10 "w[0-9] delay const 5 ms refused: no token \(--token-file or STALELAB_TOKEN\); this dae" &&
 	printf '%s\n' "$SCREEN" | tail -n 1 | grep -q "mon needs 'Authorization: Bearer TOKEN' for changes" &&
 	ok "401: the daemon's words and where a token goes" || bad "401 shown" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 
@@ -250,12 +245,12 @@ printf '%s\n' "$SCREEN" | tail -n 3 | grep -q 'tui-test\$' && ok "the shell prom
 # from a file
 echo tui-s3cret >"$TMP/token"
 keys "env LANG=C LC_ALL=C NO_COLOR=1 $SL tui --connect $BUS --token-file $TMP/token; echo TUI_EXIT=\$?" Enter
-wait_screen 20 'last 5 s:' && wait_screen 5 '^.  0 [a-z]+ +const' && ok "LANG=C: drawn" || bad "LANG=C drawn" "$SCREEN"
+wait_screen 20 'last 5 s:' && wait_screen 10 '^.  0 [a-z]+ +const' && ok "LANG=C: drawn" || bad "LANG=C drawn" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█─]' && bad "LANG=C: ASCII only" "$SCREEN" || ok "LANG=C: ASCII only"
 printf '%s\n' "$SCREEN" | grep -q '^-- events ---' && ok "LANG=C: ASCII rules" || bad "LANG=C: ASCII rules" "$SCREEN"
 $TM capture-pane -e -p -t tui | grep -q "$(printf '\033')\[3[1-6]m" && bad "NO_COLOR: no colours" || ok "NO_COLOR: no colours"
 keys +
-wait_api 10 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/api.json")"
+wait_api 30 /api/v1/workers 'd["workers"][0]["delay"]["mean_ms"] == 5' && ok "--token-file: the command is accepted" || bad "--token-file" "$(cat "$TMP/body")"
 
 # a run that diverges (lr 100 before its first evaluation): the events say
 # which worker, and l recovers it with the lr typed
@@ -264,13 +259,13 @@ AUTH=tui-s3cret http POST /api/v1/run '{"model": "mlp:784-256-128-10", "dataset"
 wait_screen 20 "diverged: worker 0's [a-z]+ is not finite \(read v [0-9]+\); l recovers" &&
 	ok "a divergence in the events pane, in words" || bad "divergence in the events" "$SCREEN"
 # the event may come before the next snapshot says so (4 a second)
-wait_screen 5 '^ stalelab +run 2 +diverged ' || bad "the header says diverged" "$SCREEN"
+wait_screen 10 '^ stalelab +run 2 +diverged ' || bad "the header says diverged" "$SCREEN"
 keys l
-wait_screen 5 'diverged: recover from the last good checkpoint with lr:' && ok "l on a diverged run offers a recover" ||
+wait_screen 10 'diverged: recover from the last good checkpoint with lr:' && ok "l on a diverged run offers a recover" ||
 	bad "l offers a recover" "$(printf '%s\n' "$SCREEN" | tail -n 1)"
 keys 0 . 0 0 5 Enter
-wait_api 10 /api/v1/status 'd["state"] == "running" and d["config"]["lr"] == 0.005 and d["run"] == 3' &&
-	ok "the lr typed recovers it (run 3, lr 0.005)" || bad "l recovers" "$(head -c 300 "$TMP/api.json")"
+wait_api 30 /api/v1/status 'd["state"] == "running" and d["config"]["lr"] == 0.005 and d["run"] == 3' &&
+	ok "the lr typed recovers it (run 3, lr 0.005)" || bad "l recovers" "$(head -c 300 "$TMP/body")"
 keys C-c
 wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "Ctrl-C quits as q does: exit 0" "$SCREEN" || bad "Ctrl-C quits" "$SCREEN"
 
@@ -293,8 +288,8 @@ wait_screen 20 '^   2 [a-z]+ +const' || bad "drawn with --rep" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q "(commands to ipc://$TMP/rep" && ok "--rep: the events say where commands go" ||
 	bad "--rep named in the events" "$SCREEN"
 keys p
-wait_api 10 /api/v1/status 'd["state"] == "paused"' && ok "--rep: p pauses the run through the REP socket given" ||
-	bad "--rep: p pauses" "$(head -c 300 "$TMP/api.json")"
+wait_api 30 /api/v1/status 'd["state"] == "paused"' && ok "--rep: p pauses the run through the REP socket given" ||
+	bad "--rep: p pauses" "$(head -c 300 "$TMP/body")"
 keys q
 wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "--rep: q exits 0" "$SCREEN" || bad "--rep: q exits" "$SCREEN"
 

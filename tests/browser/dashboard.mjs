@@ -59,13 +59,23 @@ async function call(method, path, body) {
   return { status: r.status, data };
 }
 
-// poll fn() until it returns a truthy value (or throw after ms)
+// poll fn() until it returns a truthy value; a throw counts as not yet (the
+// page may still be loading its module). Throws after ms, and never before
+// 30 s: the ms below are what an idle machine needs times a few, a loaded
+// CI machine may take longer, the deadline costs nothing when the page is
+// on time, and what a check measures is asserted apart
+const UNTIL_MIN_MS = 30000;
 async function until(what, fn, ms = 10000, every = 100) {
-  const end = Date.now() + ms;
+  const end = Date.now() + Math.max(ms, UNTIL_MIN_MS);
   for (;;) {
-    const v = await fn();
+    let v, err;
+    try {
+      v = await fn();
+    } catch (e) {
+      err = e;
+    }
     if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${err ? ` (last: ${err.message})` : ""}`);
     await sleep(every);
   }
 }
@@ -427,6 +437,9 @@ try {
     try {
       await p2.goto(b2 + "/");
       await until("a few evaluations", async () => (await st2()).version >= 30, 15000);
+      // the page's event stream live (a first snapshot came) before the
+      // divergence: a stream opened later does not get its event
+      await until("the page's event stream", () => p2.evaluate(() => window.stalelab.snapshots > 0));
       if (await p2.isVisible("#diverged")) throw new Error("a banner before any divergence");
       const r = await fetch(`${b2}/api/v1/run`, {
         method: "PATCH", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ lr: 100, momentum: 0.9 }),

@@ -37,7 +37,7 @@ elif [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
 elif [ ! -d web/node_modules/playwright-core ]; then
 	bad "browser test" "web/node_modules/playwright-core missing (make builds it with npm ci)"
 else
-	timeout 120 node tests/browser/dashboard.mjs "$SL" "$out" >"$TMP/browser.log" 2>&1
+	timeout 300 node tests/browser/dashboard.mjs "$SL" "$out" >"$TMP/browser.log" 2>&1
 	rc=$?
 	cat "$TMP/browser.log"
 	p=$(grep -c '^  ok ' "$TMP/browser.log")

@@ -32,7 +32,7 @@ while time.time() < t_end:
     data = None if m == "GET" else (json.dumps(body) if random.random() < 0.9 else "{\"" + "x" * random.randint(0, 50)).encode()
     req = urllib.request.Request(base + path, data=data, method=m)
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
+        with urllib.request.urlopen(req, timeout=60) as r:
             codes[r.status] = codes.get(r.status, 0) + 1
     except urllib.error.HTTPError as e:
         codes[e.code] = codes.get(e.code, 0) + 1
@@ -40,7 +40,7 @@ while time.time() < t_end:
     n += 1
     assert p.poll() is None, "daemon died"
 p.terminate()
-rc = p.wait(timeout=30)
+rc = p.wait(timeout=60)
 err = p.stderr.read()
 print("requests", n, "codes", codes, "exit", rc)
 assert rc == 0, err[-2000:]

@@ -241,8 +241,13 @@ cmd_apply(run *r, const run_cmd *c)
 		cmd_ensure_vhist(r);
 	if (c->fields & CMD_CHECKPOINT)
 		cmd_hand_checkpoint(r, c);
-	if (r->cb.change && (c->fields & ~(unsigned)CMD_CHECKPOINT))
-		r->cb.change(r->cb.ud, run_now(r), ps_version(r->ps), c);
+	if (c->fields & ~(unsigned)CMD_CHECKPOINT) {
+		/* the snapshot first: whoever the change callback wakes (a
+		 * PATCH answering "applied") reads it at once */
+		report_publish(r);
+		if (r->cb.change)
+			r->cb.change(r->cb.ud, run_now(r), ps_version(r->ps), c);
+	}
 	pthread_cond_broadcast(&r->cv);
 }
 

@@ -1,9 +1,10 @@
 /* control.h - the daemon's control with no transport in it: one function
  * from (method, path, query, body, authorized) to (status, JSON, extra
- * headers). HTTP (serve.c) and later the nanomsg bus are thin transports
- * over it; they own sockets, streaming and the token check, control owns
- * the runs (start, stop, changes, checkpoints, earlier runs, the demo) and
- * every answer.
+ * headers). HTTP (serve_http.c) and the nanomsg bus (bus.c) are thin
+ * transports over it; they own sockets, streaming and the token check,
+ * control owns the runs (start, stop, changes, checkpoints, earlier runs,
+ * the demo) and every answer (control.c and control_*.c, which share
+ * control_impl.h).
  *
  * One ctl is the state of one daemon; nothing here is global. */
 #ifndef SL_CONTROL_H

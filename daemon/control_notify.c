@@ -131,6 +131,8 @@ ctl_on_diverged(void *ud, const run_divergence *d)
 	        (unsigned long long)d->v_read);
 }
 
+/* ---- a PATCH waiting for its change --------------------------------------- */
+
 /* wait for a change to be applied (ctl_on_change marks it done): register
  * before it is queued, then wait (up to APPLY_WAIT_S, when it was queued)
  * and unregister */

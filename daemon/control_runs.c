@@ -331,6 +331,8 @@ ctl_summary(ctl *c, FILE *f)
 	pthread_mutex_unlock(&c->mu);
 }
 
+/* ---- POST run, recover, checkpoint ---------------------------------------- */
+
 /* a body that may hold `key` and nothing else: its value (NULL when it is
  * absent), or NULL and a 400 in o */
 static json_t *
@@ -345,8 +347,6 @@ body_only(json_t *body, const char *key, ctl_reply *o)
 	}
 	return v;
 }
-
-/* ---- mutating calls ------------------------------------------------------ */
 
 void
 ctl_post_run(ctl *c, json_t *body, ctl_reply *o)

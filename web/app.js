@@ -59,6 +59,7 @@ const st = {
   seq: 0,
   hoverWorker: null,
   caption: null,    // the demo caption shown
+  lostAt: null,     // run and version when the stream was lost
 };
 
 // for the browser test and for curious people: window.stalelab
@@ -83,6 +84,9 @@ function setConn(s) {
   b.dataset.state = s.state;
   b.textContent = s.state === "open" ? "live" : `connection lost, retrying in ${s.retryIn} s`;
   $("lost").hidden = s.state === "open";
+  // what the page had when the stream went: a daemon restarted since
+  // has the same run id at a lower version
+  if (s.state !== "open" && st.snap && !st.lostAt) st.lostAt = { run: st.run, version: st.snap.version };
   if (s.state === "open") resync();
 }
 
@@ -442,7 +446,13 @@ async function resync() {
     try {
       const status = await api("GET", "/api/v1/status");
       const m = await api("GET", "/api/v1/metrics?since=0");
-      const same = st.run === status.run && st.snap && status.version >= st.snap.version;
+      // the same run unless the daemon restarted while the stream was
+      // lost (a status older than the snapshots that came meanwhile is
+      // the same run: resetting would drop its events)
+      const lost = st.lostAt;
+      st.lostAt = null;
+      const restarted = lost && status.run === lost.run && status.version < lost.version;
+      const same = st.run === status.run && st.snap && !restarted;
       if (!same) resetRun(status.run);
       st.series = { t: [], v: [], acc: [], train: [], test: [] };
       for (const e of m.series || []) addEval(e);

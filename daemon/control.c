@@ -395,12 +395,18 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 	}
 	snprintf(cmd.origin, sizeof(cmd.origin), "api");
 	ctl_waiter w;
-	ctl_waiter_add(c, &w, &cmd);
+	ctl_waiter_add(c, &w, &cmd, 1);
 	int rc = run_command(c->r, &cmd, err);
 	pthread_mutex_unlock(&c->mu);
 	ctl_waiter_wait(c, &w, rc == 0);
 	if (rc < 0) {
 		reply_error(o, 400, "bad_field", err);
+		return;
+	}
+	if (!w.done && w.ended) { /* the run ended between the check and the change */
+		reply_error(o, 409, "ended",
+			    "the run ended before the change was applied: nothing changed (GET "
+			    "/api/v1/status says how it ended)");
 		return;
 	}
 	json_t *ch = w.done ? api_change_record(w.t, w.v, &cmd) : cmd_to_json(&cmd);

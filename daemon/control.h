@@ -58,6 +58,7 @@ typedef struct ctl {
 	pthread_mutex_t wait_mu;
 	pthread_cond_t wait_cv;
 	ctl_waiter *waiters;
+	int ended_run;      /* the id of the last run that ended (its final record) */
 	/* the demo */
 	demo demo;
 	int demo_on;

@@ -24,6 +24,9 @@
 struct ctl_waiter {
 	char *key;      /* the change record (without t, v) as text */
 	int done;
+	int run;        /* the run it waits on */
+	int watch_end;  /* give up when that run ends (its change never comes) */
+	int ended;      /* it ended with the change not applied */
 	double t;
 	uint64_t v;
 	ctl_waiter *next;
@@ -66,8 +69,10 @@ void ctl_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd);
 void ctl_on_diverged(void *ud, const run_divergence *d);
 
 /* wait for a change to be applied (ctl_on_change marks it done): register
- * before it is queued, then wait (when it was queued) and unregister */
-void ctl_waiter_add(ctl *c, ctl_waiter *w, const run_cmd *cmd);
+ * before it is queued, then wait (when it was queued) and unregister.
+ * watch_end: stop waiting (ended) when the current run ends first, as it
+ * then never applies the change (not for a recover: its run is the next) */
+void ctl_waiter_add(ctl *c, ctl_waiter *w, const run_cmd *cmd, int watch_end);
 void ctl_waiter_wait(ctl *c, ctl_waiter *w, int queued);
 
 /* ---- runs and checkpoints (control_runs.c) -------------------------------- */

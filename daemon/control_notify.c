@@ -59,6 +59,15 @@ ctl_on_eval(void *ud, const run_eval *e)
 	json_object_set_new(r, "run", json_integer(c->run_id));
 	ctl_record(c, e->final ? "end" : "eval", r);
 	json_decref(r);
+	if (e->final) { /* no change is applied after this: wake who waits for one */
+		pthread_mutex_lock(&c->wait_mu);
+		c->ended_run = c->run_id;
+		for (ctl_waiter *w = c->waiters; w; w = w->next)
+			if (w->watch_end && w->run == c->run_id && !w->done)
+				w->ended = 1;
+		pthread_cond_broadcast(&c->wait_cv);
+		pthread_mutex_unlock(&c->wait_mu);
+	}
 	if (e->final)
 		ctl_say(c, "run %d ended (%s) at v %llu, epoch %.2f: test_acc %.4f, best %.4f, staleness mean %.2f",
 		        c->run_id, e->stop_reason ? e->stop_reason : "stopped",
@@ -137,11 +146,14 @@ ctl_on_diverged(void *ud, const run_divergence *d)
  * before it is queued, then wait (up to APPLY_WAIT_S, when it was queued)
  * and unregister */
 void
-ctl_waiter_add(ctl *c, ctl_waiter *w, const run_cmd *cmd)
+ctl_waiter_add(ctl *c, ctl_waiter *w, const run_cmd *cmd, int watch_end)
 {
 	memset(w, 0, sizeof(*w));
 	w->key = change_key(cmd);
+	w->run = c->run_id;
+	w->watch_end = watch_end;
 	pthread_mutex_lock(&c->wait_mu);
+	w->ended = watch_end && c->ended_run == w->run;
 	w->next = c->waiters;
 	c->waiters = w;
 	pthread_mutex_unlock(&c->wait_mu);
@@ -153,7 +165,7 @@ ctl_waiter_wait(ctl *c, ctl_waiter *w, int queued)
 	pthread_mutex_lock(&c->wait_mu);
 	struct timespec ts;
 	sl_deadline(APPLY_WAIT_S, &ts);
-	while (queued && w->key && !w->done &&
+	while (queued && w->key && !w->done && !w->ended &&
 	       pthread_cond_timedwait(&c->wait_cv, &c->wait_mu, &ts) != ETIMEDOUT)
 		;
 	ctl_waiter **pp = &c->waiters;

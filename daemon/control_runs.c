@@ -430,7 +430,7 @@ ctl_post_recover(ctl *c, json_t *body, ctl_reply *o)
 				 from_ckpt ? "checkpoint" : "start");
 	/* answer once the new lr is in (its change record), as PATCH does */
 	ctl_waiter w;
-	ctl_waiter_add(c, &w, &cmd);
+	ctl_waiter_add(c, &w, &cmd, 0);
 	if (rc == 0)
 		rc = start_locked(c, &cfg, NULL, 0, buf, len, &cmd, note, err);
 	free(buf);

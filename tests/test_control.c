@@ -7,6 +7,7 @@
 
 #include "config_json.h"
 #include "control.h"
+#include "control_impl.h"
 #include "testutil.h"
 
 /* a small wall-clock run that goes on until the ctl is freed */
@@ -323,6 +324,54 @@ START_TEST(first_running_snapshot_has_workers)
 }
 END_TEST
 
+/* A change that passed the "still running" check just before the run
+ * ended is never applied: its PATCH is told so at once (409 "ended"),
+ * not 202 "applied": false after 3 s and a promise it will be. The race
+ * is played by hand: the run has ended, then the waiter comes. */
+START_TEST(change_after_the_end_is_refused)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	start_small(&c);
+	call(&c, "POST", "/api/v1/run", NULL,
+	     "{\"model\": \"logreg\", \"dataset\": \"synthetic:600\", \"clock\": \"virtual\","
+	     " \"stop\": {\"steps\": 60}, \"eval_every\": 20}", 201, &o);
+	ctl_reply_free(&o);
+	const char *st = NULL;
+	for (double end = sl_now() + 30; sl_now() < end; usleep(10000)) {
+		json_t *j = call(&c, "GET", "/api/v1/status", NULL, NULL, 200, &o);
+		st = json_string_value(json_object_get(j, "state"));
+		int done = st && !strcmp(st, "finished");
+		ctl_reply_free(&o);
+		if (done)
+			break;
+	}
+	/* the plain path: a finished run refuses with 409 "finished" */
+	json_t *j = call(&c, "PATCH", "/api/v1/run", NULL, "{\"lr\": 0.02}", 409, &o);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+			 "finished");
+	ctl_reply_free(&o);
+	/* the race: a waiter for a change to the run that has ended */
+	run_cmd cmd = {.worker = -1, .fields = CMD_LR, .lr = 0.02};
+	ctl_waiter w;
+	pthread_mutex_lock(&c.mu);
+	ctl_waiter_add(&c, &w, &cmd, 1);
+	pthread_mutex_unlock(&c.mu);
+	double t0 = sl_now();
+	ctl_waiter_wait(&c, &w, 1);
+	ck_assert_msg(w.ended && !w.done, "ended %d done %d", w.ended, w.done);
+	ck_assert_msg(sl_now() - t0 < 1.0, "waited %.2f s for a run that has ended", sl_now() - t0);
+	/* a recover's waiter is for the next run: not ended by this one */
+	pthread_mutex_lock(&c.mu);
+	ctl_waiter_add(&c, &w, &cmd, 0);
+	pthread_mutex_unlock(&c.mu);
+	ck_assert_int_eq(w.ended, 0);
+	ctl_waiter_wait(&c, &w, 0);
+	ctl_free(&c);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -336,6 +385,7 @@ control_suite(void)
 	tcase_add_test(tc, event_ring);
 	tcase_add_test(tc, token_compare);
 	tcase_add_test(tc, first_running_snapshot_has_workers);
+	tcase_add_test(tc, change_after_the_end_is_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,6 +10,7 @@ out=${TMPDIR:-/tmp}/sl-unit.$$
 for t in "$@"; do
 	if [ -n "$SL_VALGRIND" ]; then
 		CK_FORK=no CK_EXCLUDE_TAGS=slow valgrind -q --error-exitcode=99 \
+			--suppressions="$(dirname "$0")/valgrind.supp" \
 			--leak-check=full --errors-for-leak-kinds=definite \
 			"$t" >"$out" 2>&1 || rc=1
 	else

@@ -29,6 +29,20 @@ too_large(char *err, const char *what, size_t max_out)
 /* First guess at the output size: the gzip trailer's ISIZE (length mod
  * 2^32 of the last member), bounded by deflate's best ratio (~1032:1) so a
  * lying trailer cannot make us reserve a huge buffer up front. */
+/* double *buf's capacity, to limit at most (the caller checks that it is
+ * below): 0, or -SL_ENOMEM with err naming what */
+static int
+grow(uint8_t **buf, size_t *cap, size_t limit, const char *what, char *err)
+{
+	size_t ncap = *cap > limit / 2 ? limit : *cap * 2;
+	uint8_t *p = realloc(*buf, ncap);
+	if (!p)
+		return sl_fail(err, SL_ENOMEM, "%s: out of memory for %zu bytes", what, ncap);
+	*buf = p;
+	*cap = ncap;
+	return 0;
+}
+
 static size_t
 gunzip_size_hint(const uint8_t *buf, size_t len, size_t limit)
 {
@@ -84,16 +98,8 @@ inflate_all(const uint8_t *buf, size_t len, size_t max_out, uint8_t **out,
 					     "%s: out of memory", what);
 				break;
 			}
-			size_t ncap = cap > limit / 2 ? limit : cap * 2;
-			uint8_t *p = realloc(dst, ncap);
-			if (!p) {
-				rc = sl_fail(err, SL_ENOMEM,
-					     "%s: out of memory for %zu bytes",
-					     what, ncap);
+			if ((rc = grow(&dst, &cap, limit, what, err)) < 0)
 				break;
-			}
-			dst = p;
-			cap = ncap;
 		}
 		if (zs.avail_in == 0 && fed < len) {
 			size_t chunk = SL_MIN(len - fed, (size_t)UINT_MAX);
@@ -245,16 +251,8 @@ ds_read_file(const char *path, size_t max_out, uint8_t **out,
 					       : too_large(err, path, max_out);
 				break;
 			}
-			size_t ncap = cap > raw_limit / 2 ? raw_limit : cap * 2;
-			uint8_t *p = realloc(buf, ncap);
-			if (!p) {
-				rc = sl_fail(err, SL_ENOMEM,
-					     "%s: out of memory for %zu bytes",
-					     path, ncap);
+			if ((rc = grow(&buf, &cap, raw_limit, path, err)) < 0)
 				break;
-			}
-			buf = p;
-			cap = ncap;
 		}
 		size_t want = cap - have;
 		size_t got = fread(buf + have, 1, want, f);

@@ -129,22 +129,6 @@ START_TEST(damaged_files_are_refused)
 END_TEST
 /* ---- exact resumes ---------------------------------------------------- */
 
-typedef struct ckrec {
-	rec r;
-	uint8_t *buf;
-	size_t len;
-} ckrec;
-
-static void
-on_ckpt(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
-{
-	(void)c;
-	ckrec *k = ud;
-	ck_assert_ptr_nonnull(buf);
-	k->buf = malloc(len);
-	memcpy(k->buf, buf, len);
-	k->len = len;
-}
 
 START_TEST(resume_after_batch_shrank_is_exact)
 {

@@ -157,24 +157,6 @@ START_TEST(virtual_delays_cost_no_time)
 }
 END_TEST
 
-typedef struct ckrec {
-	rec r;
-	uint8_t *buf;
-	size_t len;
-} ckrec;
-
-static void
-on_ckpt(void *ud, const run_cmd *c, const uint8_t *buf, size_t len)
-{
-	ckrec *k = ud;
-	ck_assert(c->fields & CMD_CHECKPOINT);
-	ck_assert_ptr_nonnull(buf);
-	free(k->buf);
-	k->buf = malloc(len);
-	memcpy(k->buf, buf, len);
-	k->len = len;
-}
-
 static void
 on_eval_ck(void *ud, const run_eval *e)
 {

@@ -97,3 +97,20 @@ PY
 echo
 echo "== the daemon under load =="
 sh bench/http.sh "$build" | tee "$out/http.txt"
+
+echo
+echo "== the daemon's answers while it trains flat out, a busy loop per core beside it =="
+echo "(tests/integration/latency.py: 300 mixed requests, HTTP and bus, then SIGTERM)"
+: >"$out/latency.jsonl"; : >"$out/latency.txt"
+for clock in virtual wall; do
+	python3 tests/integration/latency.py "$SL" --clock "$clock" --workers 2 --eval-every 50 \
+		--requests 300 --bound 2 | tee -a "$out/latency.txt" | grep -v '^{'
+	grep '^{' "$out/latency.txt" | tail -n 1 >>"$out/latency.jsonl"
+done
+python3 - "$out/latency.jsonl" <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print("%-8s clock: p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  SIGTERM to exit %5.0f ms  (%d requests)"
+          % (r["clock"], r["p50_ms"], r["p99_ms"], r["max_ms"], r["exit_ms"], r["requests"]))
+PY

@@ -21,8 +21,8 @@
 
 /* FNV-1a (64 bits) of the server's weights as float32 bytes, as 16 hex
  * digits: the end record's "weights" */
-static int
-weights_hash(run *r, char *out, size_t cap)
+int
+runcli_weights_hash(run *r, char *out, size_t cap)
 {
 	for (size_t max = (size_t)1 << 16; max <= (size_t)1 << 30; max *= 2) {
 		float *w = malloc(sizeof(float) * max);
@@ -215,7 +215,7 @@ cmd_run(int argc, char **argv)
 	}
 	if (ctx.end) {
 		char h[24];
-		if (weights_hash(r, h, sizeof(h)) == 0)
+		if (runcli_weights_hash(r, h, sizeof(h)) == 0)
 			json_object_set_new(ctx.end, "weights", json_string(h));
 		if (runlog_write(&ctx.log, ctx.end) < 0)
 			ctx.log_failed = 1;

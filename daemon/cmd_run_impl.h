@@ -2,7 +2,8 @@
  * run from its options to its summary), run_opts.c (options, --help,
  * --config, --replay), run_resume.c (--resume, --checkpoint-*) and
  * run_progress.c (the callbacks' log records, the progress on stderr).
- * Not for other files. */
+ * A sweep's cells (sweep_cell.c) log through the same callbacks; no other
+ * file includes it. */
 #ifndef SL_CMD_RUN_IMPL_H
 #define SL_CMD_RUN_IMPL_H
 
@@ -46,6 +47,10 @@ int runcli_has_stop(const run_config *cfg);
 
 /* "stalelab run: MSG" (msg, else err) on stderr; returns 2. */
 int runcli_usage_error(const char *msg, char *err);
+
+/* cmd_run.c: FNV-1a (64 bits) of the server's weights as 16 hex digits
+ * (the end record's "weights"); 0, or -1 out of memory */
+int runcli_weights_hash(run *r, char *out, size_t cap);
 
 /* ---- run_resume.c -------------------------------------------------------- */
 

@@ -177,14 +177,23 @@ stop_current(ctl *c)
 	c->r = NULL;
 }
 
+/* what a recover adds to a start: the diverged run's settings and how much
+ * of its schedule it applied, the lr change, the "recovered" note */
+typedef struct recover_args {
+	const run_config *settings; /* taken in place of the checkpoint's */
+	int sched_done;             /* schedule entries already applied */
+	const run_cmd *change;      /* queued before the start: at its first version */
+	json_t *note;               /* borrowed: the run record's "recovered" */
+} recover_args;
+
 /* Start a run (c->mu held): cfg with its schedule, or from a checkpoint;
- * change (may be NULL) is queued before it starts, so it applies at its
- * first version (logged); note (may be NULL, borrowed) goes into the run
- * record as "recovered". */
+ * rec (may be NULL) makes it a recover: rec->settings replace the
+ * checkpoint's (and are the run object logged), the schedule goes on after
+ * the entries the diverged run applied, rec->change applies at its first
+ * version (logged), rec->note goes into the run record as "recovered". */
 static int
 start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
-	     const uint8_t *ckpt, size_t ckpt_len, const run_cmd *change, json_t *note,
-	     char *err)
+	     const uint8_t *ckpt, size_t ckpt_len, const recover_args *rec, char *err)
 {
 	int rc;
 	/* a schedule's checkpoints go into the checkpoint directory (checked
@@ -214,10 +223,14 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 			    .checkpoint = on_checkpoint, .diverged = ctl_on_diverged, .ud = c};
 	run *r = NULL;
 	rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err);
-	if (rc == 0 && change && (rc = run_command(r, change, err)) < 0) {
+	if (rc == 0 && rec &&
+	    ((rc = run_adopt_settings(r, rec->settings, rec->sched_done, err)) < 0 ||
+	     (rc = run_command(r, rec->change, err)) < 0)) {
 		run_free(r);
 		r = NULL;
 	}
+	if (rec)
+		cfg = rec->settings; /* what the run starts with */
 	if (rc < 0) {
 		if (new_data) {
 			ds_pair_free(dp);
@@ -247,8 +260,8 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	json_object_set_new(first, "run", json_integer(c->run_id));
 	if (ckpt)
 		json_object_set_new(first, "resumed", json_true());
-	if (note)
-		json_object_set_new(first, "recovered", json_incref(note));
+	if (rec)
+		json_object_set_new(first, "recovered", json_incref(rec->note));
 	ctl_record(c, "run", first);
 	json_decref(first);
 	if (pthread_create(&c->th, NULL, run_thread, c->r)) {
@@ -275,7 +288,7 @@ ctl_start(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	  const uint8_t *ckpt, size_t ckpt_len, char *err)
 {
 	pthread_mutex_lock(&c->mu);
-	int rc = start_locked(c, cfg, sched, n_sched, ckpt, ckpt_len, NULL, NULL, err);
+	int rc = start_locked(c, cfg, sched, n_sched, ckpt, ckpt_len, NULL, err);
 	pthread_mutex_unlock(&c->mu);
 	return rc;
 }
@@ -366,7 +379,7 @@ ctl_post_run(ctl *c, json_t *body, ctl_reply *o)
 		return;
 	}
 	pthread_mutex_lock(&c->mu);
-	rc = start_locked(c, &cfg, sched, n_sched, ckpt, ckpt_len, NULL, NULL, err);
+	rc = start_locked(c, &cfg, sched, n_sched, ckpt, ckpt_len, NULL, err);
 	free(sched);
 	free(ckpt);
 	if (rc < 0) {
@@ -419,21 +432,36 @@ ctl_post_recover(ctl *c, json_t *body, ctl_reply *o)
 	size_t len = 0;
 	uint64_t gv = 0;
 	run_config cfg = cur;
-	int rc = run_good_checkpoint(c->r, &buf, &len, &gv, err);
-	int from_ckpt = rc == 0;
-	if (rc == -SL_ESTATE)
-		rc = 0; /* diverged before a finite evaluation: from the start */
-	else if (rc == 0)
-		rc = run_checkpoint_config(buf, len, &cfg, err);
+	/* the recovered run goes on with what the diverged run had reached:
+	 * its settings (every change, the schedule's and live ones, applied)
+	 * and its place in the schedule (an entry it applied is never applied
+	 * again; those still ahead come as they would have) */
+	run_sched *sched = NULL;
+	int n_sched = 0, sched_done = 0;
+	int rc = run_schedule_copy(c->r, &sched, &n_sched, &sched_done, err);
+	int from_ckpt = 0;
+	if (rc == 0) {
+		rc = run_good_checkpoint(c->r, &buf, &len, &gv, err);
+		from_ckpt = rc == 0;
+		if (rc == -SL_ESTATE)
+			rc = 0; /* diverged before a finite evaluation: from the start */
+		else if (rc == 0) /* the checkpoint's own run, then cur's settings */
+			rc = run_checkpoint_config(buf, len, &cfg, err);
+	}
 	json_t *note = json_pack("{s:i,s:I,s:I,s:s}", "run", c->run_id, "diverged_v",
 				 (json_int_t)div_v, "from_v", (json_int_t)gv, "from",
 				 from_ckpt ? "checkpoint" : "start");
 	/* answer once the new lr is in (its change record), as PATCH does */
 	ctl_waiter w;
 	ctl_waiter_add(c, &w, &cmd, 0);
-	if (rc == 0)
-		rc = start_locked(c, &cfg, NULL, 0, buf, len, &cmd, note, err);
+	recover_args rec = {.settings = &cur, .sched_done = sched_done, .change = &cmd,
+			    .note = note};
+	if (rc == 0) /* from the start: the schedule is given again (a
+		      * checkpoint holds its own) */
+		rc = start_locked(c, &cfg, from_ckpt ? NULL : sched, from_ckpt ? 0 : n_sched,
+				  buf, len, &rec, err);
 	free(buf);
+	free(sched);
 	int run_id = c->run_id;
 	pthread_mutex_unlock(&c->mu);
 	ctl_waiter_wait(c, &w, rc == 0);

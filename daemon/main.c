@@ -22,11 +22,33 @@ static const char usage[] =
 	"  tui      the terminal front end of a running daemon (its nanomsg bus)\n"
 	"\n"
 	"Options:\n"
-	"  -h, --help     this text (COMMAND --help for a command's options)\n"
+	"  -h, --help     this text (COMMAND --help, or help COMMAND, for a\n"
+	"                 command's options)\n"
 	"  -V, --version  print the version\n"
 	"\n"
 	"Exit status: 0 success, 1 runtime failure, 2 bad usage or bad config,\n"
 	"3 a headless run diverged (stalelab run --help).\n";
+
+typedef int (*command_fn)(int argc, char **argv);
+
+static const struct command {
+	const char *name;
+	command_fn fn;
+} commands[] = {
+	{"serve", cmd_serve},
+	{"run", cmd_run},
+	{"bench", cmd_bench},
+	{"tui", cmd_tui},
+};
+
+static const struct command *
+find_command(const char *name)
+{
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
 
 int
 main(int argc, char **argv)
@@ -36,6 +58,17 @@ main(int argc, char **argv)
 		return 2;
 	}
 	const char *cmd = argv[1];
+	if (!strcmp(cmd, "help") && argc >= 3) {
+		/* help COMMAND: that command's --help, as git does */
+		const struct command *c = find_command(argv[2]);
+		if (!c) {
+			fprintf(stderr, "stalelab: help: no command '%s' (try 'stalelab help')\n",
+				argv[2]);
+			return 2;
+		}
+		char *av[] = {argv[2], "--help", NULL};
+		return c->fn(2, av);
+	}
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		fputs(usage, stdout);
 		return 0;
@@ -44,14 +77,9 @@ main(int argc, char **argv)
 		printf("stalelab %s\n", SL_VERSION);
 		return 0;
 	}
-	if (!strcmp(cmd, "run"))
-		return cmd_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "serve"))
-		return cmd_serve(argc - 1, argv + 1);
-	if (!strcmp(cmd, "bench"))
-		return cmd_bench(argc - 1, argv + 1);
-	if (!strcmp(cmd, "tui"))
-		return cmd_tui(argc - 1, argv + 1);
+	const struct command *c = find_command(cmd);
+	if (c)
+		return c->fn(argc - 1, argv + 1);
 	fprintf(stderr, "stalelab: unknown command '%s' (try 'stalelab --help')\n",
 		cmd);
 	return 2;

@@ -656,14 +656,14 @@ restore_state(run *r, const uint8_t *buf, size_t len, char *err)
 int
 run_restore(run *r, const uint8_t *buf, size_t len, char *err)
 {
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	int rc = r->exec_live ? sl_fail(err, SL_ESTATE, "resume: the run has started")
 			      : restore_state(r, buf, len, err);
 	if (rc == 0) {
 		r->restored = 1;
 		report_publish(r);
 	}
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 	return rc;
 }
 
@@ -674,11 +674,9 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 {
 	*buf = NULL;
 	*len = 0;
-	/* said before taking the lock: the virtual clock's loop holds it
-	 * nearly all the time and yields it to us at its next quiet point
-	 * (ckpt_serve) instead of letting us wait for an unlock we may lose */
-	atomic_fetch_add(&r->ckpt_ask, 1);
-	pthread_mutex_lock(&r->mu);
+	/* the loop lets us in at its next yield point (run_lock), then
+	 * takes the checkpoint at its next quiet point (ckpt_serve) */
+	run_lock(r);
 	if (r->exec_live && r->state != RUN_FINISHED) {
 		/* the loop takes it at its next quiet point */
 		while (r->ckpt_req)
@@ -697,9 +695,7 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 	r->ckpt_req = 0;
 	blob b = r->ckpt;
 	memset(&r->ckpt, 0, sizeof(r->ckpt));
-	atomic_fetch_sub(&r->ckpt_ask, 1);
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 	if (b.oom) {
 		blob_free(&b);
 		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
@@ -713,10 +709,9 @@ run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err)
 void
 ckpt_serve(run *r)
 {
-	/* a caller is on its way to the lock: wait here, lock released,
-	 * until its request is in (or it is done) */
-	while (atomic_load(&r->ckpt_ask) > 0 && r->ckpt_req != 1)
-		pthread_cond_wait(&r->cv, &r->mu);
+	/* a caller on its way to the lock gets it first: its request is in
+	 * when this returns */
+	run_yield(r);
 	if (r->ckpt_req != 1)
 		return;
 	if (!r->virt) {

@@ -137,8 +137,12 @@ virt_exec(run *r)
 	workers_set(r, r->cfg.workers);
 	report_publish(r);
 	for (;;) {
+		/* between two events, whatever the clock says: callers of
+		 * run_lock get the lock (ckpt_serve yields it), the commands
+		 * queued meanwhile are applied, the stop flag is read */
 		cmd_drain(r);
 		ckpt_serve(r);
+		cmd_drain(r);
 		if (report_stop_met(r))
 			break;
 		if (r->n_ev == 0) {
@@ -177,12 +181,8 @@ virt_exec(run *r)
 		wake_blocked(r);
 		if (report_eval_due(r))
 			report_evaluate(r);
-		if (sl_now() - r->last_snap >= SNAP_EVERY_S) {
-			/* readers may be waiting on the lock */
+		if (sl_now() - r->last_snap >= SNAP_EVERY_S)
 			report_publish(r);
-			pthread_mutex_unlock(&r->mu);
-			pthread_mutex_lock(&r->mu);
-		}
 		report_progress(r);
 	}
 	return 0;

@@ -63,6 +63,7 @@ worker_main(void *p)
 	worker *w = a.w;
 	pthread_mutex_lock(&r->mu);
 	while (!r->stopping && w->active) {
+		run_yield(r); /* callers of run_lock first */
 		int begun = r->eval_gate ? 0 : step_begin(r, w);
 		if (begun <= 0) {
 			w->st = W_WAIT_BEGIN;

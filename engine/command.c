@@ -67,9 +67,8 @@ run_command(run *r, const run_cmd *c, char *err)
 	}
 	r->q[r->n_q++] = *c;
 	pthread_mutex_unlock(&r->qmu);
-	pthread_mutex_lock(&r->mu);
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	run_lock(r); /* wakes a loop waiting for a command */
+	run_unlock(r);
 	return 0;
 }
 
@@ -281,17 +280,24 @@ cmd_drain_schedule(run *r)
 void
 run_checkpoint_every(run *r, uint64_t every)
 {
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	r->ckpt_every = every;
 	r->ckpt_next = 0; /* the first drain counts from the version it finds */
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 }
 
-/* queued commands and due schedule entries (lock held) */
+/* due schedule entries, then queued commands (lock held) */
 int
 cmd_drain(run *r)
 {
 	int n = cmd_drain_schedule(r);
+	return n + cmd_drain_queue(r);
+}
+
+/* queued commands (lock held) */
+int
+cmd_drain_queue(run *r)
+{
 	pthread_mutex_lock(&r->qmu);
 	int nq = r->n_q;
 	run_cmd *q = nq ? malloc(sizeof(run_cmd) * (size_t)nq) : NULL;
@@ -305,5 +311,64 @@ cmd_drain(run *r)
 	for (int i = 0; i < nq; i++)
 		cmd_apply(r, &q[i]);
 	free(q);
-	return n + nq;
+	return nq;
+}
+
+/* ---- a recover's settings ------------------------------------------------- */
+
+int
+run_adopt_settings(run *r, const run_config *to, int sched_done, char *err)
+{
+	run_lock(r);
+	int rc = 0;
+	if (r->exec_live)
+		rc = sl_fail(err, SL_ESTATE, "settings: the run has started");
+	else if (to->batch > r->cfg.batch)
+		rc = sl_fail(err, SL_EINVAL, "batch: must be in [1, %d] (the run's starting batch), got %d",
+			     r->cfg.batch, to->batch);
+	else if (!rule_find(to->rule))
+		rc = sl_fail(err, SL_EINVAL, "rule: unknown \"%s\"", to->rule);
+	if (rc < 0) {
+		run_unlock(r);
+		return rc;
+	}
+	if (strcmp(to->rule, r->cfg.rule) || memcmp(&to->rp, &r->cfg.rp, sizeof(to->rp)))
+		cmd_apply_rule(r, to->rule, &to->rp);
+	r->cfg.lr = to->lr;
+	r->cfg.momentum = to->momentum;
+	r->cfg.weight_decay = to->weight_decay;
+	ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum, (float)r->cfg.weight_decay);
+	r->cfg.batch = to->batch;
+	r->cfg.eval_every = to->eval_every;
+	r->cfg.delay = to->delay;
+	r->cfg.n_overrides = to->n_overrides;
+	memcpy(r->cfg.overrides, to->overrides, sizeof(to->overrides));
+	/* the restored workers take them now; the count applies when the
+	 * clock starts (workers_set) */
+	r->cfg.workers = to->workers;
+	for (int i = 0; i < r->n_slots; i++)
+		worker_settings(r, r->w[i]);
+	cmd_ensure_vhist(r);
+	if (sched_done > r->sched_pos)
+		r->sched_pos = sched_done < r->n_sched ? sched_done : r->n_sched;
+	report_publish(r);
+	run_unlock(r);
+	return 0;
+}
+
+int
+run_schedule_copy(run *r, run_sched **out, int *n, int *done, char *err)
+{
+	run_lock(r);
+	*out = NULL;
+	*n = r->n_sched;
+	*done = r->sched_pos;
+	if (r->n_sched && !(*out = malloc(sizeof(run_sched) * (size_t)r->n_sched))) {
+		run_unlock(r);
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	}
+	if (r->n_sched)
+		memcpy(*out, r->sched, sizeof(run_sched) * (size_t)r->n_sched);
+	run_unlock(r);
+	return 0;
 }

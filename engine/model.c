@@ -693,11 +693,20 @@ void
 model_evaluate(model *m, const float *params, const dataset *d, double *loss,
 	       double *acc)
 {
+	model_evaluate_with(m, params, d, loss, acc, NULL, NULL);
+}
+
+void
+model_evaluate_with(model *m, const float *params, const dataset *d, double *loss,
+		    double *acc, void (*between)(void *), void *ud)
+{
 	double lsum = 0.0;
 	long hits = 0;
 	uint32_t *idx = malloc(sizeof(uint32_t) * m->batch_cap);
 	SL_ASSERT(idx != NULL);
 	for (uint32_t s = 0; s < d->n; s += (uint32_t)m->batch_cap) {
+		if (s && between)
+			between(ud);
 		int b = (int)SL_MIN((uint32_t)m->batch_cap, d->n - s);
 		for (int i = 0; i < b; i++)
 			idx[i] = s + (uint32_t)i;

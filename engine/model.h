@@ -151,5 +151,9 @@ int model_layer_info(const model *m, layer_info *info, int max);
 struct dataset;
 void model_evaluate(model *m, const float *params, const struct dataset *d,
 		    double *loss, double *acc);
+/* The same, calling between(ud) between two batches (a caller's chance
+ * to do other work while a long evaluation goes on); between may be NULL. */
+void model_evaluate_with(model *m, const float *params, const struct dataset *d,
+			 double *loss, double *acc, void (*between)(void *), void *ud);
 
 #endif

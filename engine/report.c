@@ -55,8 +55,24 @@ report_fill(run *r, run_eval *e)
 	e->train_loss = r->last_train_loss;
 }
 
-/* evaluate the server's weights (lock held on entry and exit; on the wall
- * clock the lock is dropped while evaluating and workers are gated) */
+/* between two batches of an evaluation (lock not held): the changes
+ * queued meanwhile are applied and a checkpoint asked for is taken, so a
+ * PATCH does not wait for the whole test set. The schedule's entries wait
+ * for the loop (where they always fire: the logs stay as they were). The
+ * weights being evaluated are the eval model's own copy: nothing a change
+ * does reaches them. */
+static void
+eval_between(void *p)
+{
+	run *r = p;
+	pthread_mutex_lock(&r->mu);
+	cmd_drain_queue(r);
+	ckpt_serve(r);
+	pthread_mutex_unlock(&r->mu);
+}
+
+/* evaluate the server's weights (lock held on entry and exit, dropped
+ * while evaluating; on the wall clock workers are gated meanwhile) */
 void
 report_evaluate(run *r)
 {
@@ -84,12 +100,14 @@ report_evaluate(run *r)
 	r->last_train_loss = r->loss_n ? r->loss_sum / r->loss_n : NAN;
 	r->loss_sum = 0;
 	r->loss_n = 0;
-	if (!r->virt)
-		pthread_mutex_unlock(&r->mu);
+	/* the lock is dropped while evaluating on both clocks: the eval
+	 * model is the loop's own, the wall clock's workers are gated, and on
+	 * the virtual clock nothing else steps; callers of run_lock get in */
+	pthread_mutex_unlock(&r->mu);
 	double loss, acc;
-	model_evaluate(r->evm, NULL, &r->data->test, &loss, &acc);
+	model_evaluate_with(r->evm, NULL, &r->data->test, &loss, &acc, eval_between, r);
+	pthread_mutex_lock(&r->mu);
 	if (!r->virt) {
-		pthread_mutex_lock(&r->mu);
 		r->eval_gate = 0;
 		pthread_cond_broadcast(&r->cv);
 	}
@@ -271,10 +289,10 @@ run_weights(run *r, float *out, size_t max)
 {
 	if (max < r->n_params)
 		return 0;
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	r->be_ps->ops->download(r->be_ps, out, ps_weights(r->ps),
 				sizeof(float) * r->n_params);
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 	return r->n_params;
 }
 
@@ -293,9 +311,9 @@ report_keep_good(run *r, uint64_t v)
 void
 run_keep_good(run *r, int on)
 {
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	r->keep_good = on;
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 }
 
 int
@@ -305,7 +323,7 @@ run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err)
 		*buf = NULL;
 		*len = 0;
 	}
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	int rc = 0;
 	if (!r->n_good)
 		rc = sl_fail(err, SL_ESTATE, "no good checkpoint: no finite evaluation was kept");
@@ -318,7 +336,7 @@ run_good_checkpoint(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err)
 		}
 		*v = r->good_v;
 	}
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 	return rc;
 }
 
@@ -326,11 +344,11 @@ int
 run_series(run *r, uint64_t since, run_eval *out, int max)
 {
 	int n = 0;
-	pthread_mutex_lock(&r->mu);
+	run_lock(r);
 	for (int i = 0; i < r->n_series && n < max; i++)
 		if (r->series[i].v > since || (since == 0 && i == 0))
 			out[n++] = r->series[i];
-	pthread_mutex_unlock(&r->mu);
+	run_unlock(r);
 	return n;
 }
 

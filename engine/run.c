@@ -107,6 +107,32 @@ run_timed_wait(run *r, double seconds)
 	pthread_cond_timedwait(&r->cv, &r->mu, &ts);
 }
 
+/* ---- the lock, handed to outside callers -------------------------------- */
+
+void
+run_lock(run *r)
+{
+	atomic_fetch_add(&r->lock_want, 1);
+	pthread_mutex_lock(&r->mu);
+	atomic_fetch_sub(&r->lock_want, 1);
+}
+
+void
+run_unlock(run *r)
+{
+	pthread_cond_broadcast(&r->cv); /* a loop in run_yield goes on */
+	pthread_mutex_unlock(&r->mu);
+}
+
+void
+run_yield(run *r)
+{
+	/* the wait releases the lock to them; a broadcast (run_unlock) or
+	 * the timeout brings the loop back to look again */
+	while (atomic_load(&r->lock_want) > 0)
+		run_timed_wait(r, 0.002);
+}
+
 /* ---- lifetime -------------------------------------------------------------- */
 
 int
@@ -280,9 +306,8 @@ void
 run_stop(run *r)
 {
 	atomic_store(&r->stop_req, 1);
-	pthread_mutex_lock(&r->mu);
-	pthread_cond_broadcast(&r->cv);
-	pthread_mutex_unlock(&r->mu);
+	run_lock(r);
+	run_unlock(r);
 }
 
 void

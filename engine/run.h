@@ -170,6 +170,22 @@ void run_stop(run *r);
  * field if it cannot apply (bad worker id, unknown rule, ...). */
 int run_command(run *r, const run_cmd *c, char *err);
 
+/* Before run_exec, on a run restored from a checkpoint (run_restore):
+ * the settings of `to` in place of the checkpoint's (all that may change
+ * mid-run: rule and its parameters, lr, momentum, weight decay, batch,
+ * eval_every, the delay, the worker count and every worker's overrides),
+ * and the first sched_done entries of the schedule counted as applied. A
+ * recover goes on this way with what the diverged run had reached: the
+ * checkpoint's weights, the diverged run's settings, each schedule entry
+ * applied once. -SL_ESTATE once the run has started, -SL_EINVAL (err
+ * names the field) for what the run cannot take (a larger batch). */
+int run_adopt_settings(run *r, const run_config *to, int sched_done, char *err);
+
+/* Thread-safe: a copy of the run's schedule (*out, free it; NULL when
+ * empty), its length, and how many entries have been applied (*done).
+ * Returns 0 or -SL_ENOMEM. */
+int run_schedule_copy(run *r, run_sched **out, int *n, int *done, char *err);
+
 /* Thread-safe: the latest snapshot (refcounted; release with
  * run_snapshot_put). Never NULL after run_new. */
 run_snapshot *run_snapshot_get(run *r);

@@ -150,7 +150,6 @@ struct run {
 	double t0;        /* wall start */
 	double t_base;    /* run seconds before t0 (a resumed run) */
 	int ckpt_req;     /* run_checkpoint() waits for the loop */
-	atomic_int ckpt_ask; /* callers of run_checkpoint() not yet served */
 	blob ckpt;
 	int exec_live;    /* run_exec() is running the loop */
 	int restored;     /* state loaded from a checkpoint */
@@ -166,6 +165,7 @@ struct run {
 	int n_series, cap_series;
 	/* control */
 	pthread_mutex_t mu;
+	atomic_int lock_want; /* callers on their way to mu (run_lock) */
 	pthread_cond_t cv;
 	pthread_mutex_t qmu;
 	run_cmd *q;
@@ -209,6 +209,15 @@ int run_n_running(const run *r);
 int run_steps_left(const run *r);
 uint64_t run_min_clock(const run *r);
 void run_timed_wait(run *r, double seconds);
+/* The lock, for callers from outside the run's own threads (the daemon's
+ * handlers, a headless run's main): they are let in at the loop's next
+ * yield point, however busy it is (a mutex is not fair: a loop that
+ * unlocks and locks again would win it back nearly every time). */
+void run_lock(run *r);
+void run_unlock(run *r);
+/* The loops' side (lock held): let every caller of run_lock in before
+ * going on. Called between steps, so no caller waits longer than a step. */
+void run_yield(run *r);
 
 /* step.c: one worker step */
 double step_compute(run *r, worker *w);
@@ -266,9 +275,13 @@ void step_vhist_record(run *r);
 int worker_new(run *r, int id, worker **out);
 void worker_destroy(run *r, worker *w);
 void workers_set(run *r, int n);
+/* a worker's delay, spb_depth, speed and paused from the run object
+ * (the run's delay, then its override) */
+void worker_settings(run *r, worker *w);
 
 /* command.c: control */
 int cmd_drain(run *r);
+int cmd_drain_queue(run *r);
 int cmd_drain_schedule(run *r);
 void cmd_ensure_vhist(run *r);
 

@@ -26,7 +26,7 @@ worker_free(worker *w)
 }
 
 /* make the worker's settings those of cfg (override for its id, if any) */
-static void
+void
 worker_settings(run *r, worker *w)
 {
 	w->delay = r->cfg.delay;

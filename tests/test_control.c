@@ -372,6 +372,112 @@ START_TEST(change_after_the_end_is_refused)
 }
 END_TEST
 
+/* GET /api/v1/status until its state is `state` (NULL: any) and its
+ * version at least v, for 60 s at most; the last status (owned by *o) */
+static json_t *
+wait_status(ctl *c, const char *state, long long v, ctl_reply *o)
+{
+	json_t *j = NULL;
+	for (double end = sl_now() + 60; sl_now() < end; usleep(10000)) {
+		j = call(c, "GET", "/api/v1/status", NULL, NULL, 200, o);
+		const char *st = json_string_value(json_object_get(j, "state"));
+		long long jv = json_integer_value(json_object_get(j, "version"));
+		if ((!state || (st && !strcmp(st, state))) && jv >= v)
+			return j;
+		if (st && strcmp(st, "running") && strcmp(st, "starting") &&
+		    (!state || strcmp(st, state))) {
+			ck_abort_msg("state %s at v %lld, waiting for %s at v %lld", st, jv,
+				     state ? state : "any", v);
+		}
+		ctl_reply_free(o);
+	}
+	ck_abort_msg("no %s at v %lld within 60 s", state ? state : "state", v);
+	return j;
+}
+
+static double
+cfg_num(json_t *status, const char *key)
+{
+	return json_number_value(json_object_get(json_object_get(status, "config"), key));
+}
+
+/* the recovered run of the two tests below, past version v: not diverged,
+ * the recover's lr 0.01, the diverged run's 3 workers, the momentum of the
+ * schedule's entry still ahead at the divergence */
+static void
+recovered_past(ctl *c, long long v)
+{
+	ctl_reply o;
+	json_t *j = wait_status(c, NULL, v, &o);
+	ck_assert_str_ne(json_string_value(json_object_get(j, "state")), "diverged");
+	ck_assert_double_eq(cfg_num(j, "lr"), 0.01);
+	ck_assert_int_eq((long long)cfg_num(j, "workers"), 3);
+	ck_assert_double_eq(cfg_num(j, "momentum"), 0.5);
+	ctl_reply_free(&o);
+}
+
+/* A recover goes on with what the diverged run had reached and applies
+ * each schedule entry once (issue 15): the entry at v 45 that made the run
+ * diverge (lr 100, momentum 0.9, 3 workers) is not applied again after the
+ * recover from the last good checkpoint, at v 40 (it was, at v 45, over
+ * the recover's lr: the run diverged again), its 3 workers stay, and the
+ * entry still ahead (v 70) applies when it comes. */
+START_TEST(recover_applies_the_schedule_once)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	call(&c, "POST", "/api/v1/run", NULL,
+	     "{\"model\": \"mlp:784-256-128-10\", \"dataset\": \"synthetic:2000\", \"clock\": \"virtual\","
+	     " \"workers\": 2, \"batch\": 16, \"lr\": 0.01, \"eval_every\": 10,"
+	     " \"schedule\": [{\"at\": {\"v\": 45}, \"set\": {\"lr\": 100, \"momentum\": 0.9, \"workers\": 3}},"
+	     "              {\"at\": {\"v\": 70}, \"set\": {\"momentum\": 0.5}}]}",
+	     201, &o);
+	ctl_reply_free(&o);
+	json_t *j = wait_status(&c, "diverged", 0, &o);
+	long long gv = json_integer_value(json_object_get(json_object_get(j, "recover"), "from_v"));
+	ck_assert_int_eq(gv, 40); /* the last good evaluation, before the entry */
+	ck_assert_int_eq((long long)cfg_num(j, "workers"), 3);
+	ctl_reply_free(&o);
+	j = call(&c, "POST", "/api/v1/run/recover", NULL, "{\"lr\": 0.01}", 201, &o);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "version")), gv);
+	ck_assert_int_eq((long long)cfg_num(j, "workers"), 3); /* the diverged run's */
+	ck_assert_double_eq(cfg_num(j, "lr"), 0.01);
+	ctl_reply_free(&o);
+	/* past v 45 at lr 0.01 (the schedule's lr 100 is not applied again),
+	 * and past v 70, whose entry applies once */
+	recovered_past(&c, 90);
+	ctl_free(&c);
+}
+END_TEST
+
+/* The same from the start (no good evaluation before the divergence): the
+ * schedule's entries still ahead apply (they were all dropped), those the
+ * diverged run applied do not apply again. */
+START_TEST(recover_from_start_keeps_the_schedule_ahead)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	call(&c, "POST", "/api/v1/run", NULL,
+	     "{\"model\": \"mlp:784-256-128-10\", \"dataset\": \"synthetic:2000\", \"clock\": \"virtual\","
+	     " \"workers\": 2, \"batch\": 16, \"lr\": 0.01, \"eval_every\": 1000,"
+	     " \"schedule\": [{\"at\": {\"v\": 10}, \"set\": {\"lr\": 100, \"momentum\": 0.9, \"workers\": 3}},"
+	     "              {\"at\": {\"v\": 60}, \"set\": {\"momentum\": 0.5}}]}",
+	     201, &o);
+	ctl_reply_free(&o);
+	json_t *j = wait_status(&c, "diverged", 0, &o);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "recover"), "from")),
+			 "start");
+	ck_assert_int_lt(json_integer_value(json_object_get(j, "version")), 60);
+	ctl_reply_free(&o);
+	call(&c, "POST", "/api/v1/run/recover", NULL, "{\"lr\": 0.01}", 201, &o);
+	ctl_reply_free(&o);
+	recovered_past(&c, 70);
+	ctl_free(&c);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -386,6 +492,8 @@ control_suite(void)
 	tcase_add_test(tc, token_compare);
 	tcase_add_test(tc, first_running_snapshot_has_workers);
 	tcase_add_test(tc, change_after_the_end_is_refused);
+	tcase_add_test(tc, recover_applies_the_schedule_once);
+	tcase_add_test(tc, recover_from_start_keeps_the_schedule_ahead);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -13,6 +13,17 @@ expect_grep 'run' "--help lists run" "$LAST_OUT"
 expect_exit 0 "run --help" "$SL" run --help
 expect_grep 'epochs X' "run --help lists --epochs" "$LAST_OUT"
 expect_exit 0 "bench --help" "$SL" bench --help
+# help COMMAND prints that command's --help, as git does (it printed the
+# top-level help); help alone the top-level one
+for c in run serve bench tui; do
+	want=$("$SL" "$c" --help 2>&1)
+	got=$("$SL" help "$c" 2>&1); code=$?
+	[ "$code" = 0 ] && [ "$got" = "$want" ] && ok "help $c is $c --help" ||
+		bad "help $c is $c --help (exit $code)" "$(printf '%s\n' "$got" | head -n 3)"
+done
+[ "$("$SL" help 2>&1)" = "$("$SL" --help 2>&1)" ] && ok "help alone is --help" || bad "help alone is --help"
+expect_exit 2 "help of an unknown command" "$SL" help frobnicate
+expect_grep "help: no command 'frobnicate'" "help names the unknown command" "$LAST_OUT"
 expect_exit 2 "unknown command" "$SL" frobnicate
 expect_grep "unknown command 'frobnicate'" "unknown command is named" "$LAST_OUT"
 expect_exit 2 "unknown flag" "$SL" run --no-such-flag

@@ -48,7 +48,22 @@ TM="tmux -S $TMP/tmux.sock -f /dev/null"
 cleanup() { $TM kill-server 2>/dev/null; kill "$PID" 2>/dev/null; rm -rf "$TMP"; }
 trap cleanup EXIT
 
-screen() { $TM capture-pane -p -t tui; }
+# screen: a settled capture of the pane. curses writes a frame in many
+# pieces (a write per cursor move: strace shows 20 and more for one
+# update), and a capture taken between two of them is a torn screen: the
+# top of the new frame over the bottom of the old one (the worker rows
+# drawn, the events pane and status line still those of the frame before
+# the first snapshot). Two captures alike 0.05 s apart are a whole frame.
+screen() {
+	_sc_prev=$($TM capture-pane -p -t tui)
+	for _sc_i in 1 2 3 4 5 6 7 8 9 10; do
+		sleep 0.05
+		_sc_cur=$($TM capture-pane -p -t tui)
+		[ "$_sc_cur" = "$_sc_prev" ] && break
+		_sc_prev=$_sc_cur
+	done
+	printf '%s\n' "$_sc_cur"
+}
 # wait_screen SECONDS PATTERN: the screen shows PATTERN (extended regex)
 # within SECONDS; the last screen is in $SCREEN
 wait_screen() {
@@ -285,7 +300,7 @@ SERVE_ARGS="--bus-rep ipc://$TMP/rep.ipc"
 serve || bad "daemon restarts with --bus-rep" "$(cat "$TMP/serve.err")"
 keys clear Enter "$SL tui --connect $BUS --rep ipc://$TMP/rep.ipc; echo TUI_EXIT=\$?" Enter
 wait_screen 20 '^   2 [a-z]+ +const' || bad "drawn with --rep" "$SCREEN"
-printf '%s\n' "$SCREEN" | grep -q "(commands to ipc://$TMP/rep" && ok "--rep: the events say where commands go" ||
+wait_screen 10 "\\(commands to ipc://$TMP/rep" && ok "--rep: the events say where commands go" ||
 	bad "--rep named in the events" "$SCREEN"
 keys p
 wait_api 30 /api/v1/status 'd["state"] == "paused"' && ok "--rep: p pauses the run through the REP socket given" ||

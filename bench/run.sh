@@ -114,3 +114,16 @@ for l in open(sys.argv[1]):
     print("%-8s clock: p50 %6.1f ms  p99 %6.1f ms  max %6.1f ms  SIGTERM to exit %5.0f ms  (%d requests)"
           % (r["clock"], r["p50_ms"], r["p99_ms"], r["max_ms"], r["exit_ms"], r["requests"]))
 PY
+
+echo
+echo "== the sweep runner: 100 cells of 10 updates each (bench/configs/sweep-tiny.json) =="
+for j in 1 2; do
+	rm -rf "$out/sweep-tiny-$j"
+	t0=$(date +%s.%N)
+	"$SL" sweep bench/configs/sweep-tiny.json --out "$out/sweep-tiny-$j" --jobs "$j" --quiet
+	t1=$(date +%s.%N)
+	python3 -c 'import json, sys; s = float(sys.argv[2]) - float(sys.argv[1]); j = int(sys.argv[3])
+print("--jobs %d: %.2f s, %.1f cells/s, %.1f ms of wall time per cell" % (j, s, 100 / s, 1000 * s / 100))
+print(json.dumps({"bench": "sweep_overhead", "jobs": j, "cells": 100, "seconds": round(s, 3),
+                  "cells_per_s": round(100 / s, 1)}))' "$t0" "$t1" "$j"
+done

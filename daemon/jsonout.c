@@ -6,14 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct sbuf {
-	char *p;
-	size_t n, cap;
-	int oom;
-} sbuf;
-
-static void
-put(sbuf *b, const char *s, size_t n)
+void
+sl_buf_put(sl_buf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
@@ -35,9 +29,9 @@ put(sbuf *b, const char *s, size_t n)
 }
 
 static void
-puts_(sbuf *b, const char *s)
+puts_(sl_buf *b, const char *s)
 {
-	put(b, s, strlen(s));
+	sl_buf_put(b, s, strlen(s));
 }
 
 void
@@ -58,9 +52,9 @@ jsonout_number(char *buf, double d)
 }
 
 static void
-put_string(sbuf *b, const char *s, size_t len)
+put_string(sl_buf *b, const char *s, size_t len)
 {
-	put(b, "\"", 1);
+	sl_buf_put(b, "\"", 1);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[8];
@@ -75,15 +69,15 @@ put_string(sbuf *b, const char *s, size_t len)
 				snprintf(esc, sizeof(esc), "\\u%04x", c);
 				puts_(b, esc);
 			} else {
-				put(b, (const char *)&s[i], 1);
+				sl_buf_put(b, (const char *)&s[i], 1);
 			}
 		}
 	}
-	put(b, "\"", 1);
+	sl_buf_put(b, "\"", 1);
 }
 
 static void
-dump(sbuf *b, const json_t *v)
+dump(sl_buf *b, const json_t *v)
 {
 	char num[40];
 	switch (json_typeof(v)) {
@@ -91,28 +85,28 @@ dump(sbuf *b, const json_t *v)
 		const char *k;
 		json_t *x;
 		int first = 1;
-		put(b, "{", 1);
+		sl_buf_put(b, "{", 1);
 		json_object_foreach((json_t *)v, k, x) {
 			if (!first)
-				put(b, ",", 1);
+				sl_buf_put(b, ",", 1);
 			first = 0;
 			put_string(b, k, strlen(k));
-			put(b, ":", 1);
+			sl_buf_put(b, ":", 1);
 			dump(b, x);
 		}
-		put(b, "}", 1);
+		sl_buf_put(b, "}", 1);
 		break;
 	}
 	case JSON_ARRAY: {
 		size_t i;
 		json_t *x;
-		put(b, "[", 1);
+		sl_buf_put(b, "[", 1);
 		json_array_foreach((json_t *)v, i, x) {
 			if (i)
-				put(b, ",", 1);
+				sl_buf_put(b, ",", 1);
 			dump(b, x);
 		}
-		put(b, "]", 1);
+		sl_buf_put(b, "]", 1);
 		break;
 	}
 	case JSON_STRING:
@@ -135,7 +129,7 @@ dump(sbuf *b, const json_t *v)
 char *
 jsonout_dumps(const json_t *v)
 {
-	sbuf b = {0};
+	sl_buf b = {0};
 	dump(&b, v);
 	if (b.oom) {
 		free(b.p);

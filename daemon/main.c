@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "sl.h"
+#include "sweep.h"
 #include "tui.h"
 
 static const char usage[] =
@@ -20,6 +21,8 @@ static const char usage[] =
 	"           stderr, exit 0 when the stop condition is met\n"
 	"  bench    throughput of the engine (samples/s, GFLOP/s vs OpenBLAS)\n"
 	"  tui      the terminal front end of a running daemon (its nanomsg bus)\n"
+	"  sweep    a grid of runs on the virtual clock: results.csv, a log per\n"
+	"           cell, resumable, sharded, summarised over seeds\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text (COMMAND --help, or help COMMAND, for a\n"
@@ -39,6 +42,7 @@ static const struct command {
 	{"run", cmd_run},
 	{"bench", cmd_bench},
 	{"tui", cmd_tui},
+	{"sweep", cmd_sweep},
 };
 
 static const struct command *

@@ -1,0 +1,31 @@
+/* sweep_impl.h - what the files of `stalelab sweep` share (sweep.c,
+ * sweep_cell.c, sweep_table.c); not for other files. */
+#ifndef SL_SWEEP_IMPL_H
+#define SL_SWEEP_IMPL_H
+
+#include "config.h"
+#include "dataset.h"
+#include "run.h"
+#include "sweep.h"
+
+/* Run one cell (in its own process): its log to CELLS/NAME.jsonl and its
+ * result to CELLS/NAME.json, each through a temporary file and a rename,
+ * the log first. target: accuracy for the to-target metrics (0: none). */
+int sweep_run_cell(const sweep_cell *cell, const dataset_pair *data, const char *cells_dir,
+		   double target, char *err);
+
+/* A cell's run object as `stalelab run --config` reads it: cfg and its
+ * schedule (*sched: free it). 0, or -SL_EINVAL with err naming the field. */
+int sweep_cell_config(const json_t *obj, run_config *cfg, run_sched **sched, int *n_sched,
+		      char *err);
+
+/* text to path through path.tmp, fsync and a rename */
+int sweep_write_file(const char *path, const char *text, size_t len, char *err);
+
+/* Read the finished cells' results in DIR/cells whose run objects are
+ * the grid's (a result of another run object is not the cell's: it runs
+ * again): done[i] = 1 and results gets the result. */
+int sweep_load_results(const char *cells_dir, const sweep_grid *g, char *done,
+		       json_t *results, char *err);
+
+#endif

@@ -1,0 +1,463 @@
+/* sweep_table.c - a sweep's results: the metrics of a cell, results.csv,
+ * the finished cells read back, the summary over seeds. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonout.h"
+#include "sl.h"
+#include "sweep.h"
+#include "sweep_impl.h"
+
+const sweep_metric sweep_metrics[] = {
+	{"final_acc", 0, "test accuracy at the end"},
+	{"best_acc", 0, "best test accuracy of the run's evaluations"},
+	{"test_loss", 0, "test loss at the end"},
+	{"updates", 0, "server updates applied (the version)"},
+	{"samples", 0, "training samples processed"},
+	{"epochs", 0, "samples over the training set's size"},
+	{"virtual_s", 0, "virtual seconds at the end"},
+	{"updates_to_target", 0, "the version of the first evaluation at the target accuracy (empty: never)"},
+	{"virtual_s_to_target", 0, "its virtual time"},
+	{"epochs_to_target", 0, "its epoch"},
+	{"stale_mean", 0, "mean staleness (versions) of the applied gradients"},
+	{"stale_p50", 0, "median staleness"},
+	{"stale_p99", 0, "99th percentile of staleness"},
+	{"stale_max", 0, "largest staleness"},
+	{"bytes_sent", 0, "bytes the workers sent (gradients or models)"},
+	{"bwd_flops", 0, "backward FLOPs the workers computed"},
+	{"bwd_flops_saved", 0, "backward FLOPs partial backprop saved"},
+	{"stop", 0, "why the run ended (epochs, steps, target_acc, diverged, ...)"},
+	{"diverged", 0, "1 when the run diverged"},
+	{"train_s", 1, "wall seconds of training on this machine"},
+	{"samples_per_s", 1, "samples over train_s on this machine"},
+};
+const int sweep_n_metrics = (int)(sizeof(sweep_metrics) / sizeof(sweep_metrics[0]));
+
+/* ---- CSV ----------------------------------------------------------------- */
+
+static void
+sb_str(sl_buf *b, const char *s)
+{
+	sl_buf_put(b, s, strlen(s));
+}
+
+/* one CSV field, quoted when it must be (RFC 4180) */
+static void
+sb_field(sl_buf *b, const char *s)
+{
+	if (!strpbrk(s, ",\"\r\n")) {
+		sb_str(b, s);
+		return;
+	}
+	sl_buf_put(b, "\"", 1);
+	for (const char *p = s; *p; p++) {
+		if (*p == '"')
+			sl_buf_put(b, "\"", 1);
+		sl_buf_put(b, p, 1);
+	}
+	sl_buf_put(b, "\"", 1);
+}
+
+/* a value as a CSV field: strings bare, null empty, numbers exact */
+static void
+sb_value(sl_buf *b, const json_t *v)
+{
+	if (!v || json_is_null(v))
+		return;
+	if (json_is_string(v)) {
+		sb_field(b, json_string_value(v));
+		return;
+	}
+	char *s = jsonout_dumps(v); /* the shortest form that reads back the same */
+	if (!s) {
+		b->oom = 1;
+		return;
+	}
+	sb_field(b, s);
+	free(s);
+}
+
+static int
+cmp_index(const void *a, const void *b)
+{
+	json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "index"));
+	json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "index"));
+	return x < y ? -1 : x > y;
+}
+
+/* the results in index order (borrowed references; free the array) */
+static json_t **
+sorted(const json_t *results, size_t *n)
+{
+	*n = json_array_size(results);
+	json_t **r = malloc(sizeof(json_t *) * (*n ? *n : 1));
+	if (!r)
+		return NULL;
+	for (size_t i = 0; i < *n; i++)
+		r[i] = json_array_get(results, i);
+	qsort(r, *n, sizeof(json_t *), cmp_index);
+	return r;
+}
+
+int
+sweep_write_csv(const char *path, const sweep_axis *axes, int n_axes, const json_t *results,
+		char *err)
+{
+	sl_buf b = {0};
+	sb_str(&b, "cell");
+	for (int i = 0; i < n_axes; i++) {
+		sb_str(&b, ",");
+		sb_field(&b, axes[i].key);
+	}
+	for (int i = 0; i < sweep_n_metrics; i++) {
+		sb_str(&b, ",");
+		sb_str(&b, sweep_metrics[i].key);
+	}
+	sb_str(&b, "\r\n");
+	size_t n;
+	json_t **r = sorted(results, &n);
+	if (!r) {
+		free(b.p);
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *ax = json_object_get(r[i], "axes"), *m = json_object_get(r[i], "metrics");
+		sb_field(&b, json_string_value(json_object_get(r[i], "cell")));
+		for (int j = 0; j < n_axes; j++) {
+			sb_str(&b, ",");
+			sb_value(&b, json_object_get(ax, axes[j].key));
+		}
+		for (int j = 0; j < sweep_n_metrics; j++) {
+			sb_str(&b, ",");
+			sb_value(&b, json_object_get(m, sweep_metrics[j].key));
+		}
+		sb_str(&b, "\r\n");
+	}
+	free(r);
+	int rc = b.oom ? sl_fail(err, SL_ENOMEM, "out of memory")
+		       : sweep_write_file(path, b.p, b.n, err);
+	free(b.p);
+	return rc;
+}
+
+/* ---- the finished cells -------------------------------------------------- */
+
+int
+sweep_load_results(const char *cells_dir, const sweep_grid *g, char *done, json_t *results,
+		   char *err)
+{
+	(void)err;
+	for (int i = 0; i < g->n_cells; i++) {
+		const sweep_cell *c = &g->cell[i];
+		char path[4200], log[4200];
+		snprintf(path, sizeof(path), "%s/%s.json", cells_dir, c->name);
+		snprintf(log, sizeof(log), "%s/%s.jsonl", cells_dir, c->name);
+		json_error_t je;
+		json_t *res = json_load_file(path, 0, &je);
+		FILE *lf = res ? fopen(log, "r") : NULL;
+		/* a result counts with its log, for this very run object */
+		if (res && lf && json_equal(json_object_get(res, "run"), c->run) &&
+		    json_is_object(json_object_get(res, "metrics"))) {
+			/* the index and axes of this grid (a --force'd file may
+			 * have moved the cell) */
+			json_object_set_new(res, "index", json_integer(c->index));
+			json_object_set(res, "axes", c->axes);
+			json_array_append(results, res);
+			done[i] = 1;
+		}
+		if (lf)
+			fclose(lf);
+		json_decref(res);
+	}
+	return 0;
+}
+
+/* ---- the summary ---------------------------------------------------------- */
+
+/* Student's t, two-sided 95%, for n - 1 degrees of freedom (1..30), then
+ * the normal's 1.96 */
+static double
+t95(int df)
+{
+	static const double t[] = {0, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306,
+				   2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110,
+				   2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+				   2.052, 2.048, 2.045, 2.042};
+	return df < 1 ? NAN : df <= 30 ? t[df] : 1.96;
+}
+
+typedef struct group {
+	json_t *axes;   /* the group's axes (seed dropped) */
+	json_t **rows;  /* borrowed */
+	int n, cap;
+} group;
+
+/* mean and 95% half-interval of metric k over the group's rows that have
+ * it (numbers only); n: how many */
+static void
+stat(const group *gr, const char *k, double *mean, double *ci, int *n)
+{
+	double s = 0, ss = 0;
+	int c = 0;
+	for (int i = 0; i < gr->n; i++) {
+		json_t *v = json_object_get(json_object_get(gr->rows[i], "metrics"), k);
+		if (!json_is_number(v))
+			continue;
+		double x = json_number_value(v);
+		s += x;
+		ss += x * x;
+		c++;
+	}
+	*n = c;
+	*mean = c ? s / c : NAN;
+	double var = c > 1 ? (ss - s * s / c) / (c - 1) : NAN;
+	*ci = c > 1 ? t95(c - 1) * sqrt(var > 0 ? var : 0) / sqrt(c) : NAN;
+}
+
+/* the group whose axes are g's with key set to val */
+static const group *
+find_baseline(const group *gs, int ng, const json_t *axes, const char *key, const json_t *val)
+{
+	for (int i = 0; i < ng; i++) {
+		const json_t *a = gs[i].axes;
+		if (!json_equal(json_object_get(a, key), (json_t *)val))
+			continue;
+		int same = 1;
+		const char *k;
+		json_t *v;
+		json_object_foreach((json_t *)axes, k, v) {
+			if (!strcmp(k, key))
+				continue;
+			if (!json_equal(v, json_object_get(a, k))) {
+				same = 0;
+				break;
+			}
+		}
+		if (same)
+			return &gs[i];
+	}
+	return NULL;
+}
+
+/* ",x" in the shortest form, "," when not finite */
+static void
+csv_num(sl_buf *b, double x)
+{
+	char num[40] = ",";
+	if (isfinite(x))
+		jsonout_number(num + 1, x);
+	sb_str(b, num);
+}
+
+static void
+fmt_num(char *out, size_t cap, double x)
+{
+	if (!isfinite(x))
+		snprintf(out, cap, "-");
+	else if (fabs(x) >= 1e6 || (fabs(x) < 1e-3 && x != 0))
+		snprintf(out, cap, "%.3g", x);
+	else if (fabs(x) >= 100)
+		snprintf(out, cap, "%.0f", x);
+	else
+		snprintf(out, cap, "%.4g", x);
+}
+
+int
+sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const char *baseline,
+	      const char *metric, const char *csv_path, FILE *out, char *err)
+{
+	char bkey[128] = "";
+	json_t *bval = NULL;
+	if (baseline) {
+		const char *eq = strchr(baseline, '=');
+		if (!eq || eq == baseline || (size_t)(eq - baseline) >= sizeof(bkey))
+			return sl_fail(err, SL_EINVAL, "--baseline: expected KEY=VALUE (e.g. delay.s=0), got '%s'",
+				       baseline);
+		memcpy(bkey, baseline, (size_t)(eq - baseline));
+		bkey[eq - baseline] = 0;
+		int found = 0;
+		for (int i = 0; i < n_axes; i++)
+			found |= !strcmp(axes[i].key, bkey);
+		if (!found || !strcmp(bkey, "seed"))
+			return sl_fail(err, SL_EINVAL, "--baseline: %s is not an axis of this sweep", bkey);
+		json_error_t je;
+		bval = json_loads(eq + 1, JSON_DECODE_ANY, &je);
+		if (!bval)
+			bval = json_string(eq + 1); /* a string axis value, bare */
+	}
+	int mfound = !metric;
+	for (int i = 0; metric && i < sweep_n_metrics; i++)
+		mfound |= !strcmp(sweep_metrics[i].key, metric);
+	if (!mfound) {
+		json_decref(bval);
+		return sl_fail(err, SL_EINVAL, "--metric: no metric '%s' (results.csv's columns)", metric);
+	}
+	if (!metric)
+		metric = "updates_to_target";
+	size_t n;
+	json_t **rows = sorted(results, &n);
+	group *gs = calloc(n ? n : 1, sizeof(group));
+	int ng = 0;
+	if (!rows || !gs) {
+		free(rows);
+		free(gs);
+		json_decref(bval);
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_t *a = json_deep_copy(json_object_get(rows[i], "axes"));
+		json_object_del(a, "seed");
+		int gi = -1;
+		for (int j = 0; j < ng && gi < 0; j++)
+			if (json_equal(gs[j].axes, a))
+				gi = j;
+		if (gi < 0) {
+			gi = ng++;
+			gs[gi].axes = json_incref(a);
+		}
+		group *g = &gs[gi];
+		if (g->n == g->cap) {
+			g->cap = g->cap ? 2 * g->cap : 4;
+			json_t **nr = realloc(g->rows, sizeof(json_t *) * (size_t)g->cap);
+			if (!nr)
+				abort();
+			g->rows = nr;
+		}
+		g->rows[g->n++] = rows[i];
+		json_decref(a);
+	}
+	/* the table: the group's axes, n, then mean ± interval of the main
+	 * metrics, and the metric over its baseline */
+	static const char *const shown[] = {"final_acc", "best_acc", "updates_to_target",
+					    "virtual_s_to_target", "stale_mean"};
+	sl_buf csv = {0};
+	sb_str(&csv, "group");
+	for (int i = 0; i < n_axes; i++)
+		if (strcmp(axes[i].key, "seed")) {
+			sb_str(&csv, ",");
+			sb_field(&csv, axes[i].key);
+		}
+	sb_str(&csv, ",n");
+	for (int i = 0; i < sweep_n_metrics; i++) {
+		if (!strcmp(sweep_metrics[i].key, "stop"))
+			continue;
+		char h[200];
+		snprintf(h, sizeof(h), ",%s_mean,%s_ci95,%s_n", sweep_metrics[i].key,
+			 sweep_metrics[i].key, sweep_metrics[i].key);
+		sb_str(&csv, h);
+	}
+	if (bval) {
+		char h[200];
+		snprintf(h, sizeof(h), ",%s_over_baseline", metric);
+		sb_str(&csv, h);
+	}
+	sb_str(&csv, "\r\n");
+	/* the groups' names, for the column's width */
+	char (*names)[256] = calloc((size_t)(ng ? ng : 1), sizeof(*names));
+	int width = 5;
+	for (int gi = 0; names && gi < ng; gi++) {
+		size_t len = 0;
+		const char *k;
+		json_t *v;
+		json_object_foreach(gs[gi].axes, k, v) {
+			char *t = json_is_string(v) ? strdup(json_string_value(v)) : jsonout_dumps(v);
+			len += (size_t)snprintf(names[gi] + len, len < 256 ? 256 - len : 0, "%s%s=%s",
+						len ? "," : "", k, t ? t : "");
+			free(t);
+			if (len >= 256)
+				len = 255;
+		}
+		if (!len)
+			snprintf(names[gi], 256, "(all)");
+		if ((int)strlen(names[gi]) > width)
+			width = (int)strlen(names[gi]);
+	}
+	fprintf(out, "%-*s %3s", width, "group", "n");
+	for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++)
+		fprintf(out, " %22s", shown[k]);
+	if (bval)
+		fprintf(out, "  %s over %s", metric, baseline);
+	fprintf(out, "\n");
+	for (int gi = 0; names && gi < ng; gi++) {
+		const group *g = &gs[gi];
+		fprintf(out, "%-*s %3d", width, names[gi], g->n);
+		for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
+			double m, ci;
+			int c;
+			stat(g, shown[k], &m, &ci, &c);
+			char a[32], b[32], cell[96];
+			fmt_num(a, sizeof(a), m);
+			fmt_num(b, sizeof(b), ci);
+			int len = c > 1 && isfinite(ci) ? snprintf(cell, sizeof(cell), "%s ± %s", a, b)
+							: snprintf(cell, sizeof(cell), "%s", a);
+			if (c && c < g->n) /* not every seed has it (the target not reached) */
+				snprintf(cell + len, sizeof(cell) - (size_t)len, " (%d/%d)", c, g->n);
+			fprintf(out, " %22s", cell);
+		}
+		double ratio = NAN;
+		if (bval) {
+			const group *b = find_baseline(gs, ng, g->axes, bkey, bval);
+			int c = 0, cb = 0;
+			if (b) {
+				double m, mb, ci;
+				stat(g, metric, &m, &ci, &c);
+				stat(b, metric, &mb, &ci, &cb);
+				/* a ratio of means only over groups where every seed has
+				 * the metric: else it compares different seeds */
+				if (c == g->n && cb == b->n && mb != 0)
+					ratio = m / mb;
+			}
+			char r[32];
+			fmt_num(r, sizeof(r), ratio);
+			fprintf(out, "  %s", !b ? "(no baseline)"
+					    : isfinite(ratio) ? r
+					    : c < g->n || cb < b->n ? "- (not every seed has it)" : "-");
+		}
+		fprintf(out, "\n");
+		sb_field(&csv, names[gi]);
+		for (int i = 0; i < n_axes; i++)
+			if (strcmp(axes[i].key, "seed")) {
+				sb_str(&csv, ",");
+				sb_value(&csv, json_object_get(g->axes, axes[i].key));
+			}
+		char num[64];
+		snprintf(num, sizeof(num), ",%d", g->n);
+		sb_str(&csv, num);
+		for (int i = 0; i < sweep_n_metrics; i++) {
+			if (!strcmp(sweep_metrics[i].key, "stop"))
+				continue;
+			double m, ci;
+			int c;
+			stat(g, sweep_metrics[i].key, &m, &ci, &c);
+			csv_num(&csv, m);
+			csv_num(&csv, ci);
+			snprintf(num, sizeof(num), ",%d", c);
+			sb_str(&csv, num);
+		}
+		if (bval)
+			csv_num(&csv, ratio);
+		sb_str(&csv, "\r\n");
+	}
+	int rc = 0;
+	if (!names)
+		rc = sl_fail(err, SL_ENOMEM, "out of memory");
+	free(names);
+	if (rc < 0)
+		;
+	else if (csv.oom)
+		rc = sl_fail(err, SL_ENOMEM, "out of memory");
+	else if (csv_path)
+		rc = sweep_write_file(csv_path, csv.p, csv.n, err);
+	free(csv.p);
+	for (int i = 0; i < ng; i++) {
+		json_decref(gs[i].axes);
+		free(gs[i].rows);
+	}
+	free(gs);
+	free(rows);
+	json_decref(bval);
+	return rc;
+}

@@ -50,6 +50,8 @@ typedef struct sweep_grid {
  * than SWEEP_MAX_CELLS cells. The run objects are not checked here (the
  * caller parses each: an unknown key is named with its cell). */
 int sweep_expand(const json_t *spec, sweep_grid *g, char *err);
+/* The same with another limit on the cells (the fuzz harness's). */
+int sweep_expand_max(const json_t *spec, int max_cells, sweep_grid *g, char *err);
 void sweep_grid_free(sweep_grid *g);
 
 /* The key paths where a and b differ, comma-separated into out ("" when

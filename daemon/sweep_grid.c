@@ -304,6 +304,12 @@ cmp_name(const void *a, const void *b)
 int
 sweep_expand(const json_t *spec, sweep_grid *g, char *err)
 {
+	return sweep_expand_max(spec, SWEEP_MAX_CELLS, g, err);
+}
+
+int
+sweep_expand_max(const json_t *spec, int max_cells, sweep_grid *g, char *err)
+{
 	memset(g, 0, sizeof(*g));
 	if (!json_is_object(spec))
 		return sl_fail(err, SL_EINVAL, "a sweep file is a JSON object (a run object with lists)");
@@ -338,6 +344,14 @@ sweep_expand(const json_t *spec, sweep_grid *g, char *err)
 				rc = sl_fail(err, SL_EINVAL, "variants.%s: expected a partial run object", k);
 				break;
 			}
+			static const char *const own[] = {"seeds", "variants", "target"};
+			for (size_t i = 0; rc == 0 && i < sizeof(own) / sizeof(own[0]); i++)
+				if (json_object_get(v, own[i]))
+					rc = sl_fail(err, SL_EINVAL, "variants.%s.%s: the sweep's own "
+						     "keys (seeds, variants, target) go at the top of "
+						     "the file", k, own[i]);
+			if (rc < 0)
+				break;
 			if (!k[0] || strlen(k) > 48) {
 				rc = sl_fail(err, SL_EINVAL, "variants: a name of 1 to 48 characters, "
 					     "got \"%s\"", k);
@@ -376,9 +390,9 @@ sweep_expand(const json_t *spec, sweep_grid *g, char *err)
 			if (total < 0)
 				rc = -SL_EINVAL;
 		}
-		if (rc == 0 && total > SWEEP_MAX_CELLS)
+		if (rc == 0 && total > max_cells)
 			rc = sl_fail(err, SL_EINVAL, "the grid has %.0f cells (%s): more than %d",
-				     total, what, SWEEP_MAX_CELLS);
+				     total, what, max_cells);
 	}
 	if (rc == 0 && variants) {
 		const char *k;

@@ -145,6 +145,10 @@ START_TEST(errors_name_the_key)
 	expand_bad("{\"variants\": {}}", "variants: expected an object");
 	expand_bad("{\"variants\": {\"a\": 3}}", "variants.a: expected a partial run object");
 	expand_bad("[1, 2]", "a sweep file is a JSON object");
+	/* found by tests/fuzz/sweep_fuzz.c: a variant's "seeds" went into its
+	 * cells' run objects */
+	expand_bad("{\"variants\": {\"m\": {\"seeds\": 4}}}",
+		   "variants.m.seeds: the sweep's own keys (seeds, variants, target) go at the top");
 	/* the size is checked before anything is built, and says where it
 	 * comes from */
 	expand_bad("{\"a\": [1,2,3,4,5,6,7,8,9,10,11], \"b\": [1,2,3,4,5,6,7,8,9,10],"

@@ -122,6 +122,12 @@ api_worker_json(const worker_snap *w)
 	json_object_set_new(o, "age_ms_mean", jsonout_real(age_mean(&w->age)));
 	json_object_set_new(o, "samples_per_s", jsonout_real(w->samples_per_s));
 	json_object_set_new(o, "bytes_sent", jsonout_real(w->bytes_sent));
+	json_object_set_new(o, "bytes_recv", jsonout_real(w->bytes_recv));
+	json_object_set_new(o, "link", json_pack("{s:o,s:o}", "latency_ms",
+						 jsonout_real(w->link.latency_ms),
+						 "bandwidth_mbps",
+						 jsonout_real(w->link.bandwidth_mbps)));
+	json_object_set_new(o, "comm_s", jsonout_real(w->comm_s));
 	json_object_set_new(o, "flops_saved", jsonout_real(w->flops_saved));
 	return o;
 }
@@ -254,7 +260,12 @@ api_prometheus(const run_snapshot *s)
 	for (int i = 0; i < s->n_workers; i++)
 		pf(&b, "stalelab_worker_iterations_total{worker=\"%d\"} %llu\n",
 		   s->workers[i].id, (unsigned long long)s->workers[i].iterations);
-	pf(&b, "# HELP stalelab_worker_bytes_sent_total Gradient bytes pushed per worker.\n");
+	pf(&b, "# HELP stalelab_worker_bytes_received_total Bytes pulled from the server per worker.\n");
+	pf(&b, "# TYPE stalelab_worker_bytes_received_total counter\n");
+	for (int i = 0; i < s->n_workers; i++)
+		pf(&b, "stalelab_worker_bytes_received_total{worker=\"%d\"} %.17g\n",
+		   s->workers[i].id, s->workers[i].bytes_recv);
+	pf(&b, "# HELP stalelab_worker_bytes_sent_total Bytes pushed to the server per worker (gradients, or models).\n");
 	pf(&b, "# TYPE stalelab_worker_bytes_sent_total counter\n");
 	for (int i = 0; i < s->n_workers; i++)
 		pf(&b, "stalelab_worker_bytes_sent_total{worker=\"%d\"} %.17g\n",

@@ -30,6 +30,9 @@ static const char bench_usage[] =
 	"  -A, --async        also: asgd throughput with 1, 2, 4 workers (wall\n"
 	"                     clock, no delay) and the parameter server's apply\n"
 	"                     rate alone\n"
+	"  -P, --profile      only the parameter server's time per update on this\n"
+	"                     machine, as the run object's \"server_ms\" for the\n"
+	"                     virtual clock (docs/rules.md, \"Communication\")\n"
 	"  -h, --help         this text\n";
 
 static int
@@ -80,13 +83,15 @@ measure(model *m, const dataset *tr, double seconds)
 	return sps[nw / 2];
 }
 
-/* The parameter server alone: asgd pushes of a model-sized gradient. */
-static void
-ps_rate(model *m, double seconds)
+/* The parameter server alone: asgd pushes of a model-sized gradient;
+ * updates per second (0 when it could not be measured) */
+static double
+ps_rate(model *m, double seconds, int quiet)
 {
 	backend *be;
+	double ups = 0;
 	if (backend_cpu_new(1, &be) < 0)
-		return;
+		return 0;
 	layer_info info[MODEL_MAX_LAYERS];
 	ps_layer layers[MODEL_MAX_LAYERS];
 	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS), np = 0;
@@ -108,16 +113,19 @@ ps_rate(model *m, double seconds)
 				ps_push(p, &pg, 1, NULL);
 			n += 100;
 		}
-		double ups = n / (t - t0);
-		printf("  ps apply (asgd, %zu floats): %.0f updates/s (%.1f GB/s of weights)\n",
-		       m->n_params, ups, ups * m->n_params * 4 * 3 / 1e9);
-		printf("{\"bench\":\"ps_apply\",\"model\":\"%s\",\"updates_per_s\":%.1f}\n",
-		       m->spec, ups);
+		ups = n / (t - t0);
+		if (!quiet) {
+			printf("  ps apply (asgd, %zu floats): %.0f updates/s (%.1f GB/s of weights)\n",
+			       m->n_params, ups, ups * m->n_params * 4 * 3 / 1e9);
+			printf("{\"bench\":\"ps_apply\",\"model\":\"%s\",\"updates_per_s\":%.1f}\n",
+			       m->spec, ups);
+		}
 	}
 	ps_free(p);
 	free(w);
 	free(g);
 	backend_free(be);
+	return ups;
 }
 
 /* The whole engine: asgd, nw workers, wall clock, no delay, for ~seconds. */
@@ -231,16 +239,17 @@ cmd_bench(int argc, char **argv)
 		{"dataset", required_argument, NULL, 'd'},
 		{"layers", no_argument, NULL, 'L'},
 		{"async", no_argument, NULL, 'A'},
+		{"profile", no_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *only = NULL, *dspec = "fashion-mnist";
-	int threads = cli_ncpu(), opt, layers = 0, async = 0;
+	int threads = cli_ncpu(), opt, layers = 0, async = 0, profile = 0;
 	double seconds = 4;
 	unsigned long long u;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAPh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': only = optarg; break;
 		case 'd': dspec = optarg; break;
@@ -259,6 +268,7 @@ cmd_bench(int argc, char **argv)
 			break;
 		case 'L': layers = 1; break;
 		case 'A': async = 1; break;
+		case 'P': profile = 1; break;
 		case 'h': fputs(bench_usage, stdout); return 0;
 		default: return cli_bad_option("bench", opt, argv);
 		}
@@ -297,6 +307,20 @@ cmd_bench(int argc, char **argv)
 			code = 2;
 			break;
 		}
+		if (profile) {
+			double ups = ps_rate(m, seconds, 1);
+			if (ups > 0) {
+				printf("%-20s the server applies an update in %.4f ms here: "
+				       "\"server_ms\": %.4f\n", models[i], 1e3 / ups, 1e3 / ups);
+				printf("{\"bench\":\"profile\",\"model\":\"%s\",\"server_ms\":%.6f,"
+				       "\"updates_per_s\":%.1f}\n", m->spec, 1e3 / ups, ups);
+			} else {
+				code = 1;
+			}
+			model_free(m);
+			backend_free(be);
+			continue;
+		}
 		int mnk[3];
 		main_gemm(m, mnk);
 		double sps = measure(m, &d.train, seconds);
@@ -314,7 +338,7 @@ cmd_bench(int argc, char **argv)
 		if (layers)
 			print_layers(m, seconds);
 		if (async) {
-			ps_rate(m, seconds);
+			ps_rate(m, seconds, 0);
 			for (int nw = 1; nw <= 4; nw *= 2)
 				async_rate(&d, models[i], nw, seconds);
 		}

@@ -170,14 +170,15 @@ apply_worker(json_t *v, void *base, int as_cmd, unsigned *cmd, const char *path,
 		sub_path(p, sizeof(p), path, key);
 		if (!f)
 			return sl_fail(err, SL_EINVAL,
-				       "%s: unknown field for a worker (delay, spb_depth, speed, paused)",
+				       "%s: unknown field for a worker (delay, spb_depth, speed, paused, link)",
 				       p);
 		field_desc g = *f;
 		if (as_cmd)
 			g.off = f->cmd_off;
-		int rc = g.type == FT_OBJECT
-				 ? parse_delay(val, (delay_cfg *)((char *)base + g.off), p, err)
-				 : set_scalar(&g, base, val, p, err);
+		void *at = (char *)base + g.off;
+		int rc = g.sub == &fields_delay ? parse_delay(val, at, p, err)
+			 : g.type == FT_OBJECT  ? apply_scalars(g.sub, at, val, p, err)
+						: set_scalar(&g, base, val, p, err);
 		if (rc < 0)
 			return rc;
 		if (!as_cmd && f->has_off > 0)
@@ -204,6 +205,7 @@ parse_overrides(json_t *v, run_config *c, char *err)
 		worker_override o;
 		memset(&o, 0, sizeof(o));
 		o.delay = c->delay;
+		o.link = c->link;
 		snprintf(p, sizeof(p), "worker_overrides[%zu]", i);
 		if (!json_is_object(e))
 			return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s", p,
@@ -362,6 +364,10 @@ table_json(const field_table *t, const void *base)
 			v = table_json(f->sub, at);
 		else
 			v = value_json(f, base);
+		if (f->type == FT_OBJECT && (f->flags & FD_SPARSE) && !json_object_size(v)) {
+			json_decref(v); /* every field at its default */
+			continue;
+		}
 		json_object_set_new(o, f->key, v);
 	}
 	return o;
@@ -386,9 +392,11 @@ overrides_json(const run_config *c)
 			const field_desc *f = &fields_override.f[k];
 			if (f->has_off > 0 && !*(const int *)((const char *)w + f->has_off))
 				continue;
-			json_object_set_new(e, f->key, f->type == FT_OBJECT
-							      ? config_delay_json(&w->delay)
-							      : value_json(f, w));
+			json_object_set_new(e, f->key,
+					    f->sub == &fields_delay ? config_delay_json(&w->delay)
+					    : f->type == FT_OBJECT
+						    ? table_json(f->sub, (const char *)w + f->off)
+						    : value_json(f, w));
 		}
 		json_array_append_new(ov, e);
 	}
@@ -425,10 +433,15 @@ cmd_from_json(json_t *set, int worker, const run_config *cur, const char *path,
 	c->worker = worker;
 	c->rp = cur->rp;
 	c->delay = cur->delay;
+	c->link = cur->link;
 	if (worker >= 0) {
-		for (int i = 0; i < cur->n_overrides; i++)
-			if (cur->overrides[i].id == worker && cur->overrides[i].has_delay)
-				c->delay = cur->overrides[i].delay;
+		for (int i = 0; i < cur->n_overrides; i++) {
+			const worker_override *o = &cur->overrides[i];
+			if (o->id == worker && o->has_delay)
+				c->delay = o->delay;
+			if (o->id == worker && o->has_link)
+				c->link = o->link;
+		}
 	}
 	if (!json_is_object(set))
 		return sl_fail(err, SL_EINVAL, "%s: expected an object, got %s",

@@ -57,9 +57,11 @@ static json_t *
 cell_metrics(const cell_ctx *c, const run_snapshot *s)
 {
 	const run_eval *e = &c->last;
-	double bytes = 0, flops = 0, saved = 0;
+	double bytes = 0, recv = 0, comm = 0, flops = 0, saved = 0;
 	for (int i = 0; i < s->n_workers; i++) {
 		bytes += s->workers[i].bytes_sent;
+		recv += s->workers[i].bytes_recv;
+		comm += s->workers[i].comm_s;
 		flops += s->workers[i].flops;
 		saved += s->workers[i].flops_saved;
 	}
@@ -80,6 +82,8 @@ cell_metrics(const cell_ctx *c, const run_snapshot *s)
 	json_object_set_new(m, "stale_p99", jsonout_real(stale_quantile(&e->stale, 0.99)));
 	json_object_set_new(m, "stale_max", json_integer((json_int_t)e->stale.max));
 	json_object_set_new(m, "bytes_sent", jsonout_real(bytes));
+	json_object_set_new(m, "bytes_recv", jsonout_real(recv));
+	json_object_set_new(m, "comm_s", jsonout_real(comm));
 	json_object_set_new(m, "bwd_flops", jsonout_real(flops));
 	json_object_set_new(m, "bwd_flops_saved", jsonout_real(saved));
 	json_object_set_new(m, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));

@@ -27,6 +27,8 @@ const sweep_metric sweep_metrics[] = {
 	{"stale_p99", 0, "99th percentile of staleness"},
 	{"stale_max", 0, "largest staleness"},
 	{"bytes_sent", 0, "bytes the workers sent (gradients or models)"},
+	{"bytes_recv", 0, "bytes the workers pulled from the server"},
+	{"comm_s", 0, "virtual seconds the workers' messages spent on their links"},
 	{"bwd_flops", 0, "backward FLOPs the workers computed"},
 	{"bwd_flops_saved", 0, "backward FLOPs partial backprop saved"},
 	{"stop", 0, "why the run ended (epochs, steps, target_acc, diverged, ...)"},

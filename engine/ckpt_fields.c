@@ -36,7 +36,7 @@ wstate_label(int i)
 static const char *
 event_label(int i)
 {
-	static const char *const n[] = {"start", "arrive", "held"};
+	static const char *const n[] = {"start", "arrive", "held", "apply"};
 	return n[i];
 }
 
@@ -47,7 +47,7 @@ cmd_label(int i)
 	static const char *const n[] = {"rule", "rule_params", "lr", "momentum",
 					"batch", "workers", "paused", "stop",
 					"delay", "spb_depth", "speed", "weight_decay",
-					"eval_every", "checkpoint"};
+					"eval_every", "checkpoint", "link", "server_ms"};
 	return n[i];
 }
 
@@ -62,6 +62,12 @@ static const field delay_rows[] = {
 	FLD(delay_cfg, "bandwidth_mbps", bandwidth_mbps, F_F64, OPT),
 };
 TABLE(delay_tab, delay_rows);
+
+static const field link_rows[] = {
+	FLD(link_cfg, "latency_ms", latency_ms, F_F64, OPT),
+	FLD(link_cfg, "bandwidth_mbps", bandwidth_mbps, F_F64, OPT),
+};
+TABLE(link_tab, link_rows);
 
 static const field rp_rows[] = {
 	FLD(rule_params, "s", s, F_F64, OPT),
@@ -88,6 +94,8 @@ static const field override_rows[] = {
 	FLD(worker_override, "spb_depth", spb_depth, F_INT, OPT),
 	FLD(worker_override, "speed", speed, F_F64, OPT),
 	FLD(worker_override, "paused", paused, F_INT, OPT),
+	FLD(worker_override, "has_link", has_link, F_INT, OPT),
+	FSUB(worker_override, "link", link, link_tab, OPT),
 };
 PUB_TABLE(ckpt_override_tab, override_rows);
 
@@ -105,6 +113,8 @@ static const field config_rows[] = {
 	FLD(run_config, "workers", workers, F_INT, REQ),
 	FLD(run_config, "threads", threads, F_INT, OPT),
 	FSUB(run_config, "delay", delay, delay_tab, REQ),
+	FSUB(run_config, "link", link, link_tab, OPT),
+	FLD(run_config, "server_ms", server_ms, F_F64, OPT),
 	FLD(run_config, "clock", clock, F_STR, REQ),
 	FLD(run_config, "seed", seed, F_UINT, REQ),
 	FLD(run_config, "stop_epochs", stop_epochs, F_F64, OPT),
@@ -150,6 +160,7 @@ static const field run_rows[] = {
 	FLD(run, "ev_seq", ev_seq, F_UINT, REQ),
 	FLD(run, "paused", paused, F_INT, REQ),
 	FLD(run, "vtime", vtime, F_F64, REQ),
+	FLD(run, "server_free", server_free, F_F64, OPT),
 	FLD(run, "clock_gap_max", clock_gap_max, F_UINT, OPT),
 	FLD(run, "eval_s", eval_s, F_F64, OPT),
 	FLD(run, "best_acc", best_acc, F_F64, OPT),
@@ -183,13 +194,13 @@ static const field event_rows[] = {
 	FLD(vevent, "t", t, F_F64, REQ),
 	FLD(vevent, "seq", seq, F_UINT, REQ),
 	FLD(vevent, "worker", worker, F_INT, REQ),
-	FENUM(vevent, "kind", kind, event_label, EV_HELD + 1, REQ),
+	FENUM(vevent, "kind", kind, event_label, EV_APPLY + 1, REQ),
 };
 PUB_TABLE(ckpt_event_tab, event_rows);
 
 static const field cmd_rows[] = {
 	FLD(run_cmd, "worker", worker, F_INT, REQ),
-	FFLAGS(run_cmd, "fields", fields, cmd_label, 14, REQ),
+	FFLAGS(run_cmd, "fields", fields, cmd_label, 16, REQ),
 	FLD(run_cmd, "rule", rule, F_STR, OPT),
 	FSUB(run_cmd, "rule_params", rp, rp_tab, OPT),
 	FLD(run_cmd, "lr", lr, F_F64, OPT),
@@ -202,6 +213,8 @@ static const field cmd_rows[] = {
 	FLD(run_cmd, "eval_every", eval_every, F_INT, OPT),
 	FSUB(run_cmd, "delay", delay, delay_tab, OPT),
 	FLD(run_cmd, "speed", speed, F_F64, OPT),
+	FSUB(run_cmd, "link", link, link_tab, OPT),
+	FLD(run_cmd, "server_ms", server_ms, F_F64, OPT),
 	FLD(run_cmd, "origin", origin, F_STR, OPT),
 	FLD(run_cmd, "path", path, F_STR, OPT),
 };
@@ -257,6 +270,12 @@ static const field worker_rows[] = {
 	FLD(worker, "iterations", iterations, F_UINT, OPT),
 	FLD(worker, "samples", samples, F_UINT, OPT),
 	FLD(worker, "bytes_sent", bytes_sent, F_F64, OPT),
+	FLD(worker, "bytes_recv", bytes_recv, F_F64, OPT),
+	FLD(worker, "comm_s", comm_s, F_F64, OPT),
+	FSUB(worker, "link", link, link_tab, OPT),
+	FLD(worker, "pull_bytes", pull_bytes, F_F64, OPT),
+	FLD(worker, "push_bytes", push_bytes, F_F64, OPT),
+	FLD(worker, "reply", reply, F_INT, OPT),
 	FLD(worker, "flops", flops, F_F64, OPT),
 	FLD(worker, "flops_saved", flops_saved, F_F64, OPT),
 	FLD(worker, "active_s", active_s, F_F64, OPT),

@@ -94,14 +94,59 @@ v_start(run *r, worker *w)
 	 * speed; never a measured time (that would break determinism) */
 	double cost = f / NOMINAL_FLOPS / (w->speed > 0 ? w->speed : 1);
 	double d = step_delay(r, w, 0);
-	w->st = W_DELAY;
-	if (step_held_at_server(r, w)) {
-		w->due = d; /* held this long at the server after arriving */
-		virt_schedule(r, r->vtime + cost, w->id, EV_ARRIVE);
+	/* the link: the weights come (answered now, at the pull), then the
+	 * compute, the injected delay, the push on its way; a rule that
+	 * overlaps them computes while its messages travel */
+	double pull = step_link_s(w, w->pull_bytes), push = step_link_s(w, w->push_bytes);
+	int at_server = step_held_at_server(r, w);
+	int overlap = r->rule->overlaps && r->rule->overlaps(r, w);
+	double work = cost + (at_server ? 0 : d), t;
+	/* summed in this order: with a free link the arrival is the same
+	 * double as before the link existed (the fixtures hold bit for bit) */
+	if (overlap && pull + push > work) {
+		t = r->vtime + (pull + push);
 	} else {
-		w->due = 0;
-		virt_schedule(r, r->vtime + cost + d, w->id, EV_ARRIVE);
+		t = r->vtime + (overlap ? 0 : pull) + cost;
+		if (!at_server)
+			t += d;
+		if (!overlap)
+			t += push;
 	}
+	w->comm_s += pull + push;
+	w->st = W_DELAY;
+	w->due = at_server ? d : 0; /* held this long at the server after arriving */
+	virt_schedule(r, t, w->id, EV_ARRIVE);
+}
+
+/* the server serves one push at a time, server_ms each, in the order
+ * they arrive; the gradient is applied when served, and the worker's next
+ * pull (sent behind its push) is answered then */
+static void
+v_serve(run *r, worker *w)
+{
+	double s = r->cfg.server_ms * 1e-3;
+	if (s > 0 && w->push_bytes > 0) {
+		double start = r->server_free > r->vtime ? r->server_free : r->vtime;
+		r->server_free = start + s;
+		w->st = W_DELAY; /* in the server's queue (not W_WAIT_PUSH: that
+				  * is waiting for the rule, which wake_blocked
+				  * would send again) */
+		virt_schedule(r, r->server_free, w->id, EV_APPLY);
+		return;
+	}
+	step_deliver(r, w);
+	/* pull again at once: between a worker's push and its next pull no
+	 * other event slips in (so N equal-speed workers settle at N-1) */
+	w->st = W_IDLE;
+	v_start(r, w);
+}
+
+static void
+v_apply(run *r, worker *w)
+{
+	step_deliver(r, w);
+	w->st = W_IDLE;
+	v_start(r, w);
 }
 
 static void
@@ -123,10 +168,9 @@ v_arrive(run *r, worker *w)
 		w->st = W_WAIT_PUSH;
 		return;
 	} else {
-		step_deliver(r, w);
+		v_serve(r, w);
+		return;
 	}
-	/* pull again at once: between a worker's push and its next pull no
-	 * other event slips in (so N equal-speed workers settle at N-1) */
 	w->st = W_IDLE;
 	v_start(r, w);
 }
@@ -176,6 +220,8 @@ virt_exec(run *r)
 			v_start(r, w);
 		else if (e.kind == EV_ARRIVE)
 			v_arrive(r, w);
+		else if (e.kind == EV_APPLY)
+			v_apply(r, w);
 		else
 			step_release_held(r, 0);
 		wake_blocked(r);

@@ -133,6 +133,10 @@ override_set(run *r, const run_cmd *c)
 		o->has_paused = 1;
 		o->paused = c->paused;
 	}
+	if (c->fields & CMD_LINK) {
+		o->has_link = 1;
+		o->link = c->link;
+	}
 }
 
 static int
@@ -187,6 +191,8 @@ cmd_apply(run *r, const run_cmd *c)
 			w->spb_depth = c->spb_depth;
 		if (c->fields & CMD_SPEED)
 			w->speed = c->speed;
+		if (c->fields & CMD_LINK)
+			w->link = c->link;
 		if (c->fields & CMD_PAUSED) {
 			/* resumed, it rejoins at the slowest running clock, as
 			 * an added worker does (else ssp holds the others
@@ -227,6 +233,15 @@ cmd_apply(run *r, const run_cmd *c)
 				r->w[i]->delay = c->delay;
 			r->cfg.n_overrides = 0;
 		}
+		if (c->fields & CMD_LINK) {
+			r->cfg.link = c->link;
+			for (int i = 0; i < r->n_slots; i++)
+				r->w[i]->link = c->link;
+			for (int i = 0; i < r->cfg.n_overrides; i++)
+				r->cfg.overrides[i].has_link = 0;
+		}
+		if (c->fields & CMD_SERVER_MS)
+			r->cfg.server_ms = c->server_ms;
 		if (c->fields & CMD_PAUSED) {
 			r->paused = c->paused;
 			r->state = c->paused ? RUN_PAUSED : RUN_RUNNING;
@@ -341,6 +356,8 @@ run_adopt_settings(run *r, const run_config *to, int sched_done, char *err)
 	r->cfg.batch = to->batch;
 	r->cfg.eval_every = to->eval_every;
 	r->cfg.delay = to->delay;
+	r->cfg.link = to->link;
+	r->cfg.server_ms = to->server_ms;
 	r->cfg.n_overrides = to->n_overrides;
 	memcpy(r->cfg.overrides, to->overrides, sizeof(to->overrides));
 	/* the restored workers take them now; the count applies when the

@@ -32,10 +32,18 @@ typedef struct delay_cfg {
 	double bandwidth_mbps; /* 0: infinite */
 } delay_cfg;
 
+/* a worker's link to the server (the virtual clock charges it for the
+ * bytes each step pulls and pushes; the wall clock sleeps it) */
+typedef struct link_cfg {
+	double latency_ms;     /* one way */
+	double bandwidth_mbps; /* 0: infinite */
+} link_cfg;
+
 typedef struct worker_override {
 	int id;
-	int has_delay, has_spb, has_speed, has_paused;
+	int has_delay, has_spb, has_speed, has_paused, has_link;
 	delay_cfg delay;
+	link_cfg link;
 	int spb_depth;
 	double speed;
 	int paused;
@@ -58,6 +66,8 @@ typedef struct run_config {
 	int workers;
 	int threads;      /* compute threads per worker (0 = auto) */
 	delay_cfg delay;
+	link_cfg link;    /* every worker's link (overrides: its own) */
+	double server_ms; /* virtual clock: the server's time per push it serves */
 	int n_overrides;
 	worker_override overrides[CFG_MAX_OVERRIDES];
 	char clock[8];    /* wall | virtual */

@@ -58,6 +58,21 @@ static const field_desc delay_f[] = {
 };
 const field_table fields_delay = {delay_f, NF(delay_f)};
 
+/* ---- link ------------------------------------------------------------------ */
+
+#define LOFF(m) offsetof(link_cfg, m)
+
+static const field_desc link_f[] = {
+	{.key = "latency_ms", .type = FT_NUMBER, .store = FS_DBL, .off = LOFF(latency_ms),
+	 .min = 0, .max = 3600e3, .flags = BOTH | FD_SPARSE,
+	 .doc = "one-way latency of each message to or from the server, in milliseconds"},
+	{.key = "bandwidth_mbps", .type = FT_NUMBER, .store = FS_DBL,
+	 .off = LOFF(bandwidth_mbps), .min = 0, .max = 1e9, .flags = BOTH | FD_SPARSE,
+	 .doc = "the link's bandwidth in megabits per second, for the bytes each step "
+		"pulls and pushes (0: infinite)"},
+};
+const field_table fields_link = {link_f, NF(link_f)};
+
 /* ---- rule_params ----------------------------------------------------------- */
 
 #define RP(m) offsetof(rule_params, m)
@@ -151,7 +166,11 @@ const field_table fields_stop = {stop_f, NF(stop_f)};
 	 .doc = "compute speed factor (< 1: a straggler)"},                        \
 	{.key = "paused", .type = FT_BOOLEAN, .store = FS_BOOL, .off = WO(paused), \
 	 .flags = FD_MUTABLE, .cmd = CMD_PAUSED, .cmd_off = WC(paused),            \
-	 .has_off = WO(has_paused), .doc = "the worker sits out"}
+	 .has_off = WO(has_paused), .doc = "the worker sits out"},                 \
+	{.key = "link", .type = FT_OBJECT, .off = WO(link), .flags = FD_MUTABLE,   \
+	 .cmd = CMD_LINK, .cmd_off = WC(link), .has_off = WO(has_link),            \
+	 .sub = &fields_link,                                                      \
+	 .doc = "this worker's link to the server (merged onto its current one)"}
 
 static const field_desc worker_f[] = {WORKER_FIELDS};
 const field_table fields_worker = {worker_f, NF(worker_f)};
@@ -209,6 +228,16 @@ static const field_desc run_f[] = {
 	{.key = "delay", .type = FT_OBJECT, .off = CO(delay), .flags = FD_MUTABLE,
 	 .cmd = CMD_DELAY, .cmd_off = WC(delay), .sub = &fields_delay,
 	 .doc = "every worker's injected delay (mid-run: replaces the overrides' delays)"},
+	{.key = "link", .type = FT_OBJECT, .off = CO(link), .flags = FD_MUTABLE | FD_SPARSE,
+	 .cmd = CMD_LINK, .cmd_off = WC(link), .sub = &fields_link,
+	 .doc = "every worker's link to the server: latency and bandwidth, charged on the "
+		"virtual clock for the bytes each step pulls and pushes (mid-run: replaces the "
+		"overrides' links)"},
+	{.key = "server_ms", .type = FT_NUMBER, .store = FS_DBL, .off = CO(server_ms),
+	 .min = 0, .max = 3600e3, .flags = BOTH | FD_MUTABLE | FD_SPARSE,
+	 .cmd = CMD_SERVER_MS, .cmd_off = WC(server_ms),
+	 .doc = "virtual clock: the server's time to serve one push, a queue of one "
+		"(`stalelab bench --profile` measures it; 0: free)"},
 	{.key = "worker_overrides", .type = FT_ARRAY, .sub = &fields_override,
 	 .doc = "per-worker settings at the start (mid-run: PATCH /api/v1/workers/{id})"},
 	{.key = "clock", .type = FT_STRING, .store = FS_STR, .off = CO(clock),

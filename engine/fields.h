@@ -88,6 +88,7 @@ struct field_table {
 extern const field_table fields_run;
 /* delay objects (delay_cfg) */
 extern const field_table fields_delay;
+extern const field_table fields_link;
 /* stop (fields of run_config) */
 extern const field_table fields_stop;
 /* rule_params (rule_params): the union of every rule's parameters; which

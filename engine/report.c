@@ -235,6 +235,7 @@ build_snapshot(run *r)
 			    : (w->st == W_WAIT_BEGIN || w->st == W_WAIT_PUSH) ? "waiting"
 			    : "running";
 		ws->delay = w->delay;
+		ws->link = w->link;
 		ws->spb_depth = w->spb_depth;
 		ws->speed = w->speed;
 		ws->iterations = w->iterations;
@@ -243,6 +244,8 @@ build_snapshot(run *r)
 		double up = (r->virt ? tnow : s->train_s) - w->t_joined;
 		ws->samples_per_s = up > 0 ? w->samples / up : 0;
 		ws->bytes_sent = w->bytes_sent;
+		ws->bytes_recv = w->bytes_recv;
+		ws->comm_s = w->comm_s;
 		ws->flops = w->flops;
 		ws->flops_saved = w->flops_saved;
 		ws->stale = w->hist;

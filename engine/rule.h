@@ -64,6 +64,14 @@ typedef struct rule_class {
 	/* deliver the computed gradient (w->m->grads from w->grad_off);
 	 * returns the staleness to record */
 	uint64_t (*deliver)(struct run *r, struct worker *w);
+	/* does the step being begun send a message (its model, for the
+	 * local rules: on the steps that exchange)? NULL: every step pushes
+	 * its gradient */
+	int (*exchanges)(const struct run *r, const struct worker *w);
+	/* does the step overlap its communication with its compute (the
+	 * worker goes on without waiting for its pull: odsgd's local
+	 * phase)? NULL: no */
+	int (*overlaps)(const struct run *r, const struct worker *w);
 } rule_class;
 
 /* The table, in the order of docs/rules.md, NULL-terminated. */

@@ -44,6 +44,8 @@ enum {
 	CMD_WEIGHT_DECAY = 1 << 11,
 	CMD_EVAL_EVERY = 1 << 12,
 	CMD_CHECKPOINT = 1 << 13, /* hand a checkpoint to cb.checkpoint */
+	CMD_LINK = 1 << 14,      /* run-wide: every worker; else one */
+	CMD_SERVER_MS = 1 << 15,
 };
 
 typedef struct run_cmd {
@@ -54,7 +56,8 @@ typedef struct run_cmd {
 	double lr, momentum, weight_decay;
 	int batch, workers, paused, spb_depth, eval_every;
 	delay_cfg delay;
-	double speed;
+	link_cfg link;
+	double speed, server_ms;
 	char origin[16]; /* "api", "schedule", "demo", ... (for the log) */
 	char path[256];  /* CMD_CHECKPOINT: where the caller should write it */
 } run_cmd;
@@ -102,12 +105,14 @@ typedef struct worker_snap {
 	int id;
 	const char *state;   /* running, waiting, delayed, paused */
 	delay_cfg delay;
+	link_cfg link;
 	int spb_depth;
 	double speed;
 	uint64_t iterations, samples;
 	double staleness_mean;
 	double samples_per_s;
-	double bytes_sent;
+	double bytes_sent, bytes_recv; /* pushed to / pulled from the server */
+	double comm_s;       /* virtual clock: seconds on its link */
 	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
 	stale_hist stale;
 	age_hist age;

@@ -48,6 +48,7 @@ typedef struct worker {
 	int active;       /* counted in the run's workers */
 	int paused;
 	delay_cfg delay;
+	link_cfg link;
 	int spb_depth;
 	double speed;
 	rng rng_delay;
@@ -82,6 +83,11 @@ typedef struct worker {
 	/* statistics */
 	uint64_t iterations, samples;
 	double bytes_sent, flops, flops_saved;
+	double bytes_recv;  /* pulled from the server */
+	double comm_s;      /* virtual: seconds its messages spent on its link */
+	double pull_bytes, push_bytes; /* what the step in flight moves (step_begin) */
+	int reply;          /* local rules: an exchange's reply came with the
+			     * last step: the next one receives it */
 	double active_s, t_joined;
 	stale_hist hist;
 	age_hist age;
@@ -106,7 +112,7 @@ typedef struct vevent {
 	int worker;
 	int kind;
 } vevent;
-enum { EV_START, EV_ARRIVE, EV_HELD };
+enum { EV_START, EV_ARRIVE, EV_HELD, EV_APPLY };
 
 struct run {
 	run_config cfg;
@@ -156,6 +162,7 @@ struct run {
 	uint64_t ckpt_every; /* run_checkpoint_every(); 0: off */
 	uint64_t ckpt_next;  /* the version of the next one; 0: not yet set */
 	double vtime;     /* virtual now */
+	double server_free; /* virtual: when the server has served its queue */
 	double eval_s;    /* wall seconds spent evaluating */
 	/* evaluation */
 	uint64_t next_eval_v;
@@ -239,6 +246,9 @@ int step_begin(run *r, worker *w);
 /* The step's delivery delay in seconds (compute_s: measured compute time
  * on the wall clock, 0 on the virtual clock). */
 double step_delay(run *r, worker *w, double compute_s);
+/* Seconds a message of `bytes` takes on the worker's link (its latency
+ * and bytes over its bandwidth; 0 for no message). */
+double step_link_s(const worker *w, double bytes);
 /* Deliver the gradient through the rule (step_can_push true). hogwild
  * steps the shared weights and drops the lock while it does. */
 void step_deliver(run *r, worker *w);

@@ -275,7 +275,7 @@ static void
 step_count_delivery(run *r, worker *w)
 {
 	w->seq++;
-	w->bytes_sent += (double)(r->n_params - w->grad_off) * sizeof(float);
+	w->bytes_sent += w->push_bytes;
 	r->loss_sum += w->loss;
 	r->loss_n++;
 	r->samples += (uint64_t)w->batch_n;
@@ -368,7 +368,7 @@ step_hold(run *r, worker *w, double due)
 	w->clock++;
 	w->iterations++;
 	w->samples += (uint64_t)w->batch_n;
-	w->bytes_sent += (double)(r->n_params - off) * sizeof(float);
+	w->bytes_sent += w->push_bytes;
 	return 0;
 }
 
@@ -420,12 +420,52 @@ step_delay_s(worker *w, double compute_s, double bytes)
 }
 
 /* the step's delivery delay in seconds (compute_s: its measured compute
- * time on the wall clock, 0 on the virtual clock) */
+ * time on the wall clock, 0 on the virtual clock). The wall clock sleeps
+ * the link's time here too (its pull's and its push's: the time from the
+ * read to the apply is the same, wherever the sleep falls); the virtual
+ * clock places them itself (clock_virtual.c). */
 double
 step_delay(run *r, worker *w, double compute_s)
 {
 	double bytes = (double)(r->n_params - w->grad_off) * sizeof(float);
-	return step_delay_s(w, compute_s, bytes);
+	double d = step_delay_s(w, compute_s, bytes);
+	if (!r->virt) {
+		double link = step_link_s(w, w->pull_bytes) + step_link_s(w, w->push_bytes);
+		w->comm_s += link;
+		d += link;
+	}
+	return d;
+}
+
+double
+step_link_s(const worker *w, double bytes)
+{
+	if (!(bytes > 0))
+		return 0;
+	double s = w->link.latency_ms * 1e-3;
+	if (w->link.bandwidth_mbps > 0)
+		s += bytes * 8.0 / (w->link.bandwidth_mbps * 1e6);
+	return s;
+}
+
+/* what the step being begun moves over its link: the weights it pulls
+ * (the whole model, which a remote worker receives whatever it reads in
+ * place here; a local rule only for its first step and after an exchange)
+ * and what its delivery pushes (the gradient from its layer offset; a
+ * local rule its model, on the steps that exchange) */
+static void
+step_note_bytes(run *r, worker *w, int fresh)
+{
+	double all = (double)r->n_params * sizeof(float);
+	if (r->rule->flags & RULE_LOCAL) {
+		w->pull_bytes = fresh || w->reply ? all : 0;
+		w->push_bytes = r->rule->exchanges && r->rule->exchanges(r, w) ? all : 0;
+		w->reply = 0;
+	} else {
+		w->pull_bytes = all;
+		w->push_bytes = (double)(r->n_params - w->grad_off) * sizeof(float);
+	}
+	w->bytes_recv += w->pull_bytes;
 }
 
 int
@@ -438,6 +478,8 @@ step_begin(run *r, worker *w)
 	if (!w->batch_n)
 		return -1;
 	step_note_begin(r, w);
+	int fresh = w->have == UINT64_MAX;
 	step_pull(r, w);
+	step_note_bytes(r, w, fresh);
 	return 1;
 }

@@ -30,6 +30,7 @@ void
 worker_settings(run *r, worker *w)
 {
 	w->delay = r->cfg.delay;
+	w->link = r->cfg.link;
 	w->spb_depth = 0;
 	w->speed = 1.0;
 	w->paused = 0;
@@ -45,6 +46,8 @@ worker_settings(run *r, worker *w)
 			w->speed = o->speed;
 		if (o->has_paused)
 			w->paused = o->paused;
+		if (o->has_link)
+			w->link = o->link;
 	}
 }
 

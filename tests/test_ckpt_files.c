@@ -96,7 +96,11 @@ START_TEST(damaged_files_are_refused)
 		memcpy(b, buf, len);
 		b[flips[i].at] ^= 0x40;
 		ck_assert_int_eq(run_checkpoint_check(b, len, 0, err), -SL_EFORMAT);
-		ck_assert_msg(strstr(err, flips[i].want), "byte %zu: %s", flips[i].at, err);
+		/* the body's length: 64 more than there is, or 64 fewer (which
+		 * way depends on the file's length) */
+		int ok = strstr(err, flips[i].want) ||
+			 (flips[i].at == 16 && strstr(err, "64 bytes after its end"));
+		ck_assert_msg(ok, "byte %zu: %s", flips[i].at, err);
 	}
 	memcpy(b, buf, len);
 	b[len] = 0;

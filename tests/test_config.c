@@ -333,7 +333,7 @@ START_TEST(changes)
 	json_decref(j);
 	ck_assert_mem_eq(&c, &d, sizeof(c));
 	ck_assert_int_eq(change("{\"lr\": 0.1}", 1, &c, err), -SL_EINVAL);
-	ck_assert_str_eq(err, "lr: unknown field for a worker (delay, spb_depth, speed, paused)");
+	ck_assert_str_eq(err, "lr: unknown field for a worker (delay, spb_depth, speed, paused, link)");
 	ck_assert_int_eq(change("{\"speed\": 0}", 1, &c, err), -SL_EINVAL);
 	ck_assert_str_eq(err, "speed: must be in (0, 100], got 0");
 	/* the engine's own check uses the same table */
@@ -384,9 +384,11 @@ START_TEST(schema)
 						"mutable")));
 	ck_assert_ptr_null(json_object_get(schema_field(fs, "momentum"), "min_open"));
 	json_t *w = json_object_get(s, "worker_fields");
-	ck_assert_int_eq(json_array_size(w), 4);
+	ck_assert_int_eq(json_array_size(w), 5);
 	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "paused"), "type")),
 			 "boolean");
+	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "link"), "type")),
+			 "object");
 	json_t *rules = json_object_get(s, "rules");
 	ck_assert_int_eq(json_array_size(rules), 10);
 	size_t i;

@@ -372,6 +372,51 @@ START_TEST(change_after_the_end_is_refused)
 }
 END_TEST
 
+/* a worker's link and the server's time change mid-run like a delay, and
+ * the status shows them; a bad one is refused by name */
+START_TEST(link_and_server_mid_run)
+{
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	start_small(&c);
+	json_t *j = call(&c, "PATCH", "/api/v1/workers/1", NULL,
+			 "{\"link\": {\"latency_ms\": 5, \"bandwidth_mbps\": 100}}", 202, &o);
+	ck_assert(json_is_true(json_object_get(j, "applied")));
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/status", NULL, NULL, 200, &o);
+	json_t *w = json_object_get(j, "workers");
+	json_t *l1 = json_object_get(json_array_get(w, 1), "link");
+	json_t *l0 = json_object_get(json_array_get(w, 0), "link");
+	ck_assert_double_eq(json_number_value(json_object_get(l1, "latency_ms")), 5);
+	ck_assert_double_eq(json_number_value(json_object_get(l1, "bandwidth_mbps")), 100);
+	ck_assert_double_eq(json_number_value(json_object_get(l0, "latency_ms")), 0);
+	ck_assert_ptr_nonnull(json_object_get(json_array_get(w, 1), "bytes_recv"));
+	ctl_reply_free(&o);
+	/* merged onto its current one */
+	call(&c, "PATCH", "/api/v1/workers/1", NULL, "{\"link\": {\"latency_ms\": 7}}", 202, &o);
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/status", NULL, NULL, 200, &o);
+	l1 = json_object_get(json_array_get(json_object_get(j, "workers"), 1), "link");
+	ck_assert_double_eq(json_number_value(json_object_get(l1, "latency_ms")), 7);
+	ck_assert_double_eq(json_number_value(json_object_get(l1, "bandwidth_mbps")), 100);
+	ctl_reply_free(&o);
+	j = call(&c, "PATCH", "/api/v1/workers/1", NULL, "{\"link\": {\"latency_ms\": -1}}", 400, &o);
+	ck_assert_msg(strstr(error_message(j), "link.latency_ms"), "%s", error_message(j));
+	ctl_reply_free(&o);
+	j = call(&c, "PATCH", "/api/v1/workers/1", NULL, "{\"link\": {\"latncy_ms\": 1}}", 400, &o);
+	ck_assert_msg(strstr(error_message(j), "link.latncy_ms"), "%s", error_message(j));
+	ctl_reply_free(&o);
+	call(&c, "PATCH", "/api/v1/run", NULL, "{\"server_ms\": 0.25}", 202, &o);
+	ctl_reply_free(&o);
+	j = call(&c, "GET", "/api/v1/run", NULL, NULL, 200, &o);
+	ck_assert_double_eq(json_number_value(json_object_get(json_object_get(j, "config"), "server_ms")),
+			    0.25);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+}
+END_TEST
+
 /* GET /api/v1/status until its state is `state` (NULL: any) and its
  * version at least v, for 60 s at most; the last status (owned by *o) */
 static json_t *
@@ -492,6 +537,7 @@ control_suite(void)
 	tcase_add_test(tc, token_compare);
 	tcase_add_test(tc, first_running_snapshot_has_workers);
 	tcase_add_test(tc, change_after_the_end_is_refused);
+	tcase_add_test(tc, link_and_server_mid_run);
 	tcase_add_test(tc, recover_applies_the_schedule_once);
 	tcase_add_test(tc, recover_from_start_keeps_the_schedule_ahead);
 	suite_add_tcase(s, tc);

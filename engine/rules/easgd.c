@@ -28,9 +28,16 @@ deliver(run *r, worker *w)
 			     .reply = w->tmp};
 		ps_push(r->ps, &m, 1, NULL);
 		be->ops->axpy(be, r->n_params, -1.0f, w->tmp, w->m->params);
+		w->reply = 1; /* the elastic difference came back: its bytes */
 		step_version_changed(r);
 	}
 	return tau;
+}
+
+static int
+exchanges(const run *r, const worker *w)
+{
+	return w->local_steps + 1 >= (int)r->cfg.rp.period;
 }
 
 const rule_class rule_easgd = {
@@ -40,4 +47,5 @@ const rule_class rule_easgd = {
 	.params = (const char *const[]){"beta", "period", NULL},
 	.pull = rule_pull_model,
 	.deliver = deliver,
+	.exchanges = exchanges,
 };

@@ -34,6 +34,13 @@ deliver(run *r, worker *w)
 	return tau;
 }
 
+/* the step that completes H local steps sends the model */
+static int
+exchanges(const run *r, const worker *w)
+{
+	return w->local_steps + 1 >= (int)r->cfg.rp.H;
+}
+
 const rule_class rule_localsgd = {
 	.name = "localsgd",
 	.doc = "local SGD: H local steps, then the models' average",
@@ -41,4 +48,5 @@ const rule_class rule_localsgd = {
 	.params = (const char *const[]){"H", NULL},
 	.pull = rule_pull_model,
 	.deliver = deliver,
+	.exchanges = exchanges,
 };

@@ -95,6 +95,14 @@ deliver(run *r, worker *w)
 	return res.tau;
 }
 
+/* after its warm-up a worker computes on while its push and the next
+ * global weights travel: communication overlaps computation */
+static int
+overlaps(const run *r, const worker *w)
+{
+	return local(r, w);
+}
+
 const rule_class rule_odsgd = {
 	.name = "odsgd",
 	.doc = "one-step-delay SGD: synchronous server, compensating local step",
@@ -105,4 +113,5 @@ const rule_class rule_odsgd = {
 	.pull = pull,
 	.may_push = may_push,
 	.deliver = deliver,
+	.overlaps = overlaps,
 };

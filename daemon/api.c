@@ -58,6 +58,8 @@ api_eval_json(const run_eval *e)
 	json_object_set_new(o, "samples_per_s", jsonout_real(e->samples_per_s));
 	json_object_set_new(o, "updates_per_s", jsonout_real(e->updates_per_s));
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&e->stale)));
+	if (e->coherence_n > 0)
+		json_object_set_new(o, "coherence", jsonout_real(e->coherence));
 	return o;
 }
 
@@ -82,6 +84,14 @@ api_log_record(const run_eval *e)
 	json_object_set_new(r, "train_s", jsonout_real(e->train_s));
 	json_object_set_new(r, "staleness", api_stale_json(&e->stale, 1));
 	json_object_set_new(r, "age_ms", api_age_json(&e->age));
+	if (e->coherence_n > 0) { /* only with coherence_every: the logs stay as they were */
+		json_object_set_new(r, "coherence", jsonout_real(e->coherence));
+		json_object_set_new(r, "coherence_n", json_integer(e->coherence_n));
+	}
+	if (e->final && e->coherence_all_n > 0) {
+		json_object_set_new(r, "coherence_all", jsonout_real(e->coherence_all));
+		json_object_set_new(r, "coherence_all_n", json_integer(e->coherence_all_n));
+	}
 	if (e->final)
 		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));
 	return r;

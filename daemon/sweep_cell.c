@@ -84,6 +84,7 @@ cell_metrics(const cell_ctx *c, const run_snapshot *s)
 	json_object_set_new(m, "bytes_sent", jsonout_real(bytes));
 	json_object_set_new(m, "bytes_recv", jsonout_real(recv));
 	json_object_set_new(m, "comm_s", jsonout_real(comm));
+	json_object_set_new(m, "coherence", num_or_null(e->coherence_all_n > 0, e->coherence_all));
 	json_object_set_new(m, "bwd_flops", jsonout_real(flops));
 	json_object_set_new(m, "bwd_flops_saved", jsonout_real(saved));
 	json_object_set_new(m, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));

@@ -29,6 +29,7 @@ const sweep_metric sweep_metrics[] = {
 	{"bytes_sent", 0, "bytes the workers sent (gradients or models)"},
 	{"bytes_recv", 0, "bytes the workers pulled from the server"},
 	{"comm_s", 0, "virtual seconds the workers' messages spent on their links"},
+	{"coherence", 0, "mean gradient coherence over the run (with coherence_every; empty: off)"},
 	{"bwd_flops", 0, "backward FLOPs the workers computed"},
 	{"bwd_flops_saved", 0, "backward FLOPs partial backprop saved"},
 	{"stop", 0, "why the run ended (epochs, steps, target_acc, diverged, ...)"},

@@ -123,6 +123,7 @@ static const field config_rows[] = {
 	FLD(run_config, "stop_target_acc", stop_target_acc, F_F64, OPT),
 	FLD(run_config, "eval_every", eval_every, F_INT, REQ),
 	FLD(run_config, "n_schedule", n_schedule, F_INT, OPT),
+	FLD(run_config, "coherence_every", coherence_every, F_INT, OPT),
 };
 PUB_TABLE(ckpt_config_tab, config_rows);
 
@@ -161,6 +162,10 @@ static const field run_rows[] = {
 	FLD(run, "paused", paused, F_INT, REQ),
 	FLD(run, "vtime", vtime, F_F64, REQ),
 	FLD(run, "server_free", server_free, F_F64, OPT),
+	FLD(run, "coh_sum", coh_sum, F_F64, OPT),
+	FLD(run, "coh_n", coh_n, F_INT, OPT),
+	FLD(run, "coh_all", coh_all, F_F64, OPT),
+	FLD(run, "coh_all_n", coh_all_n, F_INT, OPT),
 	FLD(run, "clock_gap_max", clock_gap_max, F_UINT, OPT),
 	FLD(run, "eval_s", eval_s, F_F64, OPT),
 	FLD(run, "best_acc", best_acc, F_F64, OPT),
@@ -186,6 +191,10 @@ static const field eval_rows[] = {
 	FLD(run_eval, "updates_per_s", updates_per_s, F_F64, OPT),
 	FSUB(run_eval, "staleness", stale, stale_tab, OPT),
 	FSUB(run_eval, "age", age, age_tab, OPT),
+	FLD(run_eval, "coherence", coherence, F_F64, OPT),
+	FLD(run_eval, "coherence_n", coherence_n, F_INT, OPT),
+	FLD(run_eval, "coherence_all", coherence_all, F_F64, OPT),
+	FLD(run_eval, "coherence_all_n", coherence_all_n, F_INT, OPT),
 	FLD(run_eval, "final", final, F_INT, OPT),
 };
 PUB_TABLE(ckpt_eval_tab, eval_rows);

@@ -77,6 +77,7 @@ typedef struct run_config {
 	double stop_seconds;
 	double stop_target_acc;
 	int eval_every;
+	int coherence_every; /* virtual clock: gradient coherence every K updates (0: off) */
 	int n_schedule;   /* schedule entries (kept as JSON by the daemon) */
 } run_config;
 

@@ -252,6 +252,10 @@ static const field_desc run_f[] = {
 	 .min = 0, .max = 1e8, .flags = BOTH | FD_MUTABLE, .def = 200,
 	 .cmd = CMD_EVAL_EVERY, .cmd_off = WC(eval_every),
 	 .doc = "server updates between test-set evaluations (0: at epoch ends only)"},
+	{.key = "coherence_every", .type = FT_INTEGER, .store = FS_INT,
+	 .off = CO(coherence_every), .min = 0, .max = 1e8, .flags = BOTH | FD_SPARSE,
+	 .doc = "virtual clock: every K updates, the cosine between the gradients applied and "
+		"fresh ones of the same batches at the weights they meet (0: off)"},
 	{.key = "schedule", .type = FT_ARRAY, .flags = FD_NOECHO,
 	 .doc = "timed changes: [{\"at\": {\"v\": N} or {\"t\": s}, \"worker\": k?, \"set\": {...}}]"},
 };

@@ -53,6 +53,10 @@ report_fill(run *r, run_eval *e)
 	e->test_acc = r->last_acc;
 	e->test_loss = r->last_test_loss;
 	e->train_loss = r->last_train_loss;
+	e->coherence = r->coh_n ? r->coh_sum / r->coh_n : NAN;
+	e->coherence_n = r->coh_n;
+	e->coherence_all = r->coh_all_n ? r->coh_all / r->coh_all_n : NAN;
+	e->coherence_all_n = r->coh_all_n;
 }
 
 /* between two batches of an evaluation (lock not held): the changes
@@ -125,6 +129,8 @@ report_evaluate(run *r)
 	if (acc > r->best_acc)
 		r->best_acc = acc;
 	report_fill(r, &e);
+	r->coh_sum = 0; /* the next record's coherence starts here */
+	r->coh_n = 0;
 	series_add(r, &e);
 	if (r->cb.eval)
 		r->cb.eval(r->cb.ud, &e);

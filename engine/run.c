@@ -152,6 +152,10 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 			       rule->name);
 	if (cfg->delay.dist == DELAY_VERSION && cfg->delay.s >= VHIST_MAX)
 		return sl_fail(err, SL_EINVAL, "delay.s: at most %d", VHIST_MAX - 1);
+	if (cfg->coherence_every > 0 && strcmp(cfg->clock, "virtual"))
+		return sl_fail(err, SL_EINVAL,
+			       "coherence_every: on the virtual clock only (the fresh gradient "
+			       "needs the weights to stay still while it is computed)");
 	run *r = calloc(1, sizeof(*r));
 	if (!r)
 		return sl_fail(err, SL_ENOMEM, "out of memory");

@@ -83,6 +83,12 @@ typedef struct run_eval {
 	double updates_per_s;
 	stale_hist stale;    /* cumulative */
 	age_hist age;        /* time-staleness (ms), cumulative */
+	/* gradient coherence (coherence_every): the mean cosine between the
+	 * applied gradients and fresh ones of the same batches at the weights
+	 * they were applied to, over the samples since the previous record
+	 * (n of them; 0: none) and over the whole run */
+	double coherence, coherence_all;
+	long coherence_n, coherence_all_n;
 	int final;
 	const char *stop_reason;
 } run_eval;

@@ -140,6 +140,8 @@ struct run {
 	uint64_t samples, updates;
 	double loss_sum;
 	long loss_n;
+	double coh_sum, coh_all;  /* gradient coherence: since the last record, all */
+	long coh_n, coh_all_n;
 	stale_hist hist;
 	age_hist age;
 	uint64_t win_tau[WINDOW_N];

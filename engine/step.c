@@ -310,6 +310,33 @@ step_local_sgd(run *r, worker *w, const float *g, float lr)
 		     lr, 0, 0);
 }
 
+/* gradient coherence (virtual clock): the gradient about to be applied
+ * against a fresh one of the same batch at the weights it meets, computed
+ * on the eval model (the loop's own: nothing else uses it meanwhile) */
+static void
+step_coherence(run *r, worker *w)
+{
+	model *m = r->evm;
+	if (!w->be->ops->host_memory || !m->be->ops->host_memory || w->batch_n > m->batch_cap)
+		return;
+	model_load_batch(m, r->data->train.x, r->data->train.y, w->idx, w->batch_n);
+	model_step(m, ps_weights(r->ps), w->batch_n, w->depth);
+	const float *a = w->m->grads, *b = m->grads;
+	double ab = 0, aa = 0, bb = 0;
+	for (size_t i = w->grad_off; i < r->n_params; i++) {
+		ab += (double)a[i] * b[i];
+		aa += (double)a[i] * a[i];
+		bb += (double)b[i] * b[i];
+	}
+	if (!(aa > 0 && bb > 0) || !isfinite(ab))
+		return;
+	double c = ab / sqrt(aa * bb);
+	r->coh_sum += c;
+	r->coh_n++;
+	r->coh_all += c;
+	r->coh_all_n++;
+}
+
 /* deliver the worker's gradient through the rule (lock held; can_push
  * true) and account for it */
 void
@@ -317,6 +344,9 @@ step_deliver(run *r, worker *w)
 {
 	if (r->diverged)
 		return;
+	if (r->virt && r->cfg.coherence_every > 0 && !(r->rule->flags & RULE_LOCAL) &&
+	    ps_version(r->ps) % (uint64_t)r->cfg.coherence_every == 0)
+		step_coherence(r, w);
 	step_count_delivery(r, w);
 	uint64_t tau = r->rule->deliver ? r->rule->deliver(r, w)
 					: step_push_grad(r, w);

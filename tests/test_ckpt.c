@@ -214,7 +214,9 @@ added_field(const tlv_rec *y)
 {
 	static const char *const names[] = {"link", "server_ms", "server_free", "bytes_recv",
 					    "comm_s", "pull_bytes", "push_bytes", "reply",
-					    "has_link", NULL};
+					    "has_link", "coherence_every", "coh_sum", "coh_n", "coh_all",
+					    "coh_all_n", "coherence", "coherence_n", "coherence_all",
+					    "coherence_all_n", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -157,12 +157,55 @@ START_TEST(overlap_rule)
 }
 END_TEST
 
+/* gradient coherence: one worker reading the newest weights applies the
+ * very gradient a fresh one would be (cosine 1); stale reads lower it; a
+ * sample every K updates, the records' means since the previous one */
+START_TEST(coherence)
+{
+	run_config c = base("asgd", 1);
+	c.stop_steps = 100;
+	c.eval_every = 50;
+	c.coherence_every = 10;
+	rec r = {0};
+	run_snapshot *s = go(&c, NULL, 0, &r);
+	run_snapshot_put(s);
+	ck_assert_int_ge(r.n, 2);
+	ck_assert_int_eq(r.ev[0].v, 50);
+	ck_assert_int_eq(r.ev[0].coherence_n, 5); /* versions 0, 10, 20, 30, 40 */
+	ck_assert_msg(fabs(r.ev[0].coherence - 1) < 1e-9, "fresh weights: %.17g", r.ev[0].coherence);
+	const run_eval *end = &r.ev[r.n - 1];
+	ck_assert(end->final);
+	ck_assert_int_eq(end->coherence_all_n, 10);
+	/* stale reads: gradients of older weights, a cosine below 1 */
+	c.delay = (delay_cfg){.dist = DELAY_VERSION, .s = 8};
+	rec r2 = {0};
+	s = go(&c, NULL, 0, &r2);
+	run_snapshot_put(s);
+	const run_eval *e2 = &r2.ev[r2.n - 1];
+	ck_assert_int_eq(e2->coherence_all_n, 10);
+	ck_assert_msg(e2->coherence_all < 0.999 && e2->coherence_all > -1,
+		      "stale reads: %.17g", e2->coherence_all);
+	/* off by default; the wall clock refuses it, by name */
+	c = base("asgd", 1);
+	rec r3 = {0};
+	s = go(&c, NULL, 0, &r3);
+	run_snapshot_put(s);
+	ck_assert_int_eq(r3.ev[r3.n - 1].coherence_all_n, 0);
+	c.coherence_every = 10;
+	snprintf(c.clock, sizeof(c.clock), "wall");
+	run *x;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_lt(run_new(&c, &data, NULL, 0, NULL, &x, err), 0);
+	ck_assert_msg(strstr(err, "coherence_every: on the virtual clock only"), "%s", err);
+}
+END_TEST
+
 static Suite *
 comm_suite(void)
 {
 	const run_case cases[] = {
 		{"model", NULL, {async_one_worker, async_server_queue, round_rule, local_rule,
-				 overlap_rule, NULL}},
+				 overlap_rule, coherence, NULL}},
 	};
 	return run_suite_of("comm", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -87,9 +87,10 @@ collect(json_t *obj, const char *prefix, axes_of *a, char *err)
 		if (a->n == SWEEP_MAX_AXES)
 			return sl_fail(err, SL_EINVAL, "%s: more than %d axes", path,
 				       SWEEP_MAX_AXES);
-		if (strlen(path) >= sizeof(a->key[0]))
+		size_t len = strlen(path);
+		if (len >= sizeof(a->key[0]))
 			return sl_fail(err, SL_EINVAL, "%s: the key path is too long", path);
-		snprintf(a->key[a->n], sizeof(a->key[0]), "%s", path);
+		memcpy(a->key[a->n], path, len + 1);
 		a->vals[a->n++] = v;
 	}
 	return 0;

@@ -23,6 +23,7 @@ static const char usage[] =
 	"  tui      the terminal front end of a running daemon (its nanomsg bus)\n"
 	"  sweep    a grid of runs on the virtual clock: results.csv, a log per\n"
 	"           cell, resumable, sharded, summarised over seeds\n"
+	"  plot     a sweep's figures (gnuplot): loss, accuracy, staleness, slowdown\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text (COMMAND --help, or help COMMAND, for a\n"
@@ -43,6 +44,7 @@ static const struct command {
 	{"bench", cmd_bench},
 	{"tui", cmd_tui},
 	{"sweep", cmd_sweep},
+	{"plot", cmd_plot},
 };
 
 static const struct command *

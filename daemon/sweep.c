@@ -62,6 +62,7 @@ static const char usage[] =
 	"      --metric NAME    the metric --baseline divides (default\n"
 	"                       updates_to_target)\n"
 	"      --merge          gather the shards' DIRs (the arguments) into --out\n"
+	"      --plot           then the figures, as `stalelab plot DIR` makes them\n"
 	"  -q, --quiet          no progress on stderr\n"
 	"  -h, --help           this text\n"
 	"\n"
@@ -578,8 +579,8 @@ mode_list(const char *file)
 }
 
 /* a DIR's grid, from its own copy of the sweep file */
-static int
-dir_grid(const char *dir, json_t **spec, sweep_grid *g, char *err)
+int
+sweep_dir_grid(const char *dir, json_t **spec, sweep_grid *g, char *err)
 {
 	char path[4200];
 	snprintf(path, sizeof(path), "%s/sweep.json", dir);
@@ -598,7 +599,7 @@ mode_summary(const char *dir, const char *baseline, const char *metric)
 	int code = 2;
 	json_t *results = json_array();
 	char *done = NULL;
-	if (dir_grid(dir, &spec, &g, err) < 0)
+	if (sweep_dir_grid(dir, &spec, &g, err) < 0)
 		goto out;
 	snprintf(cells, sizeof(cells), "%s/cells", dir);
 	snprintf(csv, sizeof(csv), "%s/summary.csv", dir);
@@ -660,7 +661,7 @@ mode_merge(char **dirs, int n_dirs, const char *out)
 	int code = 2, have = 0;
 	json_t *results = json_array();
 	char *done = NULL, *any = NULL, ocells[4200], csv[4200];
-	if (dir_grid(dirs[0], &spec, &g, err) < 0)
+	if (sweep_dir_grid(dirs[0], &spec, &g, err) < 0)
 		goto out;
 	done = calloc((size_t)g.n_cells + 1, 1);
 	any = calloc((size_t)g.n_cells + 1, 1);
@@ -677,7 +678,7 @@ mode_merge(char **dirs, int n_dirs, const char *out)
 		memset(&og, 0, sizeof(og));
 		if (d > 0) {
 			char keys[400];
-			int rc = dir_grid(dirs[d], &other, &og, err);
+			int rc = sweep_dir_grid(dirs[d], &other, &og, err);
 			sweep_grid_free(&og);
 			if (rc < 0)
 				goto out;
@@ -811,12 +812,13 @@ cmd_sweep(int argc, char **argv)
 		{"baseline", required_argument, NULL, 'b'},
 		{"metric", required_argument, NULL, 'm'},
 		{"merge", no_argument, NULL, 'M'},
+		{"plot", no_argument, NULL, 'P'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *out = NULL, *summary = NULL, *baseline = NULL, *metric = NULL, *shard_s = NULL;
-	int jobs = cli_ncpu(), force = 0, list = 0, merge = 0, quiet = 0, opt;
+	int jobs = cli_ncpu(), force = 0, list = 0, merge = 0, quiet = 0, plot = 0, opt;
 	unsigned long long u;
 	opterr = 0;
 	optind = 1;
@@ -837,6 +839,7 @@ cmd_sweep(int argc, char **argv)
 		case 'b': baseline = optarg; break;
 		case 'm': metric = optarg; break;
 		case 'M': merge = 1; break;
+		case 'P': plot = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': printf(usage, cli_ncpu()); return 0;
 		default: return cli_bad_option("sweep", opt, argv);
@@ -873,5 +876,10 @@ cmd_sweep(int argc, char **argv)
 	} else if (shard_from_env(&shard, &n_shards, err) < 0) {
 		return fprintf(stderr, "stalelab sweep: %s\n", err), 2;
 	}
-	return mode_run(pos[0], out, jobs, shard, n_shards, force, quiet);
+	int code = mode_run(pos[0], out, jobs, shard, n_shards, force, quiet);
+	if (code == 0 && plot && sweep_plot(out, NULL, err) < 0) {
+		fprintf(stderr, "stalelab sweep: --plot: %s\n", err);
+		code = 1;
+	}
+	return code;
 }

@@ -95,7 +95,8 @@ int sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes,
 		  const char *baseline, const char *metric, const char *csv_path,
 		  FILE *out, char *err);
 
-/* stalelab sweep */
+/* stalelab sweep; stalelab plot (sweep_plot.c) */
 int cmd_sweep(int argc, char **argv);
+int cmd_plot(int argc, char **argv);
 
 #endif

@@ -28,4 +28,11 @@ int sweep_write_file(const char *path, const char *text, size_t len, char *err);
 int sweep_load_results(const char *cells_dir, const sweep_grid *g, char *done,
 		       json_t *results, char *err);
 
+/* The grid of DIR's own copy of its sweep file (DIR/sweep.json), checked
+ * as when it ran; -SL_EINVAL with err saying what is missing or wrong. */
+int sweep_dir_grid(const char *dir, json_t **spec, sweep_grid *g, char *err);
+
+/* stalelab plot DIR (plot.c): the figures of a finished sweep */
+int sweep_plot(const char *dir, const char *baseline, char *err);
+
 #endif

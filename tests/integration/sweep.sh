@@ -10,8 +10,9 @@ SL=${1:-build/stalelab}
 echo "integration: stalelab sweep"
 
 expect_exit 0 "sweep --help" "$SL" sweep --help
-expect_grep -- '--shard I/N' "--help names --shard" "$LAST_OUT"
-[ "$("$SL" help sweep)" = "$("$SL" sweep --help)" ] && ok "help sweep" || bad "help sweep"
+expect_grep '--shard I/N' "--help names --shard" "$LAST_OUT"
+help_of() { "$SL" help "$1"; }
+[ "$(help_of sweep)" = "$("$SL" sweep --help)" ] && ok "help sweep" || bad "help sweep"
 expect_exit 2 "no file" "$SL" sweep --out "$TMP/x"
 expect_grep 'which sweep file' "no file: said" "$LAST_OUT"
 expect_exit 2 "a wrong flag" "$SL" sweep --jbos 2
@@ -87,7 +88,7 @@ OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 "$SL" sweep "$TMP/s.json" --out "$
 	[ "$(rows "$TMP/j1/results.csv")" = "$(rows "$TMP/mp/results.csv")" ] &&
 	ok "mpirun's ranks share one directory: the same rows" || bad "ranks in one directory"
 expect_exit 2 "a bad --shard" "$SL" sweep "$TMP/s.json" --out "$TMP/x" --shard 2/2
-expect_grep -- '--shard: expected I/N with 0 <= I < N' "a bad --shard: named" "$LAST_OUT"
+expect_grep '--shard: expected I/N with 0 <= I < N' "a bad --shard: named" "$LAST_OUT"
 
 # resume: nothing to do, then after kill -9 mid-cell
 expect_exit 0 "run again: resumes" "$SL" sweep "$TMP/s.json" --out "$TMP/j1"
@@ -153,8 +154,32 @@ sys.exit(0 if len(xs) == 2 and abs(float(g["stale_mean_mean"]) - m) < 1e-12 and
          abs(float(g["stale_mean_ci95"]) - 12.706 * sd / math.sqrt(2)) < 1e-9 else 1)' "$TMP/j2" &&
 	ok "summary.csv: the mean and the 95% interval (t, 1 degree of freedom)" || bad "summary.csv numbers" "$(head -n 3 "$TMP/j2/summary.csv")"
 expect_exit 2 "--baseline of no axis" "$SL" sweep --summary "$TMP/j2" --baseline lr=0.1
-expect_grep -- '--baseline: lr is not an axis' "--baseline of no axis: named" "$LAST_OUT"
+expect_grep '--baseline: lr is not an axis' "--baseline of no axis: named" "$LAST_OUT"
 expect_exit 2 "--summary of no sweep" "$SL" sweep --summary "$TMP"
 expect_grep 'no sweep here' "--summary of no sweep: said" "$LAST_OUT"
+
+# the figures (gnuplot): a line per group, SVG and PNG, the data beside
+expect_exit 0 "plot a sweep" "$SL" plot "$TMP/j2" --baseline delay.s=0
+expect_grep 'figures/\{loss,accuracy,staleness,slowdown\}\.\{svg,png\}: 8 groups from 16 cells' "plot says what it drew" "$LAST_OUT"
+ok_figs=1
+for f in loss accuracy staleness slowdown; do
+	head -c 400 "$TMP/j2/figures/$f.svg" 2>/dev/null | grep -q '<svg' || ok_figs=0
+	[ "$(head -c 4 "$TMP/j2/figures/$f.png" 2>/dev/null | od -An -c | tr -d ' ')" = '211PNG' ] || ok_figs=0
+done
+[ $ok_figs = 1 ] && ok "four figures, each an SVG and a PNG" || bad "figures" "$(ls -l "$TMP/j2/figures")"
+[ "$(grep -c '^# ' "$TMP/j2/figures/loss.dat")" = 8 ] && ok "loss.dat: a block per group" || bad "loss.dat blocks" "$(head "$TMP/j2/figures/loss.dat")"
+grep -q "title \"rule=asgd,workers=3,delay.s=4\"" "$TMP/j2/figures/plots.gp" && ok "the lines are titled by their group" || bad "titles" "$(grep -m2 title "$TMP/j2/figures/plots.gp")"
+python3 -c '
+import sys
+blocks = [b for b in open(sys.argv[1]).read().split("\n\n\n") if b.strip()]
+# a line for each rule and worker count whose s = 0 reached the target
+# with both seeds (not all do), each starting at 1 at s = 0
+ok = len(blocks) >= 2 and all(b.splitlines()[1].split() == ["0", "1"] for b in blocks)
+sys.exit(0 if ok else 1)' "$TMP/j2/figures/slowdown.dat" && ok "slowdown.dat: lines of rule and worker count, 1 at s = 0" || bad "slowdown.dat" "$(cat "$TMP/j2/figures/slowdown.dat")"
+expect_exit 2 "plot with a baseline of no axis" "$SL" plot "$TMP/j2" --baseline lr=1
+expect_grep '--baseline: expected KEY=VALUE with KEY an axis' "a bad baseline: named" "$LAST_OUT"
+expect_exit 2 "plot of no sweep" "$SL" plot "$TMP"
+expect_exit 0 "sweep --plot" "$SL" sweep "$TMP/s.json" --out "$TMP/j2" --plot --quiet
+[ "$(help_of plot)" = "$("$SL" plot --help)" ] && ok "help plot" || bad "help plot"
 
 finish sweep

@@ -60,6 +60,19 @@ START_TEST(rules_reduce_to_their_special_cases)
 	wb = final_weights(&b, &n2);
 	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
 	free(wb);
+	/* softsync with n = the workers: a round of one gradient, asgd (Zhang
+	 * et al.'s lambda-softsync is Downpour); n = 1, a round of all three,
+	 * is not */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "softsync");
+	b.rp.n = 3;
+	wb = final_weights(&b, &n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	b.rp.n = 1;
+	wb = final_weights(&b, &n2);
+	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
+	free(wb);
 	free(wa);
 
 	/* with one worker nothing is stale: sasgd and ssp are asgd */

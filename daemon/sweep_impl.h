@@ -32,6 +32,28 @@ int sweep_load_results(const char *cells_dir, const sweep_grid *g, char *done,
  * as when it ran; -SL_EINVAL with err saying what is missing or wrong. */
 int sweep_dir_grid(const char *dir, json_t **spec, sweep_grid *g, char *err);
 
+/* sweep_table.c: --baseline KEY=VALUE checked against the axes (KEY into
+ * key, VALUE parsed as JSON, else a bare string, into *val: release it);
+ * a group's label from its axes ("rule=asgd,workers=4", "(all)" for none) */
+int sweep_baseline(const char *baseline, const sweep_axis *axes, int n_axes, char *key, size_t cap,
+		   json_t **val, char *err);
+void sweep_group_label(const json_t *axes, char *out, size_t cap);
+
+/* sweep_dir.c: the sweep file read and every cell checked and given its
+ * defaults (the virtual clock, one thread, 3 epochs without a stop);
+ * mkdir -p; DIR/sweep.json written the first time, then compared (a
+ * changed file refused unless force, naming the keys); a file copied
+ * through a rename */
+int sweep_load_grid(const char *path, json_t **spec, sweep_grid *g, char *err);
+int sweep_mkdir_p(const char *path, char *err);
+int sweep_check_spec(const char *dir, const json_t *spec, int force, char *err);
+int sweep_copy_file(const char *from, const char *to, char *err);
+
+/* sweep_run.c: run FILE's cells of shard I/N into DIR; the exit code (0
+ * all done, 1 a cell failed, 2 a bad file, 130 interrupted) */
+int sweep_run(const char *file, const char *dir, int jobs, int shard, int n_shards, int force,
+	      int quiet);
+
 /* stalelab plot DIR (plot.c): the figures of a finished sweep */
 int sweep_plot(const char *dir, const char *baseline, char *err);
 

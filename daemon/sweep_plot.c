@@ -80,24 +80,11 @@ cmp_point(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* a group's label as a gnuplot string: no double quotes, no backslashes */
 static void
 label_of_axes(const json_t *axes, char *out, size_t cap)
 {
-	size_t len = 0;
-	const char *k;
-	json_t *v;
-	out[0] = 0;
-	json_object_foreach((json_t *)axes, k, v) {
-		char *t = json_is_string(v) ? strdup(json_string_value(v)) : jsonout_dumps(v);
-		len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s=%s", len ? "," : "",
-					k, t ? t : "");
-		free(t);
-		if (len >= cap)
-			len = cap - 1;
-	}
-	if (!len)
-		snprintf(out, cap, "all");
-	/* a gnuplot string: no double quotes, no backslashes */
+	sweep_group_label(axes, out, cap);
 	for (char *p = out; *p; p++)
 		if (*p == '"' || *p == '\\')
 			*p = '\'';
@@ -221,21 +208,8 @@ sweep_plot(const char *dir, const char *baseline, char *err)
 	int ng = 0, rc = sweep_dir_grid(dir, &spec, &g, err);
 	char bkey[128] = "";
 	json_t *bval = NULL;
-	if (rc == 0 && baseline) {
-		const char *eq = strchr(baseline, '=');
-		int found = 0;
-		if (eq && eq > baseline && (size_t)(eq - baseline) < sizeof(bkey)) {
-			memcpy(bkey, baseline, (size_t)(eq - baseline));
-			for (int i = 0; i < g.n_axes; i++)
-				found |= !strcmp(g.axis[i].key, bkey);
-			bval = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
-			if (!bval)
-				bval = json_string(eq + 1);
-		}
-		if (!found || !strcmp(bkey, "seed"))
-			rc = sl_fail(err, SL_EINVAL, "--baseline: expected KEY=VALUE with KEY an axis "
-				     "of this sweep, got '%s'", baseline);
-	}
+	if (rc == 0 && baseline)
+		rc = sweep_baseline(baseline, g.axis, g.n_axes, bkey, sizeof(bkey), &bval, err);
 	if (rc == 0) {
 		snprintf(cells, sizeof(cells), "%s/cells", dir);
 		snprintf(figs, sizeof(figs), "%s/figures", dir);

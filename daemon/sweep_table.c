@@ -180,6 +180,47 @@ sweep_load_results(const char *cells_dir, const sweep_grid *g, char *done, json_
 
 /* ---- the summary ---------------------------------------------------------- */
 
+int
+sweep_baseline(const char *baseline, const sweep_axis *axes, int n_axes, char *key, size_t cap,
+	       json_t **val, char *err)
+{
+	*val = NULL;
+	const char *eq = strchr(baseline, '=');
+	if (!eq || eq == baseline || (size_t)(eq - baseline) >= cap)
+		return sl_fail(err, SL_EINVAL, "--baseline: expected KEY=VALUE (e.g. delay.s=0), got '%s'",
+			       baseline);
+	memcpy(key, baseline, (size_t)(eq - baseline));
+	key[eq - baseline] = 0;
+	int found = 0;
+	for (int i = 0; i < n_axes; i++)
+		found |= !strcmp(axes[i].key, key);
+	if (!found || !strcmp(key, "seed"))
+		return sl_fail(err, SL_EINVAL, "--baseline: %s is not an axis of this sweep", key);
+	*val = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+	if (!*val)
+		*val = json_string(eq + 1); /* a string axis value, bare */
+	return 0;
+}
+
+void
+sweep_group_label(const json_t *axes, char *out, size_t cap)
+{
+	size_t len = 0;
+	const char *k;
+	json_t *v;
+	out[0] = 0;
+	json_object_foreach((json_t *)axes, k, v) {
+		char *t = json_is_string(v) ? strdup(json_string_value(v)) : jsonout_dumps(v);
+		len += (size_t)snprintf(out + len, len < cap ? cap - len : 0, "%s%s=%s", len ? "," : "",
+					k, t ? t : "");
+		free(t);
+		if (len >= cap)
+			len = cap - 1;
+	}
+	if (!len)
+		snprintf(out, cap, "(all)");
+}
+
 /* Student's t, two-sided 95%, for n - 1 degrees of freedom (1..30), then
  * the normal's 1.96 */
 static double
@@ -274,23 +315,8 @@ sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const c
 {
 	char bkey[128] = "";
 	json_t *bval = NULL;
-	if (baseline) {
-		const char *eq = strchr(baseline, '=');
-		if (!eq || eq == baseline || (size_t)(eq - baseline) >= sizeof(bkey))
-			return sl_fail(err, SL_EINVAL, "--baseline: expected KEY=VALUE (e.g. delay.s=0), got '%s'",
-				       baseline);
-		memcpy(bkey, baseline, (size_t)(eq - baseline));
-		bkey[eq - baseline] = 0;
-		int found = 0;
-		for (int i = 0; i < n_axes; i++)
-			found |= !strcmp(axes[i].key, bkey);
-		if (!found || !strcmp(bkey, "seed"))
-			return sl_fail(err, SL_EINVAL, "--baseline: %s is not an axis of this sweep", bkey);
-		json_error_t je;
-		bval = json_loads(eq + 1, JSON_DECODE_ANY, &je);
-		if (!bval)
-			bval = json_string(eq + 1); /* a string axis value, bare */
-	}
+	if (baseline && sweep_baseline(baseline, axes, n_axes, bkey, sizeof(bkey), &bval, err) < 0)
+		return -SL_EINVAL;
 	int mfound = !metric;
 	for (int i = 0; metric && i < sweep_n_metrics; i++)
 		mfound |= !strcmp(sweep_metrics[i].key, metric);
@@ -362,19 +388,7 @@ sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const c
 	char (*names)[256] = calloc((size_t)(ng ? ng : 1), sizeof(*names));
 	int width = 5;
 	for (int gi = 0; names && gi < ng; gi++) {
-		size_t len = 0;
-		const char *k;
-		json_t *v;
-		json_object_foreach(gs[gi].axes, k, v) {
-			char *t = json_is_string(v) ? strdup(json_string_value(v)) : jsonout_dumps(v);
-			len += (size_t)snprintf(names[gi] + len, len < 256 ? 256 - len : 0, "%s%s=%s",
-						len ? "," : "", k, t ? t : "");
-			free(t);
-			if (len >= 256)
-				len = 255;
-		}
-		if (!len)
-			snprintf(names[gi], 256, "(all)");
+		sweep_group_label(gs[gi].axes, names[gi], sizeof(names[gi]));
 		if ((int)strlen(names[gi]) > width)
 			width = (int)strlen(names[gi]);
 	}

@@ -177,7 +177,7 @@ blocks = [b for b in open(sys.argv[1]).read().split("\n\n\n") if b.strip()]
 ok = len(blocks) >= 2 and all(b.splitlines()[1].split() == ["0", "1"] for b in blocks)
 sys.exit(0 if ok else 1)' "$TMP/j2/figures/slowdown.dat" && ok "slowdown.dat: lines of rule and worker count, 1 at s = 0" || bad "slowdown.dat" "$(cat "$TMP/j2/figures/slowdown.dat")"
 expect_exit 2 "plot with a baseline of no axis" "$SL" plot "$TMP/j2" --baseline lr=1
-expect_grep '--baseline: expected KEY=VALUE with KEY an axis' "a bad baseline: named" "$LAST_OUT"
+expect_grep '--baseline: lr is not an axis of this sweep' "a bad baseline: named" "$LAST_OUT"
 expect_exit 2 "plot of no sweep" "$SL" plot "$TMP"
 expect_exit 0 "sweep --plot" "$SL" sweep "$TMP/s.json" --out "$TMP/j2" --plot --quiet
 [ "$(help_of plot)" = "$("$SL" plot --help)" ] && ok "help plot" || bad "help plot"

@@ -39,7 +39,7 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
 	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev tmux gnuplot-nox
 
-.PHONY: all deps run test unit integration bench bench-compare bench-accuracy asan valgrind fuzz \
+.PHONY: all deps run test unit integration bench results results-quick bench-compare bench-accuracy asan valgrind fuzz \
 	fuzz-build fuzz-bins install install-files uninstall clean help
 
 all: $(BUILD)/stalelab
@@ -51,6 +51,8 @@ help:
 	@echo "                    (make run PORT=9000 ARGS=\"--demo\" for another port, flags)"
 	@echo "make test           Check suites and integration tests (with the dashboard's browser test)"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
+	@echo "make results        the seeds' results reproduced: docs/results.md, docs/results/ (under 60 min)"
+	@echo "make results-quick  the same experiments, small: checks only (part of make test)"
 	@echo "make bench-compare  this engine vs an earlier commit's (BASE=rev), side by side"
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
 	@echo "make asan           the tests under ASan+UBSan"
@@ -138,6 +140,14 @@ bench: deps
 
 # this tree's engine against BASE (a commit), side by side in one run
 BASE ?= HEAD~1
+results: deps
+	@$(MAKE) --no-print-directory all
+	@python3 experiments/results.py --stalelab $(BUILD)/stalelab --out $(BUILD)/results
+
+results-quick: deps
+	@$(MAKE) --no-print-directory all
+	@python3 experiments/results.py --quick --stalelab $(BUILD)/stalelab --out $(BUILD)/results-quick
+
 bench-compare: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/compare.sh $(BUILD) $(BASE)

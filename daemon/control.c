@@ -33,6 +33,9 @@ const char ctl_index_text[] =
 	"POST  /api/v1/run/recover       {\"lr\": x} (optional): resume a diverged run\n"
 	"                                from its last good checkpoint, smaller lr\n"
 	"POST  /api/v1/checkpoint        {\"path\": file} (optional): write a checkpoint\n"
+	"GET   /api/v1/sweeps            finished sweeps (serve --sweeps DIR)\n"
+	"GET   /api/v1/sweeps/{name}     one: its sweep file, results and summary\n"
+	"GET   /api/v1/sweeps/{name}/figures/{file}.svg   a figure of stalelab plot\n"
 	"GET   /metrics                  Prometheus text format\n"
 	"\n"
 	"See docs/api.md.\n";
@@ -421,6 +424,10 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 	   const char *body, size_t len, int authorized, ctl_reply *o)
 {
 	memset(o, 0, sizeof(*o));
+	if (!strncmp(path, "/api/v1/sweeps", 14) && (!path[14] || path[14] == '/')) {
+		ctl_get_sweeps(c, method, path + 14, o);
+		return;
+	}
 	int id = -1;
 	const char *allow;
 	route rt = match(path, &id, &allow);

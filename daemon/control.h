@@ -53,6 +53,7 @@ typedef struct ctl {
 	FILE *term;         /* the terminal lines (stderr; NULL: none) */
 	int verbose;        /* one line per evaluation too */
 	const char *ckpt_dir;
+	const char *sweeps_dir; /* --sweeps: finished sweeps served read-only (NULL: none) */
 	events ev;
 	/* PATCH waits for its change to be applied, to answer with t and v */
 	pthread_mutex_t wait_mu;

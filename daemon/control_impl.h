@@ -11,6 +11,7 @@
  *   control_demo.c    the demo's thread: its run and captioned scenes
  *   control_body.c    the request bodies, as pure functions (the fuzz
  *                     harnesses' entry points)
+ *   control_sweeps.c  GET /api/v1/sweeps...: finished sweeps on disk
  *
  * "c->mu held" means the caller holds the ctl's lock. */
 #ifndef SL_CONTROL_IMPL_H
@@ -54,6 +55,13 @@ json_t *ctl_status_json(ctl *c, const run_snapshot *snap);
 /* take c->mu and the current run's snapshot; with no run, a 409 and the
  * lock released (NULL) */
 run_snapshot *ctl_lock_run(ctl *c, ctl_reply *o);
+
+/* ---- finished sweeps (control_sweeps.c) ------------------------------------ */
+
+/* /api/v1/sweeps and below; rest is the path after "/api/v1/sweeps" */
+void ctl_get_sweeps(ctl *c, const char *method, const char *rest, ctl_reply *o);
+/* RFC 4180 text as an array of rows (arrays of strings), the header first */
+json_t *ctl_csv_rows(const char *text);
 
 /* ---- what a run reports (control_notify.c) -------------------------------- */
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bus.h"
@@ -62,6 +63,9 @@ static const char serve_usage[] =
 	"                          POST /api/v1/checkpoint writes and\n"
 	"                          {\"resume\": path} reads (default: the current\n"
 	"                          directory)\n"
+	"      --sweeps DIR        finished sweeps to show in the dashboard's Sweeps\n"
+	"                          view (GET /api/v1/sweeps): a sweep's --out, or a\n"
+	"                          directory of them; read only\n"
 	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
 	"                          socket at URL, commands on a REP socket at its\n"
 	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
@@ -142,7 +146,8 @@ cmd_serve(int argc, char **argv)
 	 * or a copy-on-write of the weights. MALLOC_ARENA_MAX still wins. */
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 2);
-	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT };
+	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT,
+	       O_SWEEPS };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'},
@@ -157,6 +162,7 @@ cmd_serve(int argc, char **argv)
 		{"device", required_argument, NULL, 'D'},
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
 		{"checkpoint-dir", required_argument, NULL, 'K'},
+		{"sweeps", required_argument, NULL, O_SWEEPS},
 		{"resume", required_argument, NULL, 'R'},
 		{"log-format", required_argument, NULL, 'F'},
 		{"demo", no_argument, NULL, 'M'},
@@ -213,6 +219,7 @@ cmd_serve(int argc, char **argv)
 		case 'D': device = optarg; break;
 		case 'X': ckpt_on_exit = optarg; break;
 		case 'K': s->ctl.ckpt_dir = optarg; break;
+		case O_SWEEPS: s->ctl.sweeps_dir = optarg; break;
 		case 'R': resume_path = optarg; break;
 		case 'F': log_format = optarg; break;
 		case 'M': want_demo = 1; break;
@@ -229,6 +236,14 @@ cmd_serve(int argc, char **argv)
 	if (optind < argc) {
 		fprintf(stderr, "stalelab serve: unexpected argument '%s'\n", argv[optind]);
 		goto out;
+	}
+	if (s->ctl.sweeps_dir) {
+		struct stat sst;
+		if (stat(s->ctl.sweeps_dir, &sst) < 0 || !S_ISDIR(sst.st_mode)) {
+			fprintf(stderr, "stalelab serve: --sweeps %s: %s\n", s->ctl.sweeps_dir,
+				stat(s->ctl.sweeps_dir, &sst) < 0 ? strerror(errno) : "not a directory");
+			goto out;
+		}
 	}
 	if (want_demo && (config_path || resume_path)) {
 		fprintf(stderr, "stalelab serve: --demo runs its own scenes; drop --config/--resume\n");

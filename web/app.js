@@ -9,6 +9,7 @@ import { C, lineChart, histChart, autosize, downloadPNG, downloadCSV, fmt } from
 import { loadSchema, Controls, ruleSummary } from "./schema.js";
 import { WorkerTable } from "./workers.js";
 import { CompareView } from "./compare.js";
+import { SweepsView } from "./sweeps.js";
 
 const $ = (id) => document.getElementById(id);
 const WINDOW_MS = 5000;   // per-worker sliding histogram: the last 5 s
@@ -25,12 +26,13 @@ const view = (() => {
   const worker = q.get("worker");
   const hz = Number(q.get("hz"));
   return {
-    tab: pick("view", ["live", "compare"], "live"),
+    tab: pick("view", ["live", "compare", "sweeps"], "live"),
     x: pick("x", ["t", "v"], "t"),
     hist: pick("hist", ["window", "cumulative"], "window"),
     worker: worker !== null && /^\d+$/.test(worker) ? Number(worker) : null,
     runs: (q.get("runs") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number),
     hz: hz >= 0.1 && hz <= 50 ? hz : 4,
+    sweep: q.get("sweep") || "",
   };
 })();
 
@@ -42,6 +44,7 @@ function saveView() {
   if (view.worker !== null) q.set("worker", String(view.worker));
   if (view.runs.length) q.set("runs", view.runs.join(","));
   if (view.hz !== 4) q.set("hz", String(view.hz));
+  if (view.sweep) q.set("sweep", view.sweep);
   const s = q.toString();
   history.replaceState(null, "", s ? `?${s}` : location.pathname);
 }
@@ -51,7 +54,7 @@ function saveView() {
 const st = {
   run: null,        // run id
   snap: null,       // the latest snapshot
-  series: { t: [], v: [], acc: [], train: [], test: [] },
+  series: { t: [], v: [], acc: [], train: [], test: [], coh: [] },
   ups: { t: [], v: [], y: [] },
   upsWin: [],       // [[t, version]] of the last UPS_SPAN run seconds
   history: [],      // [{at, workers: Map(id -> hist)}] for per-worker windows
@@ -143,6 +146,7 @@ let unsize = []; // the charts' autosize stoppers
 let controls = null;
 let table = null;
 let compare = null;
+let sweeps = null;
 
 const xLabel = () => (view.x === "t" ? "run time (s)" : "version (updates)");
 
@@ -164,6 +168,8 @@ function makeCharts() {
       series: [{ label: "training loss", stroke: C.orange }, { label: "test loss", stroke: C.blue, dash: [6, 4] }] }),
     ups: lineChart($("plot-ups"), { ...common, yLabel: "updates/s",
       series: [{ label: "updates/s", stroke: C.green }] }),
+    coh: lineChart($("plot-coh"), { ...common, yLabel: "cosine",
+      series: [{ label: "gradient coherence", stroke: C.blue }] }),
     hist: histChart($("plot-hist"), () => st.histStats, view.hist === "window"
       ? ["sliding window", "cumulative"] : ["cumulative", "sliding window"]),
   };
@@ -221,6 +227,11 @@ function drawSeries(d) {
   put(charts.acc, [x, s.acc], max);
   put(charts.loss, [x, s.train, s.test], max);
   put(charts.ups, [st.ups[view.x], st.ups.y], max);
+  // gradient coherence: only runs with coherence_every have it
+  const coh = document.querySelector('[data-chart="coh"]');
+  const any = s.coh.some((c) => c !== null);
+  if (coh.hidden === any) coh.hidden = !any;
+  if (any) put(charts.coh, [x, s.coh], max);
 }
 
 // ---- the staleness histogram -------------------------------------------------
@@ -403,7 +414,7 @@ function render() {
 
 function resetRun(id) {
   st.run = id;
-  st.series = { t: [], v: [], acc: [], train: [], test: [] };
+  st.series = { t: [], v: [], acc: [], train: [], test: [], coh: [] };
   st.ups = { t: [], v: [], y: [] };
   st.upsWin = [];
   st.history = [];
@@ -419,6 +430,7 @@ function addEval(e) {
   s.acc.push(e.test_acc);
   s.train.push(e.train_loss ?? null);
   s.test.push(e.test_loss ?? null);
+  s.coh.push(e.coherence ?? null);
 }
 
 // updates/s before the page opened: from the evaluations' versions and
@@ -454,7 +466,7 @@ async function resync() {
       const restarted = lost && status.run === lost.run && status.version < lost.version;
       const same = st.run === status.run && st.snap && !restarted;
       if (!same) resetRun(status.run);
-      st.series = { t: [], v: [], acc: [], train: [], test: [] };
+      st.series = { t: [], v: [], acc: [], train: [], test: [], coh: [] };
       for (const e of m.series || []) addEval(e);
       seedUps(m.series || []);
       if (!st.snap || !same) st.snap = { ...status, staleness: null };
@@ -723,6 +735,7 @@ function showTab(tab) {
     $(b.getAttribute("aria-controls")).hidden = !on;
   }
   if (tab === "compare") compare.load();
+  else if (tab === "sweeps") sweeps.load();
   else schedule();
 }
 
@@ -744,6 +757,13 @@ async function main() {
       saveView();
     },
     xKey: () => view.x,
+  }, showError);
+  sweeps = new SweepsView($("sweeps-body"), {
+    name: () => view.sweep,
+    setName: (n) => {
+      view.sweep = n;
+      saveView();
+    },
   }, showError);
   bindToolbar();
   showTab(view.tab);

@@ -106,8 +106,8 @@ def fmt(x, digits=3):
         return "never"
     if isinstance(x, str):
         return x
-    if isinstance(x, int) or (isinstance(x, float) and x.is_integer() and abs(x) >= 100):
-        return "{:,}".format(int(x))
+    if isinstance(x, int) or (isinstance(x, float) and abs(x) >= 100 and math.isfinite(x)):
+        return "{:,}".format(int(round(x)))
     return "{:.{d}g}".format(x, d=digits)
 
 

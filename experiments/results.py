@@ -11,6 +11,7 @@ checks, and exits 1 when a check fails (make test runs it). `make results`
 is the full run. See docs/results.md.
 """
 import argparse
+import json
 import os
 import sys
 import time
@@ -65,14 +66,15 @@ def r1(rep, cs, figs, quick):
             c0.variant, "async %d, d=%g" % (w, round(d / STEP_MS, 2)))
         b = [first_at(c, "train_loss", lambda x: x <= 0.6, "samples") for c in l]
         b = [x / c0.run["batch"] if x is not None else None for x in b]
+        u = [first_at(c, "train_loss", lambda x: x <= 0.6) for c in l]
         rows.append((name, c0.variant, w, d / STEP_MS, mean(b), sum(x is None for x in b),
                      mean([loss_spikes(c) for c in l]), mean([c.metrics["stale_mean"] for c in l]),
-                     mean([c.end["test_acc"] for c in l]), mean([late_loss(c) for c in l])))
+                     mean([c.end["test_acc"] for c in l]), mean([late_loss(c) for c in l]), mean(u), len(l)))
         curves[name] = seed_curve(l, "samples", "train_loss", c0.run["batch"])
     rep.set("table", table(
-        ["run", "delay (steps)", "batches to train loss 0.6", "seeds never", "loss spikes",
-         "mean staleness", "final test acc"],
-        [(r[0], r[3], r[4], r[5], r[6], r[7], r[8]) for r in rows]))
+        ["run", "delay (steps)", "batches to train loss 0.6", "updates to it", "seeds never",
+         "loss spikes", "mean staleness", "final test acc"],
+        [(r[0], r[3], r[4], r[10], r[5], r[6], r[7], r[8]) for r in rows]))
 
     def get(var, w, d):
         for r in rows:
@@ -88,12 +90,13 @@ def r1(rep, cs, figs, quick):
             ratio = a0[4] / s[4]
             rep.check("sync and async alike at delay 0 (%d workers)" % w,
                       "sync ≈ async at delay 0 (Figs. 5, 6)",
-                      "batches to loss 0.6: async %s, sync %s (%.2fx)" % (fmt(a0[4]), fmt(s[4]), ratio),
+                      "batches to loss 0.6: async %s, sync %s (%.2fx); updates: %s, %s" % (
+                          fmt(a0[4]), fmt(s[4]), ratio, fmt(a0[10]), fmt(s[10])),
                       0.8 <= ratio <= 1.25, "finding")
         if a0 and amax:
             rep.check("slower with the delay (%d workers)" % w, "slower convergence as the delay grows",
                       "batches to loss 0.6: %s at d=0, %s at d=%g" % (
-                          fmt(a0[4]), fmt(amax[4]) if not amax[5] else "never (%d seeds)" % amax[5], dmax),
+                          fmt(a0[4]), fmt(amax[4]) if not amax[5] else "never (%d of %d seeds)" % (amax[5], amax[11]), dmax),
                       big(amax) > 1.5 * a0[4])
             rep.check("spikes grow with the delay (%d workers)" % w, "spikes and instability grow with the delay",
                       "loss spikes: %s at d=0, %s at d=%g" % (fmt(a0[6]), fmt(amax[6]), dmax),
@@ -199,6 +202,11 @@ def r2(rep, cs, figs, quick, extra=()):
         late = mean([mean(v[n - third:n]) for v in vals])
         co.append((key(c0), c0.run["delay"]["s"], early, late))
     rep.set("coherence", table(["model, optimiser", "s", "coherence, first third", "last third"], co))
+    if co:
+        up = sum(late > early for _, _, early, late in co)
+        rep.check("gradient coherence rises during training", "coherence is low early in training and rises",
+                  "higher in the last third than in the first in %d of %d cells (s > 0, sgd)" % (up, len(co)),
+                  up >= 0.75 * len(co))
     if figs:
         rep.figures.append(gnuplot(figs, "r2-slowdown",
                                    "set xlabel 'staleness bound s'\nset ylabel 'updates to target / at s=0'\n"
@@ -420,9 +428,12 @@ def r6(rep, cs, figs, quick):
     for g, l in by_group(cs).items():
         per[(l[0].variant, l[0].run["workers"])] = [1 - c.end["test_acc"] for c in l]
     Ms = sorted({k[1] for k in per})
-    rows = [(M,) + tuple(mean(per.get((v, M), [None])) for v in ("asgd", "dc-const", "dc-adaptive"))
-            for M in Ms]
-    rep.set("table", table(["workers", "asgd test error", "dc-asgd λ=0.04", "dc-asgd adaptive λ0=2"], rows))
+    def cell(v, M):
+        e = per.get((v, M))
+        return "%.4f ± %.4f" % (mean(e), sd(e)) if e else ""
+    rows = [(M,) + tuple(cell(v, M) for v in ("asgd", "dc-const", "dc-adaptive")) for M in Ms]
+    rep.set("table", table(["workers", "asgd test error (mean ± sd of seeds)", "dc-asgd λ=0.04",
+                            "dc-asgd adaptive λ0=2"], rows))
     for M in Ms:
         a, d = mean(per.get(("asgd", M))), mean(per.get(("dc-adaptive", M)))
         if a is not None and d is not None and (not quick or M >= 16):
@@ -493,15 +504,17 @@ def r8(rep, cs, figs, quick):
                   "exact")
     ok = same("one-easgd", "one-sgd")
     rows.append(("one-easgd", "one-sgd", ("identical" if ok else "differ") + " (the elastic pull is not sgd)"))
-    a = [by[("four-ssp0", s)] for s in seeds]
-    b = [by[("four-ssgd", s)] for s in seeds]
-    dl = max(abs(x.end["test_acc"] - y.end["test_acc"]) for x, y in zip(a, b))
-    dloss = max(abs(x.metrics["test_loss"] - y.metrics["test_loss"]) for x, y in zip(a, b))
-    rows.append(("four-ssp0 (lr/4)", "four-ssgd", "test acc within %s, test loss within %s" % (
-        fmt(dl), fmt(dloss))))
-    rep.check("ssp with s=0 is ssgd up to rounding", "ssp with s = 0 is bulk-synchronous",
-              "same weights read; |Δ acc| %s, |Δ test loss| %s (lr/N, the gradients summed one by one)" % (
-                  fmt(dl), fmt(dloss)), dl <= 0.002 and dloss <= 1e-3, "tolerance")
+    for suffix, kind in (("", "tolerance"), ("-exp", "finding")):
+        a = [by[("four-ssp0" + suffix, s)] for s in seeds]
+        b = [by[("four-ssgd" + suffix, s)] for s in seeds]
+        dl = max(abs(x.end["test_acc"] - y.end["test_acc"]) for x, y in zip(a, b))
+        dloss = max(abs(x.metrics["test_loss"] - y.metrics["test_loss"]) for x, y in zip(a, b))
+        delays = "equal delays" if not suffix else "exponential delays"
+        rows.append(("four-ssp0%s (lr/4)" % suffix, "four-ssgd%s" % suffix,
+                     "%s: test acc within %s, test loss within %s" % (delays, fmt(dl), fmt(dloss))))
+        rep.check("ssp with s=0 is ssgd up to rounding (%s)" % delays, "ssp with s = 0 is bulk-synchronous",
+                  "|Δ acc| %s, |Δ test loss| %s (ssp at lr/N, the gradients applied one by one)" % (
+                      fmt(dl), fmt(dloss)), dl <= 0.0005 and dloss <= 1e-5, kind)
     rep.set("table", table(["run", "against", "result"], rows))
 
 
@@ -527,6 +540,7 @@ def main():
     figs = None if a.quick or a.only else os.path.join(ROOT, "docs", "results")
     only = set(a.only.split(",")) if a.only else None
     reports, held, failed = {}, {}, 0
+    started = time.time()
     for name, fn in EXPERIMENTS:
         spec = os.path.join(spec_dir, name + ".json")
         if (only and name not in only) or not os.path.exists(spec):
@@ -550,17 +564,36 @@ def main():
             print("  %s %s: %s" % ("ok  " if ok else "note" if noted else "DIFF", what, measured))
             failed += not ok and not noted
     if figs:
-        write_docs(reports)
+        timing = os.path.join(out, "timing.json")
+        if not a.no_run:
+            with open(timing, "w") as f:
+                json.dump({"seconds": time.time() - started}, f)
+        secs = json.load(open(timing))["seconds"] if os.path.exists(timing) else None
+        write_docs(reports, held, secs)
     print("%d checks, %d differ (findings that differ from the source are notes)" % (
         sum(len(r.checks) for r in reports.values()), failed))
     return 1 if a.quick and failed else 0
 
 
-def write_docs(reports):
+def machine(cs):
+    """the CPU's name and the BLAS kernel the cells ran"""
+    cpu = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    blas = cs[0].run.get("blas", {}).get("kernel") if cs else None
+    return "%s, %d cores, OpenBLAS kernel %s" % (cpu, os.cpu_count() or 0, blas or "unknown")
+
+
+def write_docs(reports, held, secs):
     src = os.path.join(ROOT, "experiments", "results.md.in")
     with open(src) as f:
         text = f.read()
-    vals = {}
+    vals = {"cells": fmt(sum(len(c) for c in held.values())),
+            "minutes": "%.1f" % (secs / 60) if secs else "(not timed)",
+            "cpu": machine(next(iter(held.values()), []))}
     for r in reports.values():
         vals.update({k: v for k, v in r.values.items() if isinstance(v, str)})
         vals[r.name + ".checks"] = r.checks_table()

@@ -15,11 +15,11 @@ CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine -Iengine/rules -Idaemon -Itui -Itests
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn -Iengine/data -Iengine/ps -Iengine/ps/rules -Iengine/run -Iengine/ckpt -Idaemon -Itui -Itests
 LDLIBS  = $(call PKGCONFIG,--libs) $(call NCURSES,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-ENGINE_SRC := $(wildcard engine/*.c engine/rules/*.c)
+ENGINE_SRC := $(wildcard engine/*/*.c engine/ps/rules/*.c)
 DAEMON_SRC := $(wildcard daemon/*.c)
 TUI_SRC    := $(wildcard tui/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
@@ -76,13 +76,13 @@ deps:
 # The CPU kernels: let the vectorizer use its full cost model (-O2 alone
 # only vectorizes loops with no remainder).
 KERNEL_CFLAGS := -fvect-cost-model=dynamic
-$(BUILD)/engine/backend_cpu.o $(BUILD)/engine/backend_cpu_conv.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
+$(BUILD)/engine/nn/backend_cpu.o $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
 # The reference backend and the ops it shares with cpu: no fused
 # multiply-add, whatever CFLAGS say, so its results are the same bits on
 # every x86-64 CPU.
 REF_CFLAGS := -ffp-contract=off
-$(BUILD)/engine/backend_ref.o: ALL_CFLAGS += $(REF_CFLAGS)
-$(BUILD)/engine/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
+$(BUILD)/engine/nn/backend_ref.o: ALL_CFLAGS += $(REF_CFLAGS)
+$(BUILD)/engine/nn/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
 # ncursesw's wide-character calls (mvaddnwstr, cchar_t) need this defined
 $(BUILD)/tui/%.o: ALL_CFLAGS += $(call NCURSES,--cflags) -D_XOPEN_SOURCE_EXTENDED
 
@@ -183,7 +183,7 @@ fuzz-build: deps
 # The cpu backend's kernels (backend_cpu*.c) use GCC's function
 # multi-versioning, which clang 14 does not take: in the fuzz build gcc
 # compiles them, uninstrumented (numeric kernels, no parser in them).
-FUZZ_GCC_OBJ := build-fuzz/engine/backend_cpu.o build-fuzz/engine/backend_cpu_%.o
+FUZZ_GCC_OBJ := build-fuzz/engine/nn/backend_cpu.o build-fuzz/engine/nn/backend_cpu_%.o
 $(FUZZ_GCC_OBJ): override CC := gcc
 $(FUZZ_GCC_OBJ): override EXTRA_CFLAGS :=
 

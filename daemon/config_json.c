@@ -1,5 +1,5 @@
 /* config_json.c - JSON <-> run_config and run_cmd, and the schema, all
- * driven by the field tables of engine/fields.c. */
+ * driven by the field tables of engine/run/fields.c. */
 #include "config_json.h"
 
 #include <math.h>

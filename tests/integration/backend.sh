@@ -68,16 +68,16 @@ serve_device() { # SERVE-FLAGS... -> prints "DEVICE CONFIG.DEVICE" from /status
 expect_grep '^ref ref$' "/status: device from the opened backend" "$(serve_device --device ref)"
 expect_grep '^cpu auto$' "/status: auto resolved to cpu" "$(serve_device)"
 
-# Layering: only the backends' own files (engine/backend*.c) include a
+# Layering: only the backends' own files (engine/nn/backend*.c) include a
 # backend's headers (BLAS, CUDA, the registry's backend_impl.h), and no
 # code outside them tells backends apart by name.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 leaks=$(cd "$root" && grep -lE '#include [<"](cblas|cublas|cuda[a-z_]*|backend_impl)\.h' \
-	engine/*.c engine/*.h daemon/*.c daemon/*.h tests/*.c 2>/dev/null |
-	grep -vE '^engine/backend[a-z_]*\.(c|h)$')
-[ -z "$leaks" ] && ok "backend headers stay in engine/backend*.c" || bad "backend headers included by" "$leaks"
-names=$(cd "$root" && grep -nE 'strcmp\([^)]*(ops->name|backend_name)' engine/*.c daemon/*.c |
-	grep -vE '^engine/backend[a-z_]*\.c:')
+	engine/*/*.c engine/*/*.h engine/ps/rules/*.c daemon/*.c daemon/*.h tests/*.c 2>/dev/null |
+	grep -vE '^engine/nn/backend[a-z_]*\.(c|h)$')
+[ -z "$leaks" ] && ok "backend headers stay in engine/nn/backend*.c" || bad "backend headers included by" "$leaks"
+names=$(cd "$root" && grep -nE 'strcmp\([^)]*(ops->name|backend_name)' engine/*/*.c engine/ps/rules/*.c daemon/*.c |
+	grep -vE '^engine/nn/backend[a-z_]*\.c:')
 [ -z "$names" ] && ok "no code outside the backends tests a backend's name" || bad "backend name tested in" "$names"
 
 finish backends

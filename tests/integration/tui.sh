@@ -166,7 +166,7 @@ wait_for 5 no_help && ok "a key closes the help" || bad "help closes" "$SCREEN"
 # R: the rule's parameters from the schema
 keys R
 wait_screen 10 "rule $rule: parameters" && ok "R opens the parameter form of $rule" || bad "R opens the form" "$SCREEN"
-[ "$rule" = softsync ] || bad "the rule after asgd is softsync (engine/rules/table.c's order)" "$rule"
+[ "$rule" = softsync ] || bad "the rule after asgd is softsync (engine/ps/rules/table.c's order)" "$rule"
 expect_grep '│ n +2 +softsync: a round is' "the form: n, its value, its description" "$SCREEN"
 keys BSpace 2 . 5 Enter
 wait_screen 10 "n: expected an integer, got '2.5'" && ok "a form value not of its type is refused, named" || bad "form type check" "$(printf '%s\n' "$SCREEN" | tail -n 1)"

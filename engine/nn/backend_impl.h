@@ -1,15 +1,15 @@
 /* backend_impl.h - shared by the backends' own files and the registry
- * (engine/backend*.c) and included nowhere else: the class each backend
- * file defines, which engine/backend.c lists in its table. */
+ * (engine/nn/backend*.c) and included nowhere else: the class each backend
+ * file defines, which engine/nn/backend.c lists in its table. */
 #ifndef SL_BACKEND_IMPL_H
 #define SL_BACKEND_IMPL_H
 
 #include "backend.h"
 
-extern const backend_class backend_cpu_class; /* engine/backend_cpu.c */
-extern const backend_class backend_ref_class; /* engine/backend_ref.c */
+extern const backend_class backend_cpu_class; /* engine/nn/backend_cpu.c */
+extern const backend_class backend_ref_class; /* engine/nn/backend_ref.c */
 
-/* engine/backend_host.c: ops shared by the host-memory backends. Memory
+/* engine/nn/backend_host.c: ops shared by the host-memory backends. Memory
  * (zeroed 64-byte aligned allocations, memmove copies, no-op sync): */
 void *host_alloc(backend *be, size_t bytes);
 void host_free(backend *be, void *p);

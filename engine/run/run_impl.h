@@ -255,7 +255,7 @@ double step_link_s(const worker *w, double bytes);
  * steps the shared weights and drops the lock while it does. */
 void step_deliver(run *r, worker *w);
 
-/* ---- for the rules' worker hooks (engine/rules/) ---- */
+/* ---- for the rules' worker hooks (engine/ps/rules/) ---- */
 
 /* The default pull: the server's weights, or under a version delay those
  * of an older version (w->v_read is the version read). */

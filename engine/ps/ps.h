@@ -3,7 +3,7 @@
  * arithmetic. Message-shaped: a worker pulls weights (with the version it
  * has, so an unchanged model is not copied) and pushes a gradient tagged
  * with the version it was computed on; in-process and remote workers go
- * through the same two calls. Not thread-safe: the caller (engine/run.c)
+ * through the same two calls. Not thread-safe: the caller (engine/run/run.c)
  * holds its lock around each call. All arithmetic goes through the backend
  * table. */
 #ifndef SL_PS_H
@@ -118,7 +118,7 @@ const float *ps_backup(const ps *p, int worker);
  * -SL_ENOMEM when a host payload cannot be staged. */
 int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
 
-/* ---- for the rules' server hooks (engine/rules/) ---- */
+/* ---- for the rules' server hooks (engine/ps/rules/) ---- */
 
 /* One optimiser step (momentum, weight decay) with g on [off, n) at
  * learning rate lr; the version advances. */

@@ -1,6 +1,6 @@
 /* rule.h - update rules as a table of classes, in the manner of htop's
- * meter classes: a rule is one file under engine/rules/ that defines a
- * const rule_class, and one row in the table (engine/rules/table.c).
+ * meter classes: a rule is one file under engine/ps/rules/ that defines a
+ * const rule_class, and one row in the table (engine/ps/rules/table.c).
  *
  * A class says what the rule is (name, flags, the rule_params keys it
  * reads) and supplies hooks: the server's arithmetic for one gradient, and
@@ -10,7 +10,7 @@
  * the run lets it, pull the server's weights, push the gradient.
  *
  * Server hooks see the parameter server only through ps.h; worker hooks
- * run inside the engine (engine/run_impl.h) and talk to the server only
+ * run inside the engine (engine/run/run_impl.h) and talk to the server only
  * through the message calls of ps.h (pull, push, average, elastic), so a
  * remote worker or a GPU worker can do the same. */
 #ifndef SL_RULE_H

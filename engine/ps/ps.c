@@ -456,7 +456,7 @@ ps_advance(ps *p)
 	p->v++;
 }
 
-/* ---- checkpoints (tagged fields, engine/tlv.h) ---- */
+/* ---- checkpoints (tagged fields, engine/base/tlv.h) ---- */
 
 /* a backend buffer of n floats as a field (absent when NULL) */
 static void

@@ -1,5 +1,5 @@
 /* checkpoint.c - the whole run serialised at a quiet point and loaded
- * back (exact on the virtual clock), as tagged fields (engine/tlv.h;
+ * back (exact on the virtual clock), as tagged fields (engine/base/tlv.h;
  * docs/formats.md): every field by name, the rule and other enums by
  * name, buffers with their length. The structs' fields are rows of the
  * tables in ckpt_fields.c; a field added later is one row there, optional

@@ -1,5 +1,5 @@
-/* ckpt_fields.h - checkpoint field tables (private to engine/checkpoint.c
- * and engine/ckpt_fields.c). */
+/* ckpt_fields.h - checkpoint field tables (private to engine/ckpt/checkpoint.c
+ * and engine/ckpt/ckpt_fields.c). */
 #ifndef SL_CKPT_FIELDS_H
 #define SL_CKPT_FIELDS_H
 

@@ -1,7 +1,7 @@
 /* backend.h - the numeric backend: a const table of operations plus a
  * context, opened by name through the registry (backend_open) once per
- * worker. Backends: cpu (OpenBLAS and SIMD kernels, engine/backend_cpu.c),
- * ref (plain C loops, the same bits on every x86-64, engine/backend_ref.c),
+ * worker. Backends: cpu (OpenBLAS and SIMD kernels, engine/nn/backend_cpu.c),
+ * ref (plain C loops, the same bits on every x86-64, engine/nn/backend_ref.c),
  * cuda (a plugin, not built yet). Layers, models and update rules call
  * be->ops->X(be, ...) and never a BLAS or CUDA function directly, so a CUDA
  * backend (a dlopen'ed plugin) drops in behind the same table.
@@ -121,10 +121,10 @@ struct backend {
 	void *ctx; /* the implementation's private state */
 };
 
-/* ---- the registry (engine/backend.c) ----------------------------------
+/* ---- the registry (engine/nn/backend.c) ----------------------------------
  * Every backend is a class: a name (the "device" of a run config), a probe
  * that says whether this binary can open it on this machine, and an open.
- * Code outside engine/backend*.c opens backends only through backend_open
+ * Code outside engine/nn/backend*.c opens backends only through backend_open
  * and tells them apart only by their ops (name, host_memory). */
 typedef struct backend_class {
 	const char *name;  /* "cpu", "ref", "cuda" */

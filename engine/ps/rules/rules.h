@@ -1,4 +1,4 @@
-/* rules.h - the rule classes (engine/rules/), for the table and tests.
+/* rules.h - the rule classes (engine/ps/rules/), for the table and tests.
  * Each rule's own file says what it does and where it comes from. */
 #ifndef SL_RULES_H
 #define SL_RULES_H

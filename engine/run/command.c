@@ -14,7 +14,7 @@
 static int
 check_cmd(const run *r, const run_cmd *c, char *err)
 {
-	if (fields_check_cmd(c, err) < 0) /* the ranges of engine/fields.c */
+	if (fields_check_cmd(c, err) < 0) /* the ranges of engine/run/fields.c */
 		return -SL_EINVAL;
 	if (c->worker >= 0 && (c->worker >= r->cfg.workers))
 		return sl_fail(err, SL_EINVAL, "worker: no worker %d (the run has %d)",

@@ -2,7 +2,8 @@
 # The engine's folders read as its architecture (docs/architecture.md), and
 # the dependency direction holds: base/ (errors, random numbers, threads,
 # serialisation) needs nothing else; nn/ (backends, layers, models) and
-# data/ (data sets) know nothing of training; nothing in engine/ knows HTTP,
+# data/ (data sets) know nothing of training; wire/ (the remote-worker
+# messages) needs only base/, so a worker process links it alone; nothing in engine/ knows HTTP,
 # the bus or curses. Checked on the #include lines.
 . "$(dirname "$0")/lib.inc"
 echo "integration: the engine's layout"
@@ -32,6 +33,7 @@ may_use() {
 may_use engine/base
 may_use engine/nn engine/base engine/data
 may_use engine/data engine/base
+may_use engine/wire engine/base
 may_use engine/ps engine/base engine/nn engine/ps/rules engine/run
 may_use engine/ckpt engine/base engine/nn engine/data engine/ps engine/ps/rules engine/run
 

@@ -1,0 +1,249 @@
+/* wire.c - the daemon <-> remote worker messages (see wire.h). */
+#include "wire.h"
+
+#include <string.h>
+#include <zlib.h>
+
+#include "sl.h"
+
+static const char *const kind_names[] = {
+	"?", "hello", "welcome", "refuse", "push", "ack", "held", "pull", "weights",
+	"hb", "ctrl", "bye",
+};
+
+const char *
+wire_kind_name(int kind)
+{
+	return kind >= 1 && kind <= WIRE_KIND_MAX ? kind_names[kind] : "?";
+}
+
+/* ---- little-endian fields ---- */
+
+static void
+put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint16_t
+get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | p[1] << 8);
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
+}
+
+/* crc-32 of the header with its crc field as zero, then the payload */
+static uint32_t
+checksum(const uint8_t *hdr, const uint8_t *payload, size_t n)
+{
+	uint8_t h[WIRE_HEADER];
+	memcpy(h, hdr, WIRE_HEADER);
+	memset(h + 44, 0, 4);
+	uLong c = crc32(0L, Z_NULL, 0);
+	c = crc32(c, h, WIRE_HEADER);
+	while (n) { /* zlib takes a uInt at a time */
+		uInt k = n > (1u << 30) ? 1u << 30 : (uInt)n;
+		c = crc32(c, payload, k);
+		payload += k;
+		n -= k;
+	}
+	return (uint32_t)c;
+}
+
+uint64_t
+wire_push_bytes(const wire_model *m, int lo, int hi)
+{
+	if (lo < 0 || hi > m->n_layers || lo >= hi)
+		return 0;
+	return 4 * (m->layer_off[hi] - m->layer_off[lo]);
+}
+
+size_t
+wire_max_message(const wire_model *m)
+{
+	uint64_t w = 4 * m->n_params;
+	return WIRE_HEADER + (size_t)(w > WIRE_CTRL_MAX ? w : WIRE_CTRL_MAX);
+}
+
+size_t
+wire_encode(const wire_hdr *h, const void *payload, uint8_t *out)
+{
+	memset(out, 0, WIRE_HEADER);
+	put32(out, WIRE_MAGIC);
+	put16(out + 4, WIRE_PROTO);
+	put16(out + 6, h->kind);
+	put16(out + 8, h->flags);
+	put32(out + 16, h->worker_id);
+	put32(out + 20, h->incarnation);
+	put64(out + 24, h->seq);
+	put64(out + 32, h->run_id);
+	put32(out + 40, h->ps_epoch);
+	put64(out + 48, h->version_read);
+	put64(out + 56, h->model_fp);
+	put16(out + 64, h->layer_lo);
+	put16(out + 66, h->layer_hi);
+	put32(out + 68, h->payload_len);
+	put64(out + 72, h->send_ns);
+	if (h->payload_len)
+		memcpy(out + WIRE_HEADER, payload, h->payload_len);
+	put32(out + 44, checksum(out, out + WIRE_HEADER, h->payload_len));
+	return WIRE_HEADER + h->payload_len;
+}
+
+/* the payload a kind must carry, against the model (m may be NULL) */
+static int
+check_payload(const wire_hdr *h, const wire_model *m, char *err)
+{
+	const char *k = wire_kind_name(h->kind);
+	switch (h->kind) {
+	case WIRE_PUSH: {
+		if (!m)
+			return sl_fail(err, SL_EFORMAT, "push: no model known yet (a push before welcome)");
+		if (h->layer_hi > m->n_layers || h->layer_lo >= h->layer_hi)
+			return sl_fail(err, SL_EFORMAT, "push: layers [%u, %u) outside the model's %d",
+				       h->layer_lo, h->layer_hi, m->n_layers);
+		if (h->layer_hi != m->n_layers)
+			return sl_fail(err, SL_EFORMAT, "push: layers [%u, %u) are not the top of the "
+				       "model's %d (partial backprop sends a contiguous tail)",
+				       h->layer_lo, h->layer_hi, m->n_layers);
+		if (!!(h->flags & WIRE_F_PARTIAL) != (h->layer_lo > 0))
+			return sl_fail(err, SL_EFORMAT, "push: the partial flag says %s, the layers "
+				       "[%u, %u) say otherwise", h->flags & WIRE_F_PARTIAL ? "partial" : "whole",
+				       h->layer_lo, h->layer_hi);
+		uint64_t want = wire_push_bytes(m, h->layer_lo, h->layer_hi);
+		if (h->payload_len != want)
+			return sl_fail(err, SL_EFORMAT, "push: payload %u bytes, layers [%u, %u) need %llu",
+				       h->payload_len, h->layer_lo, h->layer_hi, (unsigned long long)want);
+		return 0;
+	}
+	case WIRE_WEIGHTS:
+		if (m && h->payload_len != 4 * m->n_params)
+			return sl_fail(err, SL_EFORMAT, "weights: payload %u bytes, the model's %llu "
+				       "parameters need %llu", h->payload_len,
+				       (unsigned long long)m->n_params, (unsigned long long)(4 * m->n_params));
+		return 0;
+	case WIRE_PULL: case WIRE_ACK: case WIRE_HELD: case WIRE_BYE:
+		if (h->payload_len > WIRE_CTRL_MAX)
+			return sl_fail(err, SL_EFORMAT, "%s: payload %u bytes, over %d", k,
+				       h->payload_len, WIRE_CTRL_MAX);
+		return 0;
+	default: /* documents */
+		if (h->payload_len > WIRE_CTRL_MAX)
+			return sl_fail(err, SL_EFORMAT, "%s: payload %u bytes, over %d", k,
+				       h->payload_len, WIRE_CTRL_MAX);
+		if (h->flags || h->layer_lo || h->layer_hi)
+			return sl_fail(err, SL_EFORMAT, "%s: flags or layers set on a message that "
+				       "carries no gradient", k);
+		return 0;
+	}
+}
+
+int
+wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
+	   const uint8_t **payload, char *err)
+{
+	if (!buf || len < WIRE_HEADER)
+		return sl_fail(err, SL_EFORMAT, "message of %zu bytes, shorter than the %d-byte header",
+			       len, WIRE_HEADER);
+	if (get32(buf) != WIRE_MAGIC)
+		return sl_fail(err, SL_EFORMAT, "not a stalelab worker message (bad magic)");
+	uint16_t proto = get16(buf + 4);
+	if (proto != WIRE_PROTO)
+		return sl_fail(err, SL_EFORMAT, "protocol %u, this build speaks %d (run the same "
+			       "stalelab version on both sides)", proto, WIRE_PROTO);
+	memset(h, 0, sizeof(*h));
+	h->kind = get16(buf + 6);
+	h->flags = get16(buf + 8);
+	h->worker_id = get32(buf + 16);
+	h->incarnation = get32(buf + 20);
+	h->seq = get64(buf + 24);
+	h->run_id = get64(buf + 32);
+	h->ps_epoch = get32(buf + 40);
+	h->version_read = get64(buf + 48);
+	h->model_fp = get64(buf + 56);
+	h->layer_lo = get16(buf + 64);
+	h->layer_hi = get16(buf + 66);
+	h->payload_len = get32(buf + 68);
+	h->send_ns = get64(buf + 72);
+	if (h->kind < 1 || h->kind > WIRE_KIND_MAX)
+		return sl_fail(err, SL_EFORMAT, "unknown message kind %u", h->kind);
+	for (int i = 10; i < 16; i++)
+		if (buf[i])
+			return sl_fail(err, SL_EFORMAT, "%s: reserved header bytes not zero",
+				       wire_kind_name(h->kind));
+	if (h->flags & ~WIRE_F_PARTIAL)
+		return sl_fail(err, SL_EFORMAT, "%s: unknown flags 0x%x", wire_kind_name(h->kind),
+			       h->flags);
+	if (len - WIRE_HEADER != h->payload_len)
+		return sl_fail(err, SL_EFORMAT, "%s: %zu payload bytes, the header says %u",
+			       wire_kind_name(h->kind), len - WIRE_HEADER, h->payload_len);
+	if (check_payload(h, m, err) < 0)
+		return -SL_EFORMAT;
+	if (checksum(buf, buf + WIRE_HEADER, h->payload_len) != get32(buf + 44))
+		return sl_fail(err, SL_EFORMAT, "%s: checksum mismatch (a corrupt message)",
+			       wire_kind_name(h->kind));
+	if (m && h->kind != WIRE_HELLO && h->kind != WIRE_REFUSE && h->model_fp != m->model_fp)
+		return sl_fail(err, SL_EFORMAT, "%s: for another model (fingerprint %016llx, the "
+			       "run's is %016llx)", wire_kind_name(h->kind),
+			       (unsigned long long)h->model_fp, (unsigned long long)m->model_fp);
+	if (m && m->run_id && h->run_id && h->run_id != m->run_id && h->kind != WIRE_HELLO)
+		return sl_fail(err, SL_EFORMAT, "%s: for run %llu, this is run %llu",
+			       wire_kind_name(h->kind), (unsigned long long)h->run_id,
+			       (unsigned long long)m->run_id);
+	*payload = buf + WIRE_HEADER;
+	return 0;
+}
+
+static uint64_t
+fnv(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++) {
+		h ^= b[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+uint64_t
+wire_fingerprint(const char *model_spec, const char *data_spec, const wire_model *m)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uint8_t b[8];
+	h = fnv(h, "stalelab-model/float32/", 23);
+	h = fnv(h, model_spec, strlen(model_spec) + 1);
+	h = fnv(h, data_spec, strlen(data_spec) + 1);
+	put64(b, m->n_params);
+	h = fnv(h, b, 8);
+	for (int l = 0; l <= m->n_layers && l <= WIRE_LAYERS_MAX; l++) {
+		put64(b, m->layer_off[l]);
+		h = fnv(h, b, 8);
+	}
+	return h;
+}

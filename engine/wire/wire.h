@@ -1,0 +1,111 @@
+/* wire.h - the messages between the daemon and a remote worker (`stalelab
+ * worker`, docs/remote.md): a fixed 80-byte header, then the payload.
+ *
+ *   off size  field
+ *     0   4   magic "SLW1"
+ *     4   2   proto         WIRE_PROTO; bumped on any change
+ *     6   2   kind          WIRE_HELLO .. WIRE_BYE
+ *     8   2   flags         WIRE_F_PARTIAL: a push of the top layers only
+ *    10   6   reserved      zero
+ *    16   4   worker_id     from WELCOME (WIRE_ANY_ID in a first HELLO)
+ *    20   4   incarnation   new at every start of the worker process
+ *    24   8   seq           per (worker, incarnation), +1 per PUSH;
+ *                           a resend reuses it
+ *    32   8   run_id        the run it belongs to (0 in a first HELLO)
+ *    40   4   ps_epoch      the daemon's incarnation (bumped at every start
+ *                           or restore): a push from before is dropped
+ *    44   4   crc32         of the header (this field zero) and payload
+ *    48   8   version_read  the server version the gradient was computed on
+ *    56   8   model_fp      wire_fingerprint(): architecture, sizes, data
+ *    64   2   layer_lo      the parameterised layers a push carries,
+ *    66   2   layer_hi      [layer_lo, layer_hi) (a contiguous tail)
+ *    68   4   payload_len
+ *    72   8   send_ns       the sender's clock (telemetry only)
+ *    80       payload       PUSH: float32 gradients of those layers;
+ *                           WEIGHTS: every parameter as float32; the
+ *                           others: a tagged-record document (tlv.h)
+ *
+ * All integers little-endian. The parser is a pure function: bytes in, a
+ * checked header (or a refusal naming what is wrong) out; it never trusts
+ * a length it has not checked, allocates nothing and keeps no state, so a
+ * peer's bytes can never crash the daemon (tests/fuzz/wire_fuzz.c). */
+#ifndef SL_WIRE_H
+#define SL_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define WIRE_MAGIC 0x31574c53u /* "SLW1" read little-endian */
+#define WIRE_PROTO 1
+#define WIRE_HEADER 80
+#define WIRE_CTRL_MAX 65536   /* the largest document payload */
+#define WIRE_ANY_ID 0xffffffffu
+#define WIRE_F_PARTIAL 1u
+#define WIRE_LAYERS_MAX 64
+
+typedef enum wire_kind {
+	WIRE_HELLO = 1,   /* worker -> daemon: token, host, launcher rank, threads */
+	WIRE_WELCOME,     /* daemon -> worker: its id, the run object, the data set */
+	WIRE_REFUSE,      /* either way: a reason; the worker does not retry it */
+	WIRE_PUSH,        /* worker -> daemon: a gradient */
+	WIRE_ACK,         /* daemon -> worker: applied (or a duplicate, re-acked) */
+	WIRE_HELD,        /* daemon -> worker: queued behind a barrier */
+	WIRE_PULL,        /* worker -> daemon: the weights, please */
+	WIRE_WEIGHTS,     /* daemon -> worker: the weights and their version */
+	WIRE_HB,          /* worker -> daemon: alive; the answer is a CTRL */
+	WIRE_CTRL,        /* daemon -> worker: the control state (delay, spb
+			   * depth, pause, rule, acked and held seq) */
+	WIRE_BYE,         /* either way: leaving */
+	WIRE_KIND_MAX = WIRE_BYE
+} wire_kind;
+
+typedef struct wire_hdr {
+	uint16_t kind, flags;
+	uint32_t worker_id, incarnation;
+	uint64_t seq, run_id;
+	uint32_t ps_epoch;
+	uint64_t version_read, model_fp;
+	uint16_t layer_lo, layer_hi;
+	uint32_t payload_len;
+	uint64_t send_ns;
+} wire_hdr;
+
+/* What a receiver expects of a message: the model's parameter count and
+ * its layers' offsets into the flat parameter vector (layer_off[l] is
+ * where parameterised layer l starts; layer_off[n_layers] = n_params),
+ * its fingerprint and the run (0: any, for a first HELLO). */
+typedef struct wire_model {
+	uint64_t n_params;
+	int n_layers;
+	uint64_t layer_off[WIRE_LAYERS_MAX + 1];
+	uint64_t model_fp;
+	uint64_t run_id;
+} wire_model;
+
+const char *wire_kind_name(int kind);
+
+/* The largest message the model needs (a WEIGHTS, or a document): the
+ * receive limit a socket should have, never unlimited. */
+size_t wire_max_message(const wire_model *m);
+
+/* The payload bytes a PUSH of layers [lo, hi) carries. */
+uint64_t wire_push_bytes(const wire_model *m, int lo, int hi);
+
+/* Header and payload into out (WIRE_HEADER + h->payload_len bytes, which
+ * the caller has room for), the crc computed; returns the length. */
+size_t wire_encode(const wire_hdr *h, const void *payload, uint8_t *out);
+
+/* Check a message: magic, proto, kind, reserved bytes, length against the
+ * kind and the model, the layer range, the fingerprint, the run, the crc.
+ * 0 with *h and *payload (inside buf) set, or -SL_EFORMAT with err naming
+ * what is wrong ("push: payload 4096 bytes, layers [2, 3) need 5160").
+ * m may be NULL before a model is known (then only the framing, kind and
+ * crc are checked). */
+int wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
+	       const uint8_t **payload, char *err);
+
+/* FNV-1a 64 of the model spec, the data set spec and the layer sizes: a
+ * worker for another model, or another data set, is refused. */
+uint64_t wire_fingerprint(const char *model_spec, const char *data_spec, const wire_model *m);
+
+#endif

@@ -1,0 +1,223 @@
+/* test_wire.c - the remote-worker messages (engine/wire/): the header's
+ * bytes at their offsets, a round trip of every kind, and each refusal:
+ * short, bad magic, another protocol, unknown kind, reserved bytes, unknown
+ * flags, a length that lies, a push of the wrong size or layers, a partial
+ * flag that disagrees, another model, another run, a flipped bit. */
+#include "sl.h"
+#include "testutil.h"
+#include "wire.h"
+
+/* a model of three layers: 10, 20 and 5 parameters */
+static wire_model
+model3(void)
+{
+	wire_model m = {.n_params = 35, .n_layers = 3, .run_id = 7};
+	m.layer_off[0] = 0;
+	m.layer_off[1] = 10;
+	m.layer_off[2] = 30;
+	m.layer_off[3] = 35;
+	m.model_fp = wire_fingerprint("mlp:4-2-5", "synthetic:10", &m);
+	return m;
+}
+
+static uint8_t buf[WIRE_HEADER + 4096];
+
+static int
+hdr_eq(const wire_hdr *a, const wire_hdr *b)
+{
+	return a->kind == b->kind && a->flags == b->flags && a->worker_id == b->worker_id &&
+	       a->incarnation == b->incarnation && a->seq == b->seq && a->run_id == b->run_id &&
+	       a->ps_epoch == b->ps_epoch && a->version_read == b->version_read &&
+	       a->model_fp == b->model_fp && a->layer_lo == b->layer_lo &&
+	       a->layer_hi == b->layer_hi && a->payload_len == b->payload_len &&
+	       a->send_ns == b->send_ns;
+}
+
+static size_t
+push(const wire_model *m, int lo, wire_hdr *h)
+{
+	static float g[64];
+	for (int i = 0; i < 64; i++)
+		g[i] = (float)i * 0.5f;
+	*h = (wire_hdr){.kind = WIRE_PUSH, .flags = lo ? WIRE_F_PARTIAL : 0, .worker_id = 3,
+			.incarnation = 9, .seq = 42, .run_id = m->run_id, .ps_epoch = 2,
+			.version_read = 1234, .model_fp = m->model_fp, .layer_lo = (uint16_t)lo,
+			.layer_hi = (uint16_t)m->n_layers,
+			.payload_len = (uint32_t)wire_push_bytes(m, lo, m->n_layers),
+			.send_ns = 99};
+	return wire_encode(h, g, buf);
+}
+
+static int
+parse(size_t n, const wire_model *m, char *err)
+{
+	wire_hdr h;
+	const uint8_t *p;
+	return wire_parse(buf, n, m, &h, &p, err);
+}
+
+START_TEST(header_layout)
+{
+	wire_model m = model3();
+	wire_hdr h;
+	size_t n = push(&m, 0, &h);
+	ck_assert_uint_eq(n, WIRE_HEADER + 140);
+	ck_assert_mem_eq(buf, "SLW1", 4);
+	ck_assert_uint_eq(buf[4] | buf[5] << 8, WIRE_PROTO);
+	ck_assert_uint_eq(buf[6], WIRE_PUSH);
+	ck_assert_uint_eq(buf[16], 3);  /* worker id, little-endian */
+	ck_assert_uint_eq(buf[24], 42); /* seq */
+	ck_assert_uint_eq(buf[48] | buf[49] << 8, 1234); /* version read */
+	ck_assert_uint_eq(buf[68], 140); /* payload length */
+	float f;
+	memcpy(&f, buf + WIRE_HEADER + 4 * 3, 4);
+	ck_assert_float_eq(f, 1.5f);
+}
+END_TEST
+
+START_TEST(round_trip)
+{
+	wire_model m = model3();
+	wire_hdr h, back;
+	const uint8_t *p;
+	char err[SL_ERR_LEN] = "";
+	for (int lo = 0; lo < 3; lo++) {
+		size_t n = push(&m, lo, &h);
+		ck_assert_int_eq(wire_parse(buf, n, &m, &back, &p, err), 0);
+		ck_assert(hdr_eq(&back, &h));
+		ck_assert_ptr_eq(p, buf + WIRE_HEADER);
+	}
+	/* documents and empty messages of every other kind */
+	for (int k = WIRE_HELLO; k <= WIRE_KIND_MAX; k++) {
+		if (k == WIRE_PUSH || k == WIRE_WEIGHTS)
+			continue;
+		h = (wire_hdr){.kind = (uint16_t)k, .worker_id = WIRE_ANY_ID,
+			       .model_fp = k == WIRE_HELLO ? 0 : m.model_fp, .payload_len = 5};
+		size_t n = wire_encode(&h, "hello", buf);
+		ck_assert_msg(wire_parse(buf, n, &m, &back, &p, err) == 0, "%s: %s",
+			      wire_kind_name(k), err);
+		ck_assert_mem_eq(p, "hello", 5);
+	}
+	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .payload_len = 140};
+	uint8_t w[140] = {1};
+	ck_assert_int_eq(wire_parse(buf, wire_encode(&h, w, buf), &m, &back, &p, err), 0);
+	ck_assert_str_eq(wire_kind_name(WIRE_HB), "hb");
+	ck_assert_str_eq(wire_kind_name(0), "?");
+	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + WIRE_CTRL_MAX);
+}
+END_TEST
+
+/* err contains want */
+#define REFUSED(n, m, want)                                                   \
+	do {                                                                  \
+		char e_[SL_ERR_LEN] = "";                                     \
+		ck_assert_int_eq(parse((n), (m), e_), -SL_EFORMAT);           \
+		ck_assert_msg(strstr(e_, (want)) != NULL, "got \"%s\", want \"%s\"", e_, (want)); \
+	} while (0)
+
+START_TEST(refusals)
+{
+	wire_model m = model3();
+	wire_hdr h;
+	size_t n = push(&m, 0, &h);
+	REFUSED(WIRE_HEADER - 1, &m, "shorter than the 80-byte header");
+	REFUSED(n - 1, &m, "139 payload bytes, the header says 140");
+	buf[0] = 'X';
+	REFUSED(n, &m, "bad magic");
+	n = push(&m, 0, &h);
+	buf[4] = 2;
+	REFUSED(n, &m, "protocol 2, this build speaks 1");
+	n = push(&m, 0, &h);
+	buf[6] = 99;
+	REFUSED(n, &m, "unknown message kind 99");
+	n = push(&m, 0, &h);
+	buf[12] = 1;
+	REFUSED(n, &m, "reserved header bytes not zero");
+	/* the checks after the framing work on a freshly encoded header */
+	h.flags = 4;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "unknown flags 0x4");
+	push(&m, 0, &h);
+	h.payload_len = 136;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: payload 136 bytes, layers [0, 3) need 140");
+	push(&m, 0, &h);
+	h.layer_lo = 1;
+	h.layer_hi = 2;
+	h.flags = WIRE_F_PARTIAL;
+	h.payload_len = 80;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "not the top of the model's 3");
+	push(&m, 1, &h);
+	h.flags = 0;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "the partial flag says whole");
+	push(&m, 0, &h);
+	h.layer_hi = 4;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "outside the model's 3");
+	push(&m, 0, &h);
+	h.model_fp ^= 1;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "for another model");
+	push(&m, 0, &h);
+	h.run_id = 8;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "for run 8, this is run 7");
+	/* one bit flipped anywhere: the checksum */
+	n = push(&m, 0, &h);
+	buf[WIRE_HEADER + 17] ^= 0x10;
+	REFUSED(n, &m, "checksum mismatch");
+	n = push(&m, 0, &h);
+	buf[72] ^= 1; /* even in the telemetry */
+	REFUSED(n, &m, "checksum mismatch");
+	/* a push before the model is known */
+	n = push(&m, 0, &h);
+	REFUSED(n, NULL, "before welcome");
+	/* documents: bounded, no layers */
+	h = (wire_hdr){.kind = WIRE_HB, .model_fp = m.model_fp, .payload_len = WIRE_CTRL_MAX + 1};
+	static uint8_t big[WIRE_HEADER + WIRE_CTRL_MAX + 1];
+	n = wire_encode(&h, big + WIRE_HEADER, big);
+	{
+		wire_hdr o;
+		const uint8_t *p;
+		char e[SL_ERR_LEN];
+		ck_assert_int_eq(wire_parse(big, n, &m, &o, &p, e), -SL_EFORMAT);
+		ck_assert_ptr_nonnull(strstr(e, "hb: payload 65537 bytes, over 65536"));
+	}
+	h = (wire_hdr){.kind = WIRE_CTRL, .model_fp = m.model_fp, .layer_hi = 1};
+	n = wire_encode(&h, NULL, buf);
+	REFUSED(n, &m, "carries no gradient");
+	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .payload_len = 136};
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: payload 136 bytes, the model's 35 parameters need 140");
+}
+END_TEST
+
+START_TEST(fingerprints)
+{
+	wire_model a = model3(), b = model3();
+	ck_assert_uint_eq(a.model_fp, b.model_fp);
+	ck_assert_uint_ne(wire_fingerprint("mlp:4-2-5", "synthetic:11", &a), a.model_fp);
+	ck_assert_uint_ne(wire_fingerprint("mlp:4-2-6", "synthetic:10", &a), a.model_fp);
+	b.layer_off[1] = 11;
+	ck_assert_uint_ne(wire_fingerprint("mlp:4-2-5", "synthetic:10", &b), a.model_fp);
+	ck_assert_uint_eq(wire_push_bytes(&a, 2, 3), 20);
+	ck_assert_uint_eq(wire_push_bytes(&a, 3, 3), 0);
+}
+END_TEST
+
+static Suite *
+wire_suite(void)
+{
+	Suite *s = suite_create("wire");
+	TCase *tc = tcase_create("messages");
+	tcase_add_test(tc, header_layout);
+	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, fingerprints);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+SL_TEST_MAIN(wire_suite)

@@ -121,7 +121,9 @@ api_worker_json(const worker_snap *w)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_integer(w->id));
-	json_object_set_new(o, "host", json_string("local"));
+	json_object_set_new(o, "host", json_string(!w->remote ? "local" : w->host[0] ? w->host
+								   : "remote"));
+	json_object_set_new(o, "remote", json_boolean(w->remote));
 	json_object_set_new(o, "state", json_string(w->state));
 	json_object_set_new(o, "delay", api_delay_json(&w->delay));
 	json_object_set_new(o, "spb_depth", json_integer(w->spb_depth));
@@ -170,6 +172,11 @@ api_status_json(const run_snapshot *s)
 	for (int i = 0; i < s->n_workers; i++)
 		json_array_append_new(ws, api_worker_json(&s->workers[i]));
 	json_object_set_new(o, "workers", ws);
+	if (s->remote_joined) /* remote workers: how many came, were lost, and lost steps */
+		json_object_set_new(o, "remote", json_pack("{s:I,s:I,s:I}", "joined",
+							   (json_int_t)s->remote_joined, "lost",
+							   (json_int_t)s->remote_lost, "dropped",
+							   (json_int_t)s->remote_dropped));
 	return o;
 }
 

@@ -19,8 +19,8 @@ struct wargs {
 int
 wall_start_thread(run *r, worker *w)
 {
-	if (r->virt)
-		return 0;
+	if (r->virt || !r->exec_live)
+		return 0; /* before run_exec: wall_exec starts it */
 	if (w->thread_live) {
 		if (!w->exited)
 			return 0; /* still in its loop: it sees active again */
@@ -61,6 +61,8 @@ worker_main(void *p)
 	free(p);
 	run *r = a.r;
 	worker *w = a.w;
+	const run_remote_ops *gone = NULL; /* a remote worker lost: told after */
+	void *gone_ctx = NULL;
 	pthread_mutex_lock(&r->mu);
 	while (!r->stopping && w->active) {
 		run_yield(r); /* callers of run_lock first */
@@ -76,13 +78,21 @@ worker_main(void *p)
 		w->st = W_COMPUTE;
 		pthread_mutex_unlock(&r->mu);
 		double t0 = sl_now();
-		step_compute(r, w);
+		int lost = w->remote ? step_compute_remote(r, w) < 0 : (step_compute(r, w), 0);
 		double dt = sl_now() - t0;
 		/* the divergence check, outside the lock: workers scan in parallel */
-		const char *bad = step_nonfinite(r, w);
+		const char *bad = lost ? NULL : step_nonfinite(r, w);
 		pthread_mutex_lock(&r->mu);
 		r->n_computing--;
 		pthread_cond_broadcast(&r->cv);
+		if (lost) {
+			gone = w->remote;
+			gone_ctx = w->remote_ctx;
+			w->remote_left = 1;
+			step_computed(r, w);
+			workers_lose_remote(r, w);
+			break;
+		}
 		if (step_computed(r, w) < 0 || step_check(r, w, bad) < 0)
 			break;
 		double d = step_delay(r, w, dt);
@@ -111,8 +121,16 @@ worker_main(void *p)
 	}
 	w->st = W_IDLE;
 	w->exited = 1;
+	if (!gone && w->remote && !w->remote_left) { /* it left, or the run ended */
+		gone = w->remote;
+		gone_ctx = w->remote_ctx;
+	}
+	if (gone)
+		w->remote_left = 1; /* kept for the final snapshot; the slot is free */
 	pthread_cond_broadcast(&r->cv);
 	pthread_mutex_unlock(&r->mu);
+	if (gone && gone->left)
+		gone->left(gone_ctx);
 	return NULL;
 }
 

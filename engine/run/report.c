@@ -256,7 +256,12 @@ build_snapshot(run *r)
 		ws->flops_saved = w->flops_saved;
 		ws->stale = w->hist;
 		ws->age = w->age;
+		ws->remote = w->remote != NULL;
+		snprintf(ws->host, sizeof(ws->host), "%s", w->host);
 	}
+	s->remote_joined = r->remote_joined;
+	s->remote_lost = r->remote_lost;
+	s->remote_dropped = r->remote_dropped;
 	return s;
 }
 

@@ -122,6 +122,8 @@ typedef struct worker_snap {
 	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
 	stale_hist stale;
 	age_hist age;
+	int remote;          /* computed by a remote process (run_join_remote) */
+	char host[64];       /* ... which said it runs there */
 } worker_snap;
 
 typedef struct run_snapshot {
@@ -141,6 +143,8 @@ typedef struct run_snapshot {
 	int diverged;            /* 1 once caught: div says where */
 	run_divergence div;
 	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
+	uint64_t remote_joined, remote_lost; /* remote workers that came, and were lost */
+	uint64_t remote_dropped; /* their steps in flight when lost, never applied */
 	int n_workers;
 	worker_snap *workers;
 } run_snapshot;
@@ -162,6 +166,29 @@ typedef struct run_callbacks {
 } run_callbacks;
 
 typedef struct run run;
+
+/* A worker whose gradients are computed elsewhere (a remote worker
+ * process, docs/remote.md). The run does everything else for it exactly as
+ * for a local worker, through the same step code: its batch, the weights
+ * it reads and their version, its delay, its partial-backprop depth, the
+ * rule, the staleness. compute() is called from the worker's thread
+ * outside the run's lock with those weights (n floats) and the batch's
+ * sample indices; it fills grads[off..n) and *loss and returns 0, or
+ * returns < 0 when the worker is lost: it then leaves the run (a round
+ * waiting for it goes on without it), its step is dropped and counted.
+ * left() is called once the run no longer calls compute (may be NULL). */
+typedef struct run_remote_ops {
+	int (*compute)(void *ctx, const float *weights, size_t n, uint64_t v_read,
+		       const uint32_t *idx, int batch, int depth, size_t off, float *grads,
+		       double *loss);
+	void (*left)(void *ctx);
+} run_remote_ops;
+
+/* Add a remote worker (before run_exec or while it runs): a new worker id,
+ * *id. Wall clock only; refused for hogwild (shared weights), a finished
+ * run, or a run with the most workers. err says why. */
+int run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, int *id,
+		    char *err);
 
 /* Prepare a run of cfg on data (borrowed: must outlive the run), with the
  * schedule sched[0..n_sched) (copied). err names a bad field. */

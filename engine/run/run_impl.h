@@ -91,6 +91,11 @@ typedef struct worker {
 	double active_s, t_joined;
 	stale_hist hist;
 	age_hist age;
+	/* a remote worker (run_join_remote): its compute is elsewhere */
+	const run_remote_ops *remote;
+	void *remote_ctx;
+	int remote_left;  /* its owner was told (left()): the slot is free */
+	char host[64];
 } worker;
 
 /* a gradient held at the server until it is old enough ("where": "server") */
@@ -136,6 +141,7 @@ struct run {
 	rng shuf;
 	uint64_t taken, take_limit;
 	uint64_t clock_gap_max;
+	uint64_t remote_joined, remote_lost, remote_dropped;
 	/* progress */
 	uint64_t samples, updates;
 	double loss_sum;
@@ -230,6 +236,8 @@ void run_yield(run *r);
 
 /* step.c: one worker step */
 double step_compute(run *r, worker *w);
+/* the same for a remote worker: its ops compute; < 0 when it is lost */
+int step_compute_remote(run *r, worker *w);
 /* After the compute, without the lock (the worker's own buffers): what of
  * the step is not finite, its batch loss ("loss") or the gradient it sends
  * ("gradient"), or NULL. */
@@ -287,6 +295,8 @@ void step_vhist_record(run *r);
 int worker_new(run *r, int id, worker **out);
 void worker_destroy(run *r, worker *w);
 void workers_set(run *r, int n);
+/* a remote worker was lost (lock held): it leaves, its step is dropped */
+void workers_lose_remote(run *r, worker *w);
 /* a worker's delay, spb_depth, speed and paused from the run object
  * (the run's delay, then its override) */
 void worker_settings(run *r, worker *w);

@@ -223,6 +223,21 @@ step_compute(run *r, worker *w)
 	return f;
 }
 
+int
+step_compute_remote(run *r, worker *w)
+{
+	double loss = NAN;
+	int rc = w->remote->compute(w->remote_ctx, w->cw, r->n_params, w->v_read, w->idx,
+				    w->batch_n, w->depth, w->grad_off, w->m->grads, &loss);
+	if (rc < 0)
+		return rc;
+	w->loss = loss;
+	double f = model_step_flops(w->m, w->depth) * w->batch_n;
+	w->flops += f;
+	w->flops_saved += r->full_flops * w->batch_n - f;
+	return 0;
+}
+
 /* Is what the step sends finite? Checked once per step, after the
  * compute, for every rule: the batch loss (a NaN or infinite loss means
  * the forward overflowed) and the gradient from the worker's layer offset

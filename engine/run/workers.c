@@ -123,6 +123,11 @@ workers_set(run *r, int n)
 			r->n_slots = i + 1;
 		}
 		worker *w = r->w[i];
+		if (!w->active && w->remote_left) { /* a remote worker's old slot, local now */
+			w->remote = NULL;
+			w->remote_left = 0;
+			w->host[0] = 0;
+		}
 		if (!w->active) {
 			/* it joins at the slowest running clock (taken before it
 			 * counts as running: its own clock is 0 or stale) */
@@ -149,4 +154,66 @@ workers_set(run *r, int n)
 	/* a sync round may be complete with fewer workers */
 	if (ps_flush_round(r->ps, step_round_size(r)))
 		step_version_changed(r);
+}
+
+/* ---- remote workers ------------------------------------------------------ */
+
+void
+workers_lose_remote(run *r, worker *w)
+{
+	w->active = 0;
+	w->st = W_IDLE;
+	r->remote_lost++;
+	r->remote_dropped++; /* the step it was computing */
+	if (w->id == r->cfg.workers - 1) /* the last slot: the count goes down */
+		r->cfg.workers--;
+	wall_fit_threads(r);
+	/* a sync round waiting for it goes on without it */
+	if (ps_flush_round(r->ps, step_round_size(r)))
+		step_version_changed(r);
+	pthread_cond_broadcast(&r->cv);
+}
+
+int
+run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, int *id,
+		char *err)
+{
+	run_lock(r);
+	int rc = 0, n = r->cfg.workers;
+	if (r->virt)
+		rc = sl_fail(err, SL_EINVAL, "remote workers need the wall clock (the virtual "
+			     "clock simulates its workers)");
+	else if (r->rule->flags & RULE_SHARED)
+		rc = sl_fail(err, SL_EINVAL, "%s steps weights shared in the server's memory: "
+			     "no remote workers", r->rule->name);
+	else if (r->stopping || r->state == RUN_FINISHED || r->state == RUN_FAILED ||
+		 r->state == RUN_DIVERGED)
+		rc = sl_fail(err, SL_ESTATE, "the run has ended");
+	else if (n >= CFG_MAX_WORKERS)
+		rc = sl_fail(err, SL_EINVAL, "the run has %d workers, the most it may have",
+			     CFG_MAX_WORKERS);
+	if (rc == 0 && n >= r->n_slots) {
+		for (int i = r->n_slots; rc == 0 && i <= n; i++) {
+			worker *w;
+			if ((rc = worker_new(r, i, &w)) < 0) {
+				sl_fail(err, rc < 0 ? -rc : SL_ENOMEM, "%s", r->err);
+				r->err[0] = 0;
+				break;
+			}
+			r->w[i] = w;
+			r->n_slots = i + 1;
+		}
+	}
+	if (rc == 0) {
+		worker *w = r->w[n];
+		w->remote = ops;
+		w->remote_ctx = ctx;
+		w->remote_left = 0;
+		snprintf(w->host, sizeof(w->host), "%s", host ? host : "");
+		r->remote_joined++;
+		workers_set(r, n + 1);
+		*id = n;
+	}
+	run_unlock(r);
+	return rc;
 }

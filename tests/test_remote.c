@@ -1,0 +1,248 @@
+/* test_remote.c - the engine's seam for remote workers (run_join_remote):
+ * a worker whose gradients come from elsewhere goes through the same step
+ * code as a local one. Here "elsewhere" is a fake in the test process with
+ * a model of its own. Pinned: a run whose only running worker is remote
+ * ends with the same weights, bit for bit, as the same run with a local
+ * worker; a remote worker lost mid-run leaves it (asgd goes on, an ssgd
+ * round waiting for it completes without it), its step dropped and
+ * counted, its owner told; refusals (virtual clock, hogwild, a run that
+ * ended); the snapshot marks it remote with its host. */
+#include <pthread.h>
+
+#include "backend.h"
+#include "model.h"
+#include "run_util.h"
+
+typedef struct fake {
+	model *m;
+	backend *be;
+	int calls, fail_at; /* fail_at > 0: lost at that call */
+	int left;
+	size_t off_seen;
+	pthread_mutex_t mu;
+} fake;
+
+static int
+fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uint32_t *idx,
+	     int batch, int depth, size_t off, float *grads, double *loss)
+{
+	(void)v_read;
+	fake *f = ctx;
+	pthread_mutex_lock(&f->mu);
+	int call = ++f->calls;
+	pthread_mutex_unlock(&f->mu);
+	if (f->fail_at && call >= f->fail_at)
+		return -1;
+	model_load_batch(f->m, data.train.x, data.train.y, idx, batch);
+	*loss = model_step(f->m, weights, batch, depth);
+	memcpy(grads + off, f->m->grads + off, sizeof(float) * (n - off));
+	f->off_seen = off;
+	return 0;
+}
+
+static void
+fake_left(void *ctx)
+{
+	fake *f = ctx;
+	pthread_mutex_lock(&f->mu);
+	f->left++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static const run_remote_ops fake_ops = {.compute = fake_compute, .left = fake_left};
+
+static void
+fake_init(fake *f, const run_config *c, int fail_at)
+{
+	char err[SL_ERR_LEN];
+	memset(f, 0, sizeof(*f));
+	pthread_mutex_init(&f->mu, NULL);
+	f->fail_at = fail_at;
+	ck_assert_int_eq(backend_open("cpu", 1, &f->be, err), 0);
+	const dataset *tr = &data.train;
+	ck_assert_msg(model_new(c->model, tr->c, tr->h, tr->w, tr->classes, c->batch, c->seed,
+				f->be, &f->m, err) == 0, "%s", err);
+}
+
+static void
+fake_free(fake *f)
+{
+	model_free(f->m);
+	backend_free(f->be);
+	pthread_mutex_destroy(&f->mu);
+}
+
+static run_config
+wall(const char *rule, int workers)
+{
+	run_config c = base(rule, workers);
+	snprintf(c.clock, sizeof(c.clock), "wall");
+	c.threads = 1;
+	c.stop_steps = 120;
+	return c;
+}
+
+static uint64_t
+weights_hash(run *r)
+{
+	static float w[16 * 1024];
+	size_t n = run_weights(r, w, sizeof(w) / sizeof(w[0]));
+	uint64_t h = 1469598103934665603ull;
+	const unsigned char *p = (const unsigned char *)w;
+	for (size_t i = 0; i < n * sizeof(float); i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return h;
+}
+
+/* the run to its end with a remote worker joined before run_exec */
+static run_snapshot *
+with_remote(const run_config *c, fake *f, uint64_t *hash, int *id)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_join_remote(r, &fake_ops, f, "fake-host", id, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *s = run_snapshot_get(r);
+	if (hash)
+		*hash = weights_hash(r);
+	run_free(r);
+	return s;
+}
+
+START_TEST(remote_computes_as_a_local_worker)
+{
+	const char *rules[] = {"asgd", "ssgd", "dcasgd"};
+	for (int k = 0; k < 3; k++) {
+		/* one local worker */
+		run_config c = wall(rules[k], 1);
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+		ck_assert_int_eq(run_exec(r), 0);
+		uint64_t local = weights_hash(r);
+		run_free(r);
+		/* the same run, its local worker paused from the start and a
+		 * remote one doing the work */
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+		fake f;
+		fake_init(&f, &c, 0);
+		uint64_t remote;
+		int id = -1;
+		run_snapshot *s = with_remote(&c, &f, &remote, &id);
+		ck_assert_int_eq(id, 1);
+		ck_assert_str_eq(s->stop_reason, "steps");
+		ck_assert_int_eq(f.calls, 120);
+		ck_assert_int_eq(f.left, 1);
+		ck_assert_msg(remote == local, "%s: remote %016llx, local %016llx", rules[k],
+			      (unsigned long long)remote, (unsigned long long)local);
+		ck_assert_uint_eq(s->remote_joined, 1);
+		ck_assert_uint_eq(s->remote_lost, 0);
+		int seen = 0;
+		for (int i = 0; i < s->n_workers; i++)
+			if (s->workers[i].remote) {
+				seen++;
+				ck_assert_str_eq(s->workers[i].host, "fake-host");
+				ck_assert_uint_eq(s->workers[i].iterations, 120);
+			}
+		ck_assert_int_eq(seen, 1);
+		run_snapshot_put(s);
+		fake_free(&f);
+	}
+}
+END_TEST
+
+START_TEST(partial_backprop_reaches_the_remote)
+{
+	run_config c = wall("asgd", 1);
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+	fake f;
+	fake_init(&f, &c, 0);
+	/* a depth for the remote, by a command like any worker's */
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	int id;
+	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), 0);
+	run_cmd cmd = {.worker = id, .fields = CMD_SPB, .spb_depth = 1};
+	ck_assert_msg(run_command(r, &cmd, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *s = run_snapshot_get(r);
+	/* mlp:784-16-10: the top layer starts at 784*16+16 */
+	ck_assert_uint_eq(f.off_seen, 784 * 16 + 16);
+	ck_assert_uint_eq(s->v, 120);
+	run_snapshot_put(s);
+	run_free(r);
+	fake_free(&f);
+}
+END_TEST
+
+START_TEST(a_lost_remote_leaves_the_run)
+{
+	const char *rules[] = {"asgd", "ssgd", "ssp"};
+	for (int k = 0; k < 3; k++) {
+		run_config c = wall(rules[k], 2);
+		c.delay.dist = DELAY_CONST;
+		c.delay.mean_ms = 1;
+		fake f;
+		fake_init(&f, &c, 6); /* lost at its sixth step */
+		int id;
+		run_snapshot *s = with_remote(&c, &f, NULL, &id);
+		ck_assert_msg(!strcmp(s->stop_reason, "steps"), "%s: %s", rules[k], s->stop_reason);
+		ck_assert_uint_eq(s->v, 120);
+		ck_assert_uint_eq(s->remote_lost, 1);
+		ck_assert_uint_eq(s->remote_dropped, 1);
+		ck_assert_int_eq(f.left, 1);
+		ck_assert_int_eq(s->n_workers, 2); /* the two local ones */
+		ck_assert_int_eq(s->cfg.workers, 2);
+		for (int i = 0; i < s->n_workers; i++)
+			ck_assert(!s->workers[i].remote);
+		run_snapshot_put(s);
+		fake_free(&f);
+	}
+}
+END_TEST
+
+START_TEST(refusals)
+{
+	char err[SL_ERR_LEN] = "";
+	int id;
+	fake f;
+	run_config c = base("asgd", 1); /* virtual */
+	fake_init(&f, &c, 0);
+	run *r;
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "need the wall clock"));
+	run_free(r);
+	c = wall("hogwild", 1);
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "hogwild steps weights shared"));
+	run_free(r);
+	c = wall("asgd", 1);
+	c.stop_steps = 10;
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_int_eq(run_exec(r), 0);
+	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_ESTATE);
+	ck_assert_ptr_nonnull(strstr(err, "the run has ended"));
+	run_free(r);
+	ck_assert_int_eq(f.calls, 0);
+	fake_free(&f);
+}
+END_TEST
+
+static Suite *
+remote_suite(void)
+{
+	const run_case cases[] = {
+		{"seam", NULL, {remote_computes_as_a_local_worker,
+				partial_backprop_reaches_the_remote, a_lost_remote_leaves_the_run,
+				refusals, NULL}},
+	};
+	return run_suite_of("remote", cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+SL_TEST_MAIN(remote_suite)

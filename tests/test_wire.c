@@ -36,8 +36,8 @@ hdr_eq(const wire_hdr *a, const wire_hdr *b)
 static size_t
 push(const wire_model *m, int lo, wire_hdr *h)
 {
-	static float g[64];
-	for (int i = 0; i < 64; i++)
+	static float g[66]; /* the loss (8 bytes), then the gradients */
+	for (int i = 0; i < 66; i++)
 		g[i] = (float)i * 0.5f;
 	*h = (wire_hdr){.kind = WIRE_PUSH, .flags = lo ? WIRE_F_PARTIAL : 0, .worker_id = 3,
 			.incarnation = 9, .seq = 42, .run_id = m->run_id, .ps_epoch = 2,
@@ -61,14 +61,14 @@ START_TEST(header_layout)
 	wire_model m = model3();
 	wire_hdr h;
 	size_t n = push(&m, 0, &h);
-	ck_assert_uint_eq(n, WIRE_HEADER + 140);
+	ck_assert_uint_eq(n, WIRE_HEADER + 148);
 	ck_assert_mem_eq(buf, "SLW1", 4);
 	ck_assert_uint_eq(buf[4] | buf[5] << 8, WIRE_PROTO);
 	ck_assert_uint_eq(buf[6], WIRE_PUSH);
 	ck_assert_uint_eq(buf[16], 3);  /* worker id, little-endian */
 	ck_assert_uint_eq(buf[24], 42); /* seq */
 	ck_assert_uint_eq(buf[48] | buf[49] << 8, 1234); /* version read */
-	ck_assert_uint_eq(buf[68], 140); /* payload length */
+	ck_assert_uint_eq(buf[68], 148); /* payload length */
 	float f;
 	memcpy(&f, buf + WIRE_HEADER + 4 * 3, 4);
 	ck_assert_float_eq(f, 1.5f);
@@ -98,12 +98,13 @@ START_TEST(round_trip)
 			      wire_kind_name(k), err);
 		ck_assert_mem_eq(p, "hello", 5);
 	}
-	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .payload_len = 140};
-	uint8_t w[140] = {1};
+	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3,
+		       .payload_len = 140 + 8}; /* and two sample indices */
+	uint8_t w[148] = {1};
 	ck_assert_int_eq(wire_parse(buf, wire_encode(&h, w, buf), &m, &back, &p, err), 0);
 	ck_assert_str_eq(wire_kind_name(WIRE_HB), "hb");
 	ck_assert_str_eq(wire_kind_name(0), "?");
-	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + WIRE_CTRL_MAX);
+	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + 140 + 4 * WIRE_BATCH_MAX);
 }
 END_TEST
 
@@ -121,7 +122,7 @@ START_TEST(refusals)
 	wire_hdr h;
 	size_t n = push(&m, 0, &h);
 	REFUSED(WIRE_HEADER - 1, &m, "shorter than the 80-byte header");
-	REFUSED(n - 1, &m, "139 payload bytes, the header says 140");
+	REFUSED(n - 1, &m, "147 payload bytes, the header says 148");
 	buf[0] = 'X';
 	REFUSED(n, &m, "bad magic");
 	n = push(&m, 0, &h);
@@ -140,7 +141,7 @@ START_TEST(refusals)
 	push(&m, 0, &h);
 	h.payload_len = 136;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
-	REFUSED(n, &m, "push: payload 136 bytes, layers [0, 3) need 140");
+	REFUSED(n, &m, "push: payload 136 bytes, layers [0, 3) need 148");
 	push(&m, 0, &h);
 	h.layer_lo = 1;
 	h.layer_hi = 2;
@@ -188,9 +189,16 @@ START_TEST(refusals)
 	h = (wire_hdr){.kind = WIRE_CTRL, .model_fp = m.model_fp, .layer_hi = 1};
 	n = wire_encode(&h, NULL, buf);
 	REFUSED(n, &m, "carries no gradient");
-	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .payload_len = 136};
+	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3, .payload_len = 140};
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
-	REFUSED(n, &m, "weights: payload 136 bytes, the model's 35 parameters need 140");
+	REFUSED(n, &m, "weights: payload 140 bytes, the model's 35 parameters need 140 and 1 to");
+	h.payload_len = 146;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: payload 146 bytes");
+	h.payload_len = 144;
+	h.layer_lo = 3;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: backprop from layer 3 of [0, 3)");
 }
 END_TEST
 
@@ -202,7 +210,7 @@ START_TEST(fingerprints)
 	ck_assert_uint_ne(wire_fingerprint("mlp:4-2-6", "synthetic:10", &a), a.model_fp);
 	b.layer_off[1] = 11;
 	ck_assert_uint_ne(wire_fingerprint("mlp:4-2-5", "synthetic:10", &b), a.model_fp);
-	ck_assert_uint_eq(wire_push_bytes(&a, 2, 3), 20);
+	ck_assert_uint_eq(wire_push_bytes(&a, 2, 3), 8 + 20);
 	ck_assert_uint_eq(wire_push_bytes(&a, 3, 3), 0);
 }
 END_TEST

@@ -81,13 +81,13 @@ wire_push_bytes(const wire_model *m, int lo, int hi)
 {
 	if (lo < 0 || hi > m->n_layers || lo >= hi)
 		return 0;
-	return 4 * (m->layer_off[hi] - m->layer_off[lo]);
+	return WIRE_PUSH_LOSS + 4 * (m->layer_off[hi] - m->layer_off[lo]);
 }
 
 size_t
 wire_max_message(const wire_model *m)
 {
-	uint64_t w = 4 * m->n_params;
+	uint64_t w = 4 * m->n_params + 4 * (uint64_t)WIRE_BATCH_MAX;
 	return WIRE_HEADER + (size_t)(w > WIRE_CTRL_MAX ? w : WIRE_CTRL_MAX);
 }
 
@@ -142,12 +142,20 @@ check_payload(const wire_hdr *h, const wire_model *m, char *err)
 				       h->payload_len, h->layer_lo, h->layer_hi, (unsigned long long)want);
 		return 0;
 	}
-	case WIRE_WEIGHTS:
-		if (m && h->payload_len != 4 * m->n_params)
+	case WIRE_WEIGHTS: {
+		if (!m)
+			return 0;
+		uint64_t w = 4 * m->n_params, extra = h->payload_len - w;
+		if (h->payload_len < w || extra % 4 || extra / 4 > WIRE_BATCH_MAX || !extra)
 			return sl_fail(err, SL_EFORMAT, "weights: payload %u bytes, the model's %llu "
-				       "parameters need %llu", h->payload_len,
-				       (unsigned long long)m->n_params, (unsigned long long)(4 * m->n_params));
+				       "parameters need %llu and 1 to %d sample indices after them",
+				       h->payload_len, (unsigned long long)m->n_params,
+				       (unsigned long long)w, WIRE_BATCH_MAX);
+		if (h->layer_lo >= m->n_layers || h->layer_hi != m->n_layers)
+			return sl_fail(err, SL_EFORMAT, "weights: backprop from layer %u of [0, %d)",
+				       h->layer_lo, m->n_layers);
 		return 0;
+	}
 	case WIRE_PULL: case WIRE_ACK: case WIRE_HELD: case WIRE_BYE:
 		if (h->payload_len > WIRE_CTRL_MAX)
 			return sl_fail(err, SL_EFORMAT, "%s: payload %u bytes, over %d", k,

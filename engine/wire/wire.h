@@ -21,9 +21,12 @@
  *    66   2   layer_hi      [layer_lo, layer_hi) (a contiguous tail)
  *    68   4   payload_len
  *    72   8   send_ns       the sender's clock (telemetry only)
- *    80       payload       PUSH: float32 gradients of those layers;
- *                           WEIGHTS: every parameter as float32; the
- *                           others: a tagged-record document (tlv.h)
+ *    80       payload       PUSH: the batch loss (float64), then the
+ *                           float32 gradients of those layers;
+ *                           WEIGHTS: every parameter as float32, then the
+ *                           batch's sample indices (uint32), with
+ *                           layer_lo the first layer to backpropagate
+ *                           through (0: all); the others: a JSON document
  *
  * All integers little-endian. The parser is a pure function: bytes in, a
  * checked header (or a refusal naming what is wrong) out; it never trusts
@@ -42,6 +45,8 @@
 #define WIRE_ANY_ID 0xffffffffu
 #define WIRE_F_PARTIAL 1u
 #define WIRE_LAYERS_MAX 64
+#define WIRE_PUSH_LOSS 8      /* a push's payload starts with its loss */
+#define WIRE_BATCH_MAX 65536  /* sample indices in a WEIGHTS */
 
 typedef enum wire_kind {
 	WIRE_HELLO = 1,   /* worker -> daemon: token, host, launcher rank, threads */
@@ -84,11 +89,12 @@ typedef struct wire_model {
 
 const char *wire_kind_name(int kind);
 
-/* The largest message the model needs (a WEIGHTS, or a document): the
+/* The largest message the model needs (a WEIGHTS with the largest batch,
+ * or a document): the
  * receive limit a socket should have, never unlimited. */
 size_t wire_max_message(const wire_model *m);
 
-/* The payload bytes a PUSH of layers [lo, hi) carries. */
+/* The payload bytes a PUSH of layers [lo, hi) carries (with its loss). */
 uint64_t wire_push_bytes(const wire_model *m, int lo, int hi);
 
 /* Header and payload into out (WIRE_HEADER + h->payload_len bytes, which

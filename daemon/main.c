@@ -24,6 +24,8 @@ static const char usage[] =
 	"  sweep    a grid of runs on the virtual clock: results.csv, a log per\n"
 	"           cell, resumable, sharded, summarised over seeds\n"
 	"  plot     a sweep's figures (gnuplot): loss, accuracy, staleness, slowdown\n"
+	"  worker   a remote worker: joins a daemon's run over the network\n"
+	"           (serve --workers-listen) and computes its gradients\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text (COMMAND --help, or help COMMAND, for a\n"
@@ -45,6 +47,7 @@ static const struct command {
 	{"tui", cmd_tui},
 	{"sweep", cmd_sweep},
 	{"plot", cmd_plot},
+	{"worker", cmd_worker},
 };
 
 static const struct command *

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "remote.h"
 #include "busmsg.h"
 #include "ckpt.h"
 #include "cli.h"
@@ -66,6 +67,14 @@ static const char serve_usage[] =
 	"      --sweeps DIR        finished sweeps to show in the dashboard's Sweeps\n"
 	"                          view (GET /api/v1/sweeps): a sweep's --out, or a\n"
 	"                          directory of them; read only\n"
+	"      --workers-listen URL  where remote workers (stalelab worker) connect:\n"
+	"                          tcp://ADDRESS:PORT or ipc://PATH (default\n"
+	"                          tcp://127.0.0.1:8473, loopback; when that is taken\n"
+	"                          the daemon warns and goes on without); none: no\n"
+	"                          remote workers. Beyond loopback, use a token.\n"
+	"                          See docs/remote.md\n"
+	"      --worker-timeout S  a remote worker that does not answer a step for\n"
+	"                          S seconds is lost: it leaves the run (default 10)\n"
 	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
 	"                          socket at URL, commands on a REP socket at its\n"
 	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
@@ -147,7 +156,7 @@ cmd_serve(int argc, char **argv)
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 2);
 	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT,
-	       O_SWEEPS };
+	       O_SWEEPS, O_WORKERS_LISTEN, O_WORKER_TIMEOUT };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'},
@@ -163,6 +172,8 @@ cmd_serve(int argc, char **argv)
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
 		{"checkpoint-dir", required_argument, NULL, 'K'},
 		{"sweeps", required_argument, NULL, O_SWEEPS},
+		{"workers-listen", required_argument, NULL, O_WORKERS_LISTEN},
+		{"worker-timeout", required_argument, NULL, O_WORKER_TIMEOUT},
 		{"resume", required_argument, NULL, 'R'},
 		{"log-format", required_argument, NULL, 'F'},
 		{"demo", no_argument, NULL, 'M'},
@@ -177,8 +188,10 @@ cmd_serve(int argc, char **argv)
 		   *ckpt_on_exit = NULL, *demo_path = NULL,
 		   *bus_url = NULL, *bus_rep = NULL, *bus_hz_arg = NULL;
 	int opt, code = 2, want_demo = 0, quiet = 0, verbose = 0, fd = -1;
-	double bus_hz = 4;
+	double bus_hz = 4, worker_timeout = 10;
 	bus *bs = NULL;
+	remote *rem = NULL;
+	const char *workers_url = NULL;
 	unsigned long long conn_max = CONN_MAX, timeout = IDLE_TIMEOUT;
 	char err[SL_ERR_LEN];
 	run_sched *sched = NULL;
@@ -220,6 +233,15 @@ cmd_serve(int argc, char **argv)
 		case 'X': ckpt_on_exit = optarg; break;
 		case 'K': s->ctl.ckpt_dir = optarg; break;
 		case O_SWEEPS: s->ctl.sweeps_dir = optarg; break;
+		case O_WORKERS_LISTEN: workers_url = optarg; break;
+		case O_WORKER_TIMEOUT:
+			if (cli_double(optarg, &worker_timeout) < 0 ||
+			    !(worker_timeout >= 0.1 && worker_timeout <= 3600)) {
+				fprintf(stderr, "stalelab serve: --worker-timeout: expected seconds "
+					"in [0.1, 3600], got \"%s\"\n", optarg);
+				goto out;
+			}
+			break;
 		case 'R': resume_path = optarg; break;
 		case 'F': log_format = optarg; break;
 		case 'M': want_demo = 1; break;
@@ -382,6 +404,24 @@ cmd_serve(int argc, char **argv)
 				 bus_url, bus_rep_url(bs));
 		}
 	}
+	char workers_line[600] = "";
+	int workers_default = !workers_url;
+	if (!workers_url)
+		workers_url = "tcp://127.0.0.1:8473";
+	if (strcmp(workers_url, "none")) {
+		rc = remote_start(&rem, &s->ctl, workers_url, s->token, worker_timeout, err);
+		if (rc == -SL_ESTATE && workers_default) {
+			snprintf(workers_line, sizeof(workers_line),
+				 "stalelab serve: warning: no remote workers: %s\n", err);
+		} else if (rc < 0) {
+			fprintf(stderr, "stalelab serve: %s\n", err);
+			code = rc == -SL_EINVAL ? 2 : 1;
+			goto out;
+		} else {
+			snprintf(workers_line, sizeof(workers_line),
+				 "stalelab serve: remote workers on %s\n", workers_url);
+		}
+	}
 	rc = want_demo ? ctl_demo_start(&s->ctl, err)
 			   : ctl_start(&s->ctl, &cfg, ckpt ? NULL : sched, ckpt ? 0 : n_sched,
 				       ckpt, ckpt_len, err);
@@ -394,10 +434,10 @@ cmd_serve(int argc, char **argv)
 	http_socket_url(fd, url, sizeof(url));
 	/* one write: scripts read the address as soon as the line is there */
 	char line[2048];
-	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n%s",
+	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n%s%s",
 		 url, want_demo ? s->ctl.demo.base.rule : cfg.rule,
 		 want_demo ? s->ctl.demo.base.workers : cfg.workers,
-		 want_demo ? s->ctl.demo.base.model : cfg.model, bus_line);
+		 want_demo ? s->ctl.demo.base.model : cfg.model, bus_line, workers_line);
 	fputs(line, stderr);
 	int sig = 0;
 	sigwait(&set, &sig);
@@ -424,6 +464,7 @@ cmd_serve(int argc, char **argv)
 		}
 	}
 out:
+	remote_stop(rem); /* remote workers let go: the run goes on without them */
 	bus_stop(bs);
 	events_close(&s->ctl.ev);
 	if (s->mhd)
@@ -431,6 +472,7 @@ out:
 	else if (fd >= 0)
 		close(fd);
 	ctl_free(&s->ctl);
+	remote_free(rem);
 	if (s->ctl.have_log)
 		runlog_close(&s->ctl.log);
 	json_decref(conf);

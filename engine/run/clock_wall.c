@@ -90,7 +90,8 @@ worker_main(void *p)
 			gone_ctx = w->remote_ctx;
 			w->remote_left = 1;
 			step_computed(r, w);
-			workers_lose_remote(r, w);
+			if (!r->stopping) /* cancelled by the run's stop: not a loss */
+				workers_lose_remote(r, w);
 			break;
 		}
 		if (step_computed(r, w) < 0 || step_check(r, w, bad) < 0)
@@ -194,6 +195,9 @@ wall_exec(run *r)
 	}
 	r->stopping = 1;
 	pthread_cond_broadcast(&r->cv);
+	for (int i = 0; i < r->n_slots; i++) /* remote computes in flight return now */
+		if (r->w[i]->remote && !r->w[i]->remote_left && r->w[i]->remote->cancel)
+			r->w[i]->remote->cancel(r->w[i]->remote_ctx);
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];
 		if (!w->thread_live)

@@ -176,12 +176,15 @@ typedef struct run run;
  * sample indices; it fills grads[off..n) and *loss and returns 0, or
  * returns < 0 when the worker is lost: it then leaves the run (a round
  * waiting for it goes on without it), its step is dropped and counted.
- * left() is called once the run no longer calls compute (may be NULL). */
+ * left() is called once the run no longer calls compute (may be NULL).
+ * cancel() (may be NULL), called with the run's lock held when the run
+ * stops, must make a compute in progress return soon (< 0) and not block. */
 typedef struct run_remote_ops {
 	int (*compute)(void *ctx, const float *weights, size_t n, uint64_t v_read,
 		       const uint32_t *idx, int batch, int depth, size_t off, float *grads,
 		       double *loss);
 	void (*left)(void *ctx);
+	void (*cancel)(void *ctx);
 } run_remote_ops;
 
 /* Add a remote worker (before run_exec or while it runs): a new worker id,

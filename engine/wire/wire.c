@@ -110,7 +110,7 @@ wire_encode(const wire_hdr *h, const void *payload, uint8_t *out)
 	put16(out + 66, h->layer_hi);
 	put32(out + 68, h->payload_len);
 	put64(out + 72, h->send_ns);
-	if (h->payload_len)
+	if (h->payload_len && payload != out + WIRE_HEADER) /* else already in place */
 		memcpy(out + WIRE_HEADER, payload, h->payload_len);
 	put32(out + 44, checksum(out, out + WIRE_HEADER, h->payload_len));
 	return WIRE_HEADER + h->payload_len;

@@ -1,0 +1,518 @@
+/* cmd_worker.c - `stalelab worker`: a remote worker process (docs/remote.md).
+ *
+ * It connects to a daemon's --workers-listen socket (nanomsg REQ), says
+ * hello, and from the welcome builds the run's model and loads its data
+ * set itself; then, step after step, it asks for the weights (the daemon
+ * answers with them, their version, the batch's sample indices and how
+ * deep to backpropagate), computes the gradient and pushes it. Everything
+ * else (the rule, the delays, pauses, partial backprop's depth, the
+ * staleness) is the daemon's: the same step code drives local and remote
+ * workers. When the daemon goes away, or the run changes, it says hello
+ * again; a refused hello (a wrong token, another model) ends it. */
+#include <errno.h>
+#include <getopt.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <nanomsg/tcp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "backend.h"
+#include "cli.h"
+#include "config_json.h"
+#include "dataset.h"
+#include "model.h"
+#include "remote.h"
+#include "sl.h"
+#include "wire.h"
+
+#define EXIT_REFUSED 78 /* EX_CONFIG: refused; retrying would not help */
+#define POLL_MS 250
+
+static const char worker_usage[] =
+	"Usage: stalelab worker --connect URL [OPTIONS]\n"
+	"\n"
+	"A remote worker: connects to a daemon (stalelab serve --workers-listen),\n"
+	"joins its run, loads the run's data set itself and computes gradients\n"
+	"for it until stopped (SIGINT/SIGTERM) or refused. Start many with a\n"
+	"launcher: mpirun, srun, ssh. See docs/remote.md.\n"
+	"\n"
+	"  -C, --connect URL     the daemon: tcp://HOST:PORT (default port 8473) or\n"
+	"                        ipc://PATH (else $STALELAB_PS)\n"
+	"      --worker-id N     ask for this id (else $STALELAB_WORKER_ID,\n"
+	"                        $OMPI_COMM_WORLD_RANK, $PMI_RANK, $SLURM_PROCID; else\n"
+	"                        the daemon assigns one)\n"
+	"  -t, --threads N       compute threads (default: all cores)\n"
+	"      --token-file FILE the daemon's token is the first line of FILE (else\n"
+	"                        $STALELAB_TOKEN)\n"
+	"      --give-up S       exit 1 when no daemon answers for S seconds\n"
+	"                        (default 0: keep trying)\n"
+	"  -q, --quiet           only errors on stderr\n"
+	"  -h, --help            this text\n"
+	"\n"
+	"Exit status: 0 stopped by a signal, 1 runtime failure (or --give-up),\n"
+	"2 bad usage, 78 refused by the daemon (wrong token, another model).\n";
+
+static atomic_int stop_flag;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	atomic_store(&stop_flag, 1);
+}
+
+typedef struct wk {
+	int sock, quiet;
+	const char *url;
+	char token[512];
+	int want_id, threads;
+	double give_up;
+	uint32_t incarnation;
+	/* from the welcome */
+	uint32_t wid, epoch;
+	uint64_t run_id;
+	int run_worker;
+	double timeout;
+	run_config cfg;
+	char data_spec[256];
+	uint64_t data_seed;
+	int have_data;
+	dataset_pair data;
+	backend *be;
+	model *m;
+	wire_model wm;
+} wk;
+
+/* send one message (header fields from the welcome) */
+static int
+send_msg(wk *k, uint16_t kind, uint64_t seq, uint16_t lo, const void *a, size_t na,
+	 const void *b, size_t nb)
+{
+	wire_hdr h = {.kind = kind, .worker_id = k->wid, .incarnation = k->incarnation,
+		      .seq = seq, .run_id = k->run_id, .ps_epoch = k->epoch,
+		      .model_fp = k->wm.model_fp, .layer_lo = lo,
+		      .payload_len = (uint32_t)(na + nb), .send_ns = (uint64_t)(sl_now() * 1e9)};
+	if (kind == WIRE_PUSH) {
+		h.layer_hi = (uint16_t)k->wm.n_layers;
+		h.flags = lo ? WIRE_F_PARTIAL : 0;
+	}
+	if (kind == WIRE_HELLO) {
+		h.worker_id = k->want_id >= 0 ? (uint32_t)k->want_id : WIRE_ANY_ID;
+		h.run_id = 0;
+		h.model_fp = 0;
+	}
+	void *msg = remote_msg(&h, a, na, b, nb);
+	if (!msg)
+		return -1;
+	if (nn_send(k->sock, &msg, NN_MSG, 0) < 0) {
+		nn_freemsg(msg);
+		return -1;
+	}
+	return 0;
+}
+
+/* the answer to the request in flight, within secs (0 on a signal or a
+ * timeout: *buf NULL) */
+static int
+recv_msg(wk *k, double secs, void **buf)
+{
+	*buf = NULL;
+	double until = sl_now() + secs;
+	while (!atomic_load(&stop_flag) && sl_now() < until) {
+		int n = nn_recv(k->sock, buf, NN_MSG, 0);
+		if (n >= 0)
+			return n;
+		if (errno != ETIMEDOUT && errno != EAGAIN && errno != EINTR)
+			return -1;
+	}
+	return 0;
+}
+
+static void say(const wk *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+say(const wk *k, const char *fmt, ...)
+{
+	if (k->quiet)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "stalelab worker: ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+/* a refusal's reason (or the parse error) */
+static void
+reason_of(const wire_hdr *h, const uint8_t *p, char *out, size_t cap)
+{
+	json_error_t je;
+	json_t *d = json_loadb((const char *)p, h->payload_len, 0, &je);
+	const char *r = d ? json_string_value(json_object_get(d, "reason")) : NULL;
+	snprintf(out, cap, "%s", r ? r : "no reason given");
+	json_decref(d);
+}
+
+/* take the welcome: the run, its data set, its model (0, or an exit code) */
+static int
+welcome(wk *k, const wire_hdr *h, const uint8_t *p)
+{
+	json_error_t je;
+	json_t *d = json_loadb((const char *)p, h->payload_len, 0, &je);
+	json_t *robj = d ? json_object_get(d, "run") : NULL;
+	const char *ds = d ? json_string_value(json_object_get(d, "dataset")) : NULL;
+	const char *fp = d ? json_string_value(json_object_get(d, "model_fp")) : NULL;
+	char err[SL_ERR_LEN] = "";
+	run_config cfg;
+	config_defaults(&cfg);
+	if (!robj || !ds || !fp || config_apply_json(robj, &cfg, err) < 0) {
+		fprintf(stderr, "stalelab worker: a welcome without a usable run: %s\n",
+			err[0] ? err : je.text);
+		json_decref(d);
+		return 1;
+	}
+	k->wid = h->worker_id;
+	k->epoch = h->ps_epoch;
+	k->run_id = h->run_id;
+	k->run_worker = (int)json_integer_value(json_object_get(d, "run_worker"));
+	k->timeout = json_real_value(json_object_get(d, "timeout_s"));
+	uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "data_seed"));
+	int rc = 0;
+	if (!k->have_data || strcmp(k->data_spec, ds) || k->data_seed != seed) {
+		if (k->have_data)
+			ds_pair_free(&k->data);
+		k->have_data = 0;
+		if (ds_load(ds, seed, &k->data, err) < 0) {
+			fprintf(stderr, "stalelab worker: data set %s: %s\n", ds, err);
+			rc = 1;
+		} else {
+			k->have_data = 1;
+			snprintf(k->data_spec, sizeof(k->data_spec), "%s", ds);
+			k->data_seed = seed;
+		}
+	}
+	if (rc == 0 && (!k->m || strcmp(k->cfg.model, cfg.model) || k->m->batch_cap < cfg.batch)) {
+		model_free(k->m);
+		k->m = NULL;
+		const dataset *tr = &k->data.train;
+		if (model_new(cfg.model, tr->c, tr->h, tr->w, tr->classes, cfg.batch, 1, k->be,
+			      &k->m, err) < 0) {
+			fprintf(stderr, "stalelab worker: model %s: %s\n", cfg.model, err);
+			rc = 1;
+		}
+	}
+	if (rc == 0) {
+		k->cfg = cfg;
+		wire_model wm = {.n_params = k->m->n_params, .n_layers = k->m->n_param_layers,
+				 .run_id = k->run_id};
+		for (int l = 1; l <= k->m->n_param_layers; l++)
+			wm.layer_off[k->m->n_param_layers - l] = model_tail_offset(k->m, l);
+		wm.layer_off[0] = 0;
+		wm.layer_off[k->m->n_param_layers] = k->m->n_params;
+		wm.model_fp = wire_fingerprint(cfg.model, ds, &wm);
+		k->wm = wm;
+		char mine[24];
+		snprintf(mine, sizeof(mine), "%016llx", (unsigned long long)wm.model_fp);
+		if (strcmp(mine, fp) || h->model_fp != wm.model_fp) {
+			fprintf(stderr, "stalelab worker: refused: the daemon's model %s has "
+				"fingerprint %s, this build computes %s for it (run the same "
+				"stalelab version on both sides)\n", cfg.model, fp, mine);
+			rc = EXIT_REFUSED;
+		}
+	}
+	if (rc == 0 && !k->quiet)
+		fprintf(stderr, "stalelab worker: joined run %llu at %s as worker %d (id %u): "
+			"%s on %s, %d thread%s\n", (unsigned long long)k->run_id, k->url,
+			k->run_worker, k->wid, cfg.model, ds, k->threads, k->threads == 1 ? "" : "s");
+	json_decref(d);
+	return rc;
+}
+
+/* hello until welcomed: 0, or an exit code */
+static int
+join(wk *k)
+{
+	char host[64] = "";
+	gethostname(host, sizeof(host) - 1);
+	json_t *doc = json_pack("{s:s,s:i,s:i}", "host", host, "threads", k->threads, "pid",
+				(int)getpid());
+	if (k->token[0])
+		json_object_set_new(doc, "token", json_string(k->token));
+	if (k->want_id >= 0)
+		json_object_set_new(doc, "worker_id", json_integer(k->want_id));
+	char *text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	double start = sl_now();
+	int waiting = 0, rc = -1;
+	while (rc < 0 && !atomic_load(&stop_flag)) {
+		if (send_msg(k, WIRE_HELLO, 0, 0, text, strlen(text), NULL, 0) < 0) {
+			fprintf(stderr, "stalelab worker: cannot send: %s\n", nn_strerror(errno));
+			rc = 1;
+			break;
+		}
+		void *buf;
+		int n = recv_msg(k, 2.0, &buf);
+		if (n <= 0) {
+			if (!waiting++)
+				say(k, "waiting for the daemon at %s", k->url);
+			if (k->give_up > 0 && sl_now() - start > k->give_up) {
+				fprintf(stderr, "stalelab worker: no daemon answered at %s in %g s "
+					"(--give-up)\n", k->url, k->give_up);
+				rc = 1;
+			}
+			continue;
+		}
+		wire_hdr h;
+		const uint8_t *p;
+		char err[SL_ERR_LEN];
+		if (wire_parse(buf, (size_t)n, NULL, &h, &p, err) < 0) {
+			fprintf(stderr, "stalelab worker: the daemon's answer: %s\n", err);
+			rc = 1;
+		} else if (h.kind == WIRE_REFUSE) {
+			char why[SL_ERR_LEN];
+			reason_of(&h, p, why, sizeof(why));
+			fprintf(stderr, "stalelab worker: refused by %s: %s\n", k->url, why);
+			rc = EXIT_REFUSED;
+		} else if (h.kind == WIRE_WELCOME) {
+			rc = welcome(k, &h, p);
+		}
+		nn_freemsg(buf);
+	}
+	free(text);
+	return atomic_load(&stop_flag) ? 0 : rc;
+}
+
+/* steps until the daemon refuses or goes away (0: say hello again), a
+ * signal (0 with stop_flag) or a failure (an exit code) */
+static int
+steps(wk *k)
+{
+	double patience = 3 * (k->timeout > 10 ? k->timeout : 10);
+	for (;;) {
+		if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0)
+			return 0;
+		void *buf;
+		int n = recv_msg(k, patience, &buf);
+		if (atomic_load(&stop_flag))
+			return n > 0 ? (nn_freemsg(buf), 0) : 0;
+		if (n <= 0) {
+			say(k, "no answer from %s: saying hello again", k->url);
+			return 0;
+		}
+		wire_hdr h;
+		const uint8_t *p;
+		char err[SL_ERR_LEN];
+		if (wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) < 0 || h.kind != WIRE_WEIGHTS) {
+			char why[SL_ERR_LEN];
+			if (h.kind == WIRE_REFUSE)
+				reason_of(&h, p, why, sizeof(why));
+			say(k, "%s: %s", h.kind == WIRE_REFUSE ? "refused" : "a bad answer",
+			    h.kind == WIRE_REFUSE ? why : err);
+			nn_freemsg(buf);
+			return 0;
+		}
+		size_t np = k->m->n_params;
+		int batch = (int)((h.payload_len - 4 * np) / 4);
+		if (batch > k->m->batch_cap) { /* the run's batch grew */
+			model *m2;
+			const dataset *tr = &k->data.train;
+			if (model_new(k->cfg.model, tr->c, tr->h, tr->w, tr->classes, batch, 1, k->be,
+				      &m2, err) < 0) {
+				fprintf(stderr, "stalelab worker: batch %d: %s\n", batch, err);
+				nn_freemsg(buf);
+				return 1;
+			}
+			model_free(k->m);
+			k->m = m2;
+		}
+		int L = k->wm.n_layers, depth = h.layer_lo ? L - h.layer_lo : 0;
+		const float *weights = (const float *)p;
+		const uint32_t *idx = (const uint32_t *)(p + 4 * np);
+		for (int i = 0; i < batch; i++)
+			if (idx[i] >= (uint32_t)k->data.train.n) {
+				fprintf(stderr, "stalelab worker: sample %u out of the data set's %d\n",
+					idx[i], k->data.train.n);
+				nn_freemsg(buf);
+				return 0;
+			}
+		model_load_batch(k->m, k->data.train.x, k->data.train.y, idx, batch);
+		double loss = model_step(k->m, weights, batch, depth);
+		size_t off = model_tail_offset(k->m, depth);
+		uint64_t seq = h.seq;
+		uint16_t lo = h.layer_lo;
+		nn_freemsg(buf);
+		if (send_msg(k, WIRE_PUSH, seq, lo, &loss, sizeof(loss), k->m->grads + off,
+			     sizeof(float) * (np - off)) < 0)
+			return 0;
+		n = recv_msg(k, patience, &buf);
+		if (n <= 0)
+			return 0;
+		int ok = wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) == 0 && h.kind == WIRE_ACK;
+		nn_freemsg(buf);
+		if (!ok)
+			return 0;
+	}
+}
+
+static int
+rank_from_env(void)
+{
+	static const char *const vars[] = {"STALELAB_WORKER_ID", "OMPI_COMM_WORLD_RANK",
+					   "PMI_RANK", "SLURM_PROCID"};
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i]);
+		unsigned long long u;
+		if (v && cli_u64(v, &u) == 0 && u < 4096)
+			return (int)u;
+	}
+	return -1;
+}
+
+int
+cmd_worker(int argc, char **argv)
+{
+	enum { O_WORKER_ID = 256, O_TOKEN_FILE, O_GIVE_UP };
+	static const struct option opts[] = {
+		{"connect", required_argument, NULL, 'C'},
+		{"worker-id", required_argument, NULL, O_WORKER_ID},
+		{"threads", required_argument, NULL, 't'},
+		{"token-file", required_argument, NULL, O_TOKEN_FILE},
+		{"give-up", required_argument, NULL, O_GIVE_UP},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	wk k;
+	memset(&k, 0, sizeof(k));
+	k.want_id = -1;
+	k.sock = -1;
+	const char *token_file = NULL;
+	unsigned long long u;
+	int opt, code = 2;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":C:t:qh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'C': k.url = optarg; break;
+		case 'q': k.quiet = 1; break;
+		case O_TOKEN_FILE: token_file = optarg; break;
+		case O_WORKER_ID:
+			if (cli_u64(optarg, &u) < 0 || u >= 4096) {
+				fprintf(stderr, "stalelab worker: --worker-id: expected 0 to 4095, "
+					"got \"%s\"\n", optarg);
+				return 2;
+			}
+			k.want_id = (int)u;
+			break;
+		case 't':
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 256) {
+				fprintf(stderr, "stalelab worker: --threads: expected 1 to 256, got "
+					"\"%s\"\n", optarg);
+				return 2;
+			}
+			k.threads = (int)u;
+			break;
+		case O_GIVE_UP:
+			if (cli_double(optarg, &k.give_up) < 0 || k.give_up < 0) {
+				fprintf(stderr, "stalelab worker: --give-up: expected seconds >= 0, "
+					"got \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
+		case 'h': fputs(worker_usage, stdout); return 0;
+		default: return cli_bad_option("worker", opt, argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "stalelab worker: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!k.url)
+		k.url = getenv("STALELAB_PS");
+	if (!k.url || !*k.url) {
+		fprintf(stderr, "stalelab worker: which daemon? --connect tcp://HOST:8473 (or "
+			"$STALELAB_PS); see stalelab worker --help\n");
+		return 2;
+	}
+	if (strncmp(k.url, "tcp://", 6) && strncmp(k.url, "ipc://", 6)) {
+		fprintf(stderr, "stalelab worker: --connect %s: expected tcp://HOST:PORT or "
+			"ipc://PATH\n", k.url);
+		return 2;
+	}
+	if (k.want_id < 0)
+		k.want_id = rank_from_env();
+	if (token_file) {
+		FILE *f = fopen(token_file, "r");
+		if (!f) {
+			fprintf(stderr, "stalelab worker: --token-file %s: %s\n", token_file,
+				strerror(errno));
+			return 2;
+		}
+		size_t n = fread(k.token, 1, sizeof(k.token) - 1, f);
+		fclose(f);
+		k.token[n] = 0;
+		k.token[strcspn(k.token, "\r\n")] = 0;
+	} else if (getenv("STALELAB_TOKEN")) {
+		snprintf(k.token, sizeof(k.token), "%s", getenv("STALELAB_TOKEN"));
+	}
+	if (!k.threads)
+		k.threads = cli_ncpu();
+	char err[SL_ERR_LEN];
+	if (backend_open("cpu", k.threads, &k.be, err) < 0) {
+		fprintf(stderr, "stalelab worker: %s\n", err);
+		return 1;
+	}
+	if (getrandom(&k.incarnation, sizeof(k.incarnation), 0) != sizeof(k.incarnation))
+		k.incarnation = (uint32_t)getpid() ^ (uint32_t)(sl_now() * 1e6);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	k.sock = nn_socket(AF_SP, NN_REQ);
+	int ms = POLL_MS, sndms = 5000, max = 64 << 20, ivl = 100, ivl_max = 2000;
+	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof(ms));
+	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_SNDTIMEO, &sndms, sizeof(sndms));
+	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
+	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RECONNECT_IVL, &ivl, sizeof(ivl));
+	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RECONNECT_IVL_MAX, &ivl_max, sizeof(ivl_max));
+	if (k.sock < 0 || nn_connect(k.sock, k.url) < 0) {
+		fprintf(stderr, "stalelab worker: --connect %s: %s\n", k.url, nn_strerror(errno));
+		code = 2;
+	} else {
+		code = 0;
+		while (!atomic_load(&stop_flag)) {
+			if ((code = join(&k)) != 0 || atomic_load(&stop_flag))
+				break;
+			if ((code = steps(&k)) != 0)
+				break;
+		}
+		if (atomic_load(&stop_flag)) {
+			/* best effort: the daemon lets this worker go at once */
+			send_msg(&k, WIRE_BYE, 0, 0, "{}", 2, NULL, 0);
+			void *b;
+			for (int i = 0; i < 2; i++) /* its answer, half a second at most */
+				if (nn_recv(k.sock, &b, NN_MSG, 0) >= 0) {
+					nn_freemsg(b);
+					break;
+				}
+			say(&k, "stopped");
+			code = 0;
+		}
+	}
+	if (k.sock >= 0)
+		nn_close(k.sock);
+	model_free(k.m);
+	if (k.have_data)
+		ds_pair_free(&k.data);
+	backend_free(k.be);
+	return code;
+}

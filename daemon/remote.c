@@ -1,0 +1,531 @@
+/* remote.c - the daemon's side of remote workers (see remote.h).
+ *
+ * One raw REP socket. Its thread receives every message, checks it
+ * (wire_parse), answers hellos and heartbeats itself, and parks a worker's
+ * PULL or PUSH with that worker (struct rw) together with its routing
+ * header. The run's thread for the worker (rw_compute, the engine's
+ * remote compute) takes them in turn: it answers the PULL with the step's
+ * weights and batch, waits for the PUSH of that step, copies the gradient
+ * and answers ACK. Raw REP lets an answer wait (a held push, a step not
+ * begun yet) without blocking the socket for the other workers. */
+#include <errno.h>
+#include <math.h>
+#include <nanomsg/nn.h>
+#include <nanomsg/reqrep.h>
+#include <nanomsg/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend.h"
+#include "config_json.h"
+#include "ledger.h"
+#include "model.h"
+#include "remote.h"
+#include "run.h"
+#include "sl.h"
+#include "wire.h"
+
+#define POLL_MS 100
+
+typedef struct rw {
+	remote *rs;
+	uint32_t wid, incarnation;
+	uint64_t run_id;
+	int run_worker;        /* its id in the run */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int gone;              /* lost, let go, cancelled or said bye */
+	/* the request waiting for its answer */
+	int parked;
+	wire_hdr h;
+	void *body, *control;  /* nanomsg's: the message and its routing header */
+	uint64_t step;         /* seq of the step in flight */
+	struct rw *next;       /* every one made, freed at remote_stop */
+} rw;
+
+struct remote {
+	ctl *c;
+	const char *token;
+	double timeout;
+	int sock;
+	pthread_t th;
+	int live;
+	atomic_int stop;
+	pthread_mutex_t mu;    /* by_id, all, next_id and the model */
+	rw *by_id[LEDGER_MAX];
+	rw *all;
+	uint32_t next_id, epoch;
+	int model_run;         /* the run whose model wm describes */
+	wire_model wm;
+};
+
+/* ---- sending ---------------------------------------------------------------- */
+
+void *
+remote_msg(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb)
+{
+	wire_hdr o = *h;
+	o.payload_len = (uint32_t)(na + nb);
+	o.send_ns = (uint64_t)(sl_now() * 1e9);
+	uint8_t *buf = nn_allocmsg(WIRE_HEADER + na + nb, 0);
+	if (!buf)
+		return NULL;
+	if (na)
+		memcpy(buf + WIRE_HEADER, a, na);
+	if (nb)
+		memcpy(buf + WIRE_HEADER + na, b, nb);
+	wire_encode(&o, buf + WIRE_HEADER, buf);
+	return buf;
+}
+
+/* a message header of one NN_MSG part and an NN_MSG routing header */
+static void
+msghdr_of(struct nn_msghdr *mh, struct nn_iovec *iov, void **body, void **control)
+{
+	iov->iov_base = body;
+	iov->iov_len = NN_MSG;
+	memset(mh, 0, sizeof(*mh));
+	mh->msg_iov = iov;
+	mh->msg_iovlen = 1;
+	mh->msg_control = control;
+	mh->msg_controllen = NN_MSG;
+}
+
+/* answer the request whose routing header is control (consumed) */
+static void
+reply(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, const void *b,
+      size_t nb)
+{
+	void *msg = remote_msg(h, a, na, b, nb);
+	if (!msg) {
+		nn_freemsg(control);
+		return;
+	}
+	struct nn_iovec iov;
+	struct nn_msghdr mh;
+	msghdr_of(&mh, &iov, &msg, &control);
+	if (nn_sendmsg(rs->sock, &mh, 0) < 0) {
+		nn_freemsg(msg);
+		nn_freemsg(control);
+	}
+}
+
+static void
+reply_doc(remote *rs, void *control, const wire_hdr *h, json_t *doc)
+{
+	char *text = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	reply(rs, control, h, text, text ? strlen(text) : 0, NULL, 0);
+	free(text);
+}
+
+static void
+refuse(remote *rs, void *control, uint32_t wid, const char *why)
+{
+	wire_hdr h = {.kind = WIRE_REFUSE, .worker_id = wid, .ps_epoch = rs->epoch};
+	reply_doc(rs, control, &h, json_pack("{s:s}", "reason", why));
+}
+
+/* ---- one remote worker: the engine's side ------------------------------------ */
+
+static void
+rw_gone(rw *w)
+{
+	pthread_mutex_lock(&w->mu);
+	w->gone = 1;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* wait for a parked request (w->mu held); 0, or -1 when lost or let go */
+static int
+wait_parked(rw *w)
+{
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	double t = w->rs->timeout;
+	dl.tv_sec += (time_t)t;
+	dl.tv_nsec += (long)((t - floor(t)) * 1e9);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (!w->parked && !w->gone)
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT)
+			break;
+	if (w->gone || !w->parked) {
+		w->gone = 1;
+		return -1;
+	}
+	return 0;
+}
+
+static void
+unpark(rw *w, wire_hdr *h, void **body, void **control)
+{
+	*h = w->h;
+	*body = w->body;
+	*control = w->control;
+	w->parked = 0;
+	w->body = w->control = NULL;
+}
+
+static int
+rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uint32_t *idx,
+	   int batch, int depth, size_t off, float *grads, double *loss)
+{
+	rw *w = ctx;
+	remote *rs = w->rs;
+	int L = rs->wm.n_layers;
+	wire_hdr out = {.kind = WIRE_WEIGHTS, .worker_id = w->wid, .incarnation = w->incarnation,
+			.run_id = w->run_id, .ps_epoch = rs->epoch, .version_read = v_read,
+			.model_fp = rs->wm.model_fp,
+			.layer_lo = (uint16_t)(depth > 0 && depth < L ? L - depth : 0),
+			.layer_hi = (uint16_t)L};
+	pthread_mutex_lock(&w->mu);
+	out.seq = ++w->step;
+	int sent = 0, rc = -1;
+	for (;;) {
+		if (wait_parked(w) < 0)
+			break;
+		wire_hdr h;
+		void *body, *control;
+		unpark(w, &h, &body, &control);
+		pthread_mutex_unlock(&w->mu);
+		if (h.kind == WIRE_PULL) { /* the step's weights (again, for a resent pull) */
+			reply(rs, control, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+			sent = 1;
+		} else if (h.kind == WIRE_PUSH && h.seq < out.seq) { /* a resend: done already */
+			wire_hdr ack = {.kind = WIRE_ACK, .worker_id = w->wid, .seq = h.seq,
+					.run_id = w->run_id, .ps_epoch = rs->epoch,
+					.model_fp = rs->wm.model_fp};
+			reply(rs, control, &ack, NULL, 0, NULL, 0);
+		} else if (h.kind == WIRE_PUSH && sent && h.seq == out.seq &&
+			   h.layer_lo == out.layer_lo &&
+			   h.payload_len == WIRE_PUSH_LOSS + 4 * (n - off)) {
+			const uint8_t *p = (const uint8_t *)body + WIRE_HEADER;
+			memcpy(loss, p, sizeof(double));
+			memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
+			wire_hdr ack = {.kind = WIRE_ACK, .worker_id = w->wid, .seq = h.seq,
+					.run_id = w->run_id, .ps_epoch = rs->epoch,
+					.model_fp = rs->wm.model_fp};
+			reply(rs, control, &ack, NULL, 0, NULL, 0);
+			rc = 0;
+		} else {
+			refuse(rs, control, w->wid, "push of another step or other layers than "
+			       "the weights asked for");
+		}
+		nn_freemsg(body);
+		pthread_mutex_lock(&w->mu);
+		if (rc == 0)
+			break;
+	}
+	pthread_mutex_unlock(&w->mu);
+	return rc;
+}
+
+static void
+rw_left(void *ctx)
+{
+	rw *w = ctx;
+	remote *rs = w->rs;
+	rw_gone(w);
+	pthread_mutex_lock(&rs->mu);
+	if (rs->by_id[w->wid] == w)
+		rs->by_id[w->wid] = NULL;
+	pthread_mutex_unlock(&rs->mu);
+}
+
+static void
+rw_cancel(void *ctx)
+{
+	rw_gone(ctx);
+}
+
+static const run_remote_ops rw_ops = {.compute = rw_compute, .left = rw_left,
+				      .cancel = rw_cancel};
+
+/* ---- receiving --------------------------------------------------------------- */
+
+/* the current run's model as the wire checks it (rs->mu held, c->mu held) */
+static int
+model_of(remote *rs, const run_config *cfg, int run_id, char *err)
+{
+	if (rs->model_run == run_id)
+		return 0;
+	backend *be;
+	model *m;
+	const dataset *tr = &rs->c->data->train;
+	int rc = backend_open("ref", 1, &be, err);
+	if (rc < 0)
+		return rc;
+	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, 1, 1, be, &m, err);
+	if (rc == 0) {
+		wire_model wm = {.n_params = m->n_params, .n_layers = m->n_param_layers,
+				 .run_id = (uint64_t)run_id};
+		for (int d = 1; d <= m->n_param_layers && d <= WIRE_LAYERS_MAX; d++)
+			wm.layer_off[m->n_param_layers - d] = model_tail_offset(m, d);
+		wm.layer_off[0] = 0;
+		wm.layer_off[m->n_param_layers] = m->n_params;
+		wm.model_fp = wire_fingerprint(cfg->model, cfg->dataset, &wm);
+		rs->wm = wm;
+		rs->model_run = run_id;
+		model_free(m);
+	}
+	backend_free(be);
+	return rc;
+}
+
+static void
+hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
+{
+	json_error_t je;
+	json_t *doc = json_loadb((const char *)p, h->payload_len, 0, &je);
+	const char *token = NULL, *host = "";
+	json_int_t want = -1;
+	if (!doc || json_unpack_ex(doc, &je, 0, "{s?s,s?s,s?I}", "token", &token, "host", &host,
+				   "worker_id", &want) < 0) {
+		char why[256];
+		snprintf(why, sizeof(why), "hello: %s", je.text);
+		json_decref(doc);
+		refuse(rs, control, WIRE_ANY_ID, why);
+		return;
+	}
+	if (!ctl_token_ok(rs->token, token)) {
+		json_decref(doc);
+		refuse(rs, control, WIRE_ANY_ID, rs->token && token ? "wrong token" :
+			       "this daemon needs a token (--token-file)");
+		return;
+	}
+	char err[SL_ERR_LEN] = "";
+	ctl *c = rs->c;
+	pthread_mutex_lock(&c->mu);
+	pthread_mutex_lock(&rs->mu);
+	rw *w = NULL;
+	int rc = 0;
+	uint32_t wid = want >= 0 && want < LEDGER_MAX ? (uint32_t)want : WIRE_ANY_ID;
+	if (!c->r) {
+		rc = sl_fail(err, SL_ESTATE, "no run is active (POST /api/v1/run starts one)");
+	} else {
+		run_snapshot *snap = run_snapshot_get(c->r);
+		rc = model_of(rs, &snap->cfg, c->run_id, err);
+		json_t *cfg = rc == 0 ? config_to_json(&snap->cfg) : NULL;
+		run_snapshot_put(snap);
+		if (rc == 0 && wid != WIRE_ANY_ID && rs->by_id[wid] && !rs->by_id[wid]->gone &&
+		    rs->by_id[wid]->incarnation != h->incarnation)
+			rc = sl_fail(err, SL_ESTATE, "worker id %u is taken by a running worker", wid);
+		if (rc == 0 && wid == WIRE_ANY_ID) {
+			while (rs->next_id < LEDGER_MAX && rs->by_id[rs->next_id])
+				rs->next_id++;
+			if (rs->next_id >= LEDGER_MAX)
+				rc = sl_fail(err, SL_ESTATE, "no worker id left");
+			wid = rs->next_id++;
+		}
+		if (rc == 0 && !(w = calloc(1, sizeof(*w))))
+			rc = sl_fail(err, SL_ENOMEM, "out of memory");
+		if (rc == 0) {
+			w->rs = rs;
+			w->wid = wid;
+			w->incarnation = h->incarnation;
+			w->run_id = (uint64_t)c->run_id;
+			pthread_mutex_init(&w->mu, NULL);
+			pthread_cond_init(&w->cv, NULL);
+			w->next = rs->all;
+			rs->all = w;
+			rc = run_join_remote(c->r, &rw_ops, w, host, &w->run_worker, err);
+			if (rc < 0)
+				w->gone = 1;
+		}
+		if (rc == 0) {
+			if (rs->by_id[wid])
+				rw_gone(rs->by_id[wid]); /* the same worker again: the old one goes */
+			rs->by_id[wid] = w;
+			wire_hdr o = {.kind = WIRE_WELCOME, .worker_id = wid,
+				      .incarnation = h->incarnation, .run_id = w->run_id,
+				      .ps_epoch = rs->epoch, .model_fp = rs->wm.model_fp};
+			char fp[24];
+			snprintf(fp, sizeof(fp), "%016llx", (unsigned long long)rs->wm.model_fp);
+			reply_doc(rs, control, &o, json_pack(
+				"{s:i,s:i,s:O,s:s,s:I,s:s,s:f}", "worker_id", (int)wid, "run_worker",
+				w->run_worker, "run", cfg, "dataset", c->data_spec, "data_seed",
+				(json_int_t)c->data_seed, "model_fp", fp, "timeout_s", rs->timeout));
+			control = NULL;
+		}
+		json_decref(cfg);
+	}
+	pthread_mutex_unlock(&rs->mu);
+	pthread_mutex_unlock(&c->mu);
+	json_decref(doc);
+	if (control)
+		refuse(rs, control, wid, err);
+}
+
+/* one received message (body and control are ours: freed or parked) */
+static void
+handle(remote *rs, void *body, size_t len, void *control)
+{
+	wire_hdr h;
+	const uint8_t *p;
+	char err[SL_ERR_LEN] = "";
+	pthread_mutex_lock(&rs->mu);
+	wire_model wm = rs->wm;
+	int have = rs->model_run > 0;
+	pthread_mutex_unlock(&rs->mu);
+	if (wire_parse(body, len, have ? &wm : NULL, &h, &p, err) < 0) {
+		refuse(rs, control, WIRE_ANY_ID, err);
+		nn_freemsg(body);
+		return;
+	}
+	if (h.kind == WIRE_HELLO) {
+		hello(rs, &h, p, control);
+		nn_freemsg(body);
+		return;
+	}
+	pthread_mutex_lock(&rs->mu);
+	rw *w = h.worker_id < LEDGER_MAX ? rs->by_id[h.worker_id] : NULL;
+	const char *why = !w || w->gone ? "not a worker of this run: say hello again"
+			  : w->incarnation != h.incarnation ? "another process has this worker id"
+			  : w->run_id != h.run_id || h.ps_epoch != rs->epoch ?
+				    "the run changed: say hello again"
+			  : NULL;
+	if (why) {
+		pthread_mutex_unlock(&rs->mu);
+		refuse(rs, control, h.worker_id, why);
+		nn_freemsg(body);
+		return;
+	}
+	if (h.kind == WIRE_PULL || h.kind == WIRE_PUSH) {
+		pthread_mutex_lock(&w->mu);
+		if (w->parked) { /* a resend replaces what waited: answer the newest */
+			nn_freemsg(w->body);
+			nn_freemsg(w->control);
+		}
+		w->h = h;
+		w->body = body;
+		w->control = control;
+		w->parked = 1;
+		pthread_cond_broadcast(&w->cv);
+		pthread_mutex_unlock(&w->mu);
+		pthread_mutex_unlock(&rs->mu);
+		return;
+	}
+	wire_hdr o = {.kind = h.kind == WIRE_BYE ? WIRE_BYE : WIRE_CTRL, .worker_id = h.worker_id,
+		      .run_id = w->run_id, .ps_epoch = rs->epoch, .model_fp = wm.model_fp};
+	if (h.kind == WIRE_BYE)
+		rw_gone(w);
+	pthread_mutex_unlock(&rs->mu);
+	reply_doc(rs, control, &o, json_object());
+	nn_freemsg(body);
+}
+
+static void *
+rx_main(void *p)
+{
+	remote *rs = p;
+	while (!atomic_load(&rs->stop)) {
+		void *body = NULL, *control = NULL;
+		struct nn_iovec iov;
+		struct nn_msghdr mh;
+		msghdr_of(&mh, &iov, &body, &control);
+		int n = nn_recvmsg(rs->sock, &mh, 0);
+		if (n < 0)
+			continue; /* the poll's timeout, or the socket closing */
+		if (!control) { /* not from a REQ: nowhere to answer */
+			nn_freemsg(body);
+			continue;
+		}
+		handle(rs, body, (size_t)n, control);
+	}
+	return NULL;
+}
+
+/* ---- start and stop ----------------------------------------------------------- */
+
+int
+remote_start(remote **out, ctl *c, const char *url, const char *token, double timeout_s,
+	     char *err)
+{
+	*out = NULL;
+	remote *rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	rs->c = c;
+	rs->token = token;
+	rs->timeout = timeout_s;
+	rs->epoch = (uint32_t)time(NULL);
+	pthread_mutex_init(&rs->mu, NULL);
+	atomic_init(&rs->stop, 0);
+	rs->sock = nn_socket(AF_SP_RAW, NN_REP);
+	if (rs->sock < 0) {
+		free(rs);
+		return sl_fail(err, SL_EIO, "--workers-listen: cannot make a socket: %s",
+			       nn_strerror(errno));
+	}
+	/* the largest message a worker sends is a push of the whole model;
+	 * bound it (never unlimited): the largest model the engine builds */
+	int max = 64 << 20, ms = POLL_MS, sndms = 5000, nodelay = 1, v4only = 0;
+	int buf = 4 << 20;
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof(ms));
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_SNDTIMEO, &sndms, sizeof(sndms));
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_SNDBUF, &buf, sizeof(buf));
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_RCVBUF, &buf, sizeof(buf));
+	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_IPV4ONLY, &v4only, sizeof(v4only));
+	nn_setsockopt(rs->sock, NN_TCP, NN_TCP_NODELAY, &nodelay, sizeof(nodelay));
+	if (nn_bind(rs->sock, url) < 0) {
+		int e = errno;
+		nn_close(rs->sock);
+		free(rs);
+		if (e == EADDRINUSE)
+			return sl_fail(err, SL_ESTATE, "--workers-listen %s: address in use "
+				       "(another daemon? choose another port, or none)", url);
+		return sl_fail(err, SL_EINVAL, "--workers-listen %s: %s (expected tcp://ADDRESS:PORT "
+			       "or ipc://PATH, or none)", url, nn_strerror(e));
+	}
+	if (pthread_create(&rs->th, NULL, rx_main, rs) != 0) {
+		nn_close(rs->sock);
+		free(rs);
+		return sl_fail(err, SL_EIO, "--workers-listen: cannot start a thread");
+	}
+	rs->live = 1;
+	*out = rs;
+	return 0;
+}
+
+void
+remote_stop(remote *rs)
+{
+	if (!rs)
+		return;
+	atomic_store(&rs->stop, 1);
+	pthread_mutex_lock(&rs->mu);
+	for (rw *w = rs->all; w; w = w->next)
+		rw_gone(w);
+	pthread_mutex_unlock(&rs->mu);
+	if (rs->live)
+		pthread_join(rs->th, NULL);
+	rs->live = 0;
+	nn_close(rs->sock);
+}
+
+void
+remote_free(remote *rs)
+{
+	if (!rs)
+		return;
+	for (rw *w = rs->all, *next; w; w = next) {
+		next = w->next;
+		if (w->parked) {
+			nn_freemsg(w->body);
+			nn_freemsg(w->control);
+		}
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->cv);
+		free(w);
+	}
+	pthread_mutex_destroy(&rs->mu);
+	free(rs);
+}

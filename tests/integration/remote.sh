@@ -1,0 +1,130 @@
+#!/bin/sh
+# Remote workers over loopback TCP (issue 17): `stalelab worker` processes
+# join a daemon's run (serve --workers-listen), train it (the run's only
+# local worker is paused, so every update is theirs), show in /status as
+# remote with their host; one killed with SIGKILL is lost after the
+# timeout and the run goes on; a new one joins with --worker-id; an ssgd
+# round does not hang when its remote worker dies; SIGTERM stops a worker
+# cleanly; refusals (no token, a wrong token, the virtual clock) end the
+# worker with 78 and the reason; bad flags, bad URLs, --give-up.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+echo "integration: remote workers"
+
+run_json() { # RULE CLOCK
+	cat >"$TMP/run.json" <<JSON
+{"model": "mlp:784-32-10", "dataset": "synthetic:4000", "lr": 0.05, "batch": 32,
+ "workers": 1, "threads": 1, "rule": "$1", "clock": "$2", "eval_every": 40,
+ "worker_overrides": [{"id": 0, "paused": true}]}
+JSON
+}
+wport=$(free_pair)
+WURL=tcp://127.0.0.1:$wport
+WPIDS=""
+worker() { # ARGS...: a worker in the background (its pid in WPID, stderr in $TMP/w.N)
+	n=$(echo "$WPIDS" | wc -w)
+	"$SL" worker --connect "$WURL" --threads 1 --give-up 60 "$@" 2>"$TMP/w.$n" &
+	WPID=$!
+	WPIDS="$WPIDS $WPID"
+}
+cleanup() { for p in $WPIDS; do kill -9 "$p" 2>/dev/null; done; }
+
+expect_exit 0 "worker --help" "$SL" worker --help
+expect_grep 'mpirun, srun, ssh' "--help: the launchers" "$LAST_OUT"
+[ "$("$SL" help worker)" = "$("$SL" worker --help)" ] && ok "help worker" || bad "help worker"
+expect_exit 2 "no daemon named" env -u STALELAB_PS "$SL" worker
+expect_grep 'which daemon' "no daemon named: said" "$LAST_OUT"
+expect_exit 2 "a bad URL" "$SL" worker --connect http://x:1
+expect_grep 'expected tcp://HOST:PORT' "a bad URL: said" "$LAST_OUT"
+expect_exit 2 "a wrong flag" "$SL" worker --conect x
+expect_exit 1 "--give-up without a daemon" "$SL" worker --connect "$WURL" --give-up 1 -q
+expect_grep 'no daemon answered' "--give-up: said" "$LAST_OUT"
+expect_exit 2 "serve: a bad --workers-listen" "$SL" serve --listen 127.0.0.1:0 --bus none \
+	--workers-listen http://x
+expect_grep 'workers-listen http://x' "serve: a bad --workers-listen: named" "$LAST_OUT"
+
+# ---- asgd: two workers train the run ----
+run_json asgd wall
+start --bus none --workers-listen "$WURL" --worker-timeout 2 --config "$TMP/run.json"
+[ -n "$port" ] && ok "serve --workers-listen starts" || bad "serve starts" "$(cat "$TMP/serve.err")"
+worker
+A=$WPID
+worker
+B=$WPID
+wait_api 60 /api/v1/status \
+	'd.get("remote",{}).get("joined")==2 and sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>20)==2' &&
+	ok "two remote workers join and compute" || bad "two remote workers" "$(cat "$TMP/body"; cat "$TMP"/w.*)"
+host=$(hostname)
+expect_grep "\"host\": ?\"$host\"" "they say their host" "$(cat "$TMP/body")"
+expect_grep 'joined run 1 at tcp://127.0.0.1' "a worker says what it joined" "$(cat "$TMP/w.0")"
+v0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$TMP/body")
+wait_api 60 /api/v1/status "d['version'] > $v0 + 200 and d['test_acc'] > 0.5" &&
+	ok "the run learns from them (test accuracy over 0.5)" || bad "the run learns" "$(cat "$TMP/body")"
+# staleness: two asgd workers, about 1
+expect_grep '"staleness_mean": ?(0\.[5-9]|1\.)' "asgd staleness from two remote workers" "$(cat "$TMP/body")"
+
+kill -9 "$A"
+wait_api 30 /api/v1/status 'd["remote"]["lost"]==1 and sum(1 for w in d["workers"] if w["remote"])==1' &&
+	ok "a worker killed is lost after the timeout" || bad "killed worker lost" "$(cat "$TMP/body")"
+v1=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$TMP/body")
+wait_api 30 /api/v1/status "d['version'] > $v1 + 100" && ok "the run goes on without it" ||
+	bad "the run goes on" "$(cat "$TMP/body")"
+worker --worker-id 7
+wait_api 60 /api/v1/status 'd["remote"]["joined"]==3 and sum(1 for w in d["workers"] if w["remote"])==2' &&
+	ok "a new worker joins (--worker-id 7)" || bad "a new worker joins" "$(cat "$TMP/body")"
+expect_grep '\(id 7\)' "it got the id it asked for" "$(cat "$TMP/w.2")"
+kill -TERM "$B"
+wait "$B"
+[ $? -eq 0 ] && ok "SIGTERM stops a worker, exit 0" || bad "SIGTERM stops a worker"
+expect_grep 'stopped' "it says so" "$(cat "$TMP/w.1")"
+wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==1' &&
+	ok "the daemon lets it go" || bad "the daemon lets it go" "$(cat "$TMP/body")"
+kill "$PID"; wait "$PID"
+[ $? -eq 0 ] && ok "the daemon stops with a remote worker connected, exit 0" || bad "daemon exit"
+cleanup; WPIDS=""
+
+# ---- ssgd: a round with a remote worker does not hang when it dies ----
+cat >"$TMP/run.json" <<JSON
+{"model": "mlp:784-32-10", "dataset": "synthetic:4000", "lr": 0.05, "batch": 32,
+ "workers": 1, "threads": 1, "rule": "ssgd", "eval_every": 40}
+JSON
+start --bus none --workers-listen "$WURL" --worker-timeout 2 --config "$TMP/run.json"
+worker
+C=$WPID
+wait_api 60 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>10)==1' &&
+	ok "ssgd: a remote worker in the rounds" || bad "ssgd remote" "$(cat "$TMP/body"; cat "$TMP"/w.*)"
+expect_grep '"staleness_mean": ?0(\.0)?,' "ssgd: staleness 0 with a remote worker" "$(cat "$TMP/body")"
+kill -9 "$C"
+wait_api 30 /api/v1/status 'd["remote"]["lost"]==1' && ok "ssgd: the dead worker is lost" ||
+	bad "ssgd: lost" "$(cat "$TMP/body")"
+v2=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$TMP/body")
+wait_api 30 /api/v1/status "d['version'] > $v2 + 20" && ok "ssgd: the rounds go on without it" ||
+	bad "ssgd: rounds go on" "$(cat "$TMP/body")"
+kill "$PID"; wait "$PID" 2>/dev/null
+cleanup; WPIDS=""
+
+# ---- refusals ----
+echo "s3cret" >"$TMP/token"
+echo "wrong" >"$TMP/bad"
+run_json asgd wall
+start --bus none --workers-listen "$WURL" --token-file "$TMP/token" --config "$TMP/run.json"
+expect_exit 78 "no token: refused" env -u STALELAB_TOKEN "$SL" worker --connect "$WURL" --give-up 30 -q
+expect_grep 'needs a token' "no token: the reason" "$LAST_OUT"
+expect_exit 78 "a wrong token: refused" "$SL" worker --connect "$WURL" --token-file "$TMP/bad" --give-up 30
+expect_grep 'refused by tcp://.*: wrong token' "a wrong token: the reason" "$LAST_OUT"
+worker --token-file "$TMP/token"
+wait_api 60 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>5)==1' &&
+	ok "the right token: joined" || bad "the right token" "$(cat "$TMP/body")"
+kill "$PID"; wait "$PID" 2>/dev/null
+cleanup; WPIDS=""
+cat >"$TMP/run.json" <<JSON
+{"model": "mlp:784-32-10", "dataset": "synthetic:4000", "workers": 1, "clock": "virtual", "threads": 1}
+JSON
+start --bus none --workers-listen "$WURL" --config "$TMP/run.json"
+expect_exit 78 "the virtual clock: refused" "$SL" worker --connect "$WURL" --give-up 30 -q
+expect_grep 'need the wall clock' "the virtual clock: the reason" "$LAST_OUT"
+kill "$PID"; wait "$PID" 2>/dev/null
+start --bus none --workers-listen none --config "$TMP/run.json"
+expect_exit 1 "--workers-listen none: nobody answers" "$SL" worker --connect "$WURL" --give-up 2 -q
+kill "$PID"; wait "$PID" 2>/dev/null
+finish remote

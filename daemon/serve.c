@@ -419,7 +419,11 @@ cmd_serve(int argc, char **argv)
 			goto out;
 		} else {
 			snprintf(workers_line, sizeof(workers_line),
-				 "stalelab serve: remote workers on %s\n", workers_url);
+				 "stalelab serve: remote workers on %s\n%s", workers_url,
+				 !s->token && !bus_url_local(workers_url)
+					 ? "stalelab serve: warning: remote workers beyond loopback "
+					   "without a token: anyone who reaches the port can join "
+					   "(--token-file)\n" : "");
 		}
 	}
 	rc = want_demo ? ctl_demo_start(&s->ctl, err)

@@ -113,8 +113,8 @@ def fmt(x, digits=3):
 
 def table(head, rows):
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    out += ["| " + " | ".join(fmt(x) if not isinstance(x, str) else x for x in r) + " |"
-            for r in rows]
+    cell = lambda x: (fmt(x) if not isinstance(x, str) else x).replace("|", "\\|")  # noqa: E731
+    out += ["| " + " | ".join(cell(x) for x in r) + " |" for r in rows]
     return "\n".join(out)
 
 

@@ -438,7 +438,7 @@ def r6(rep, cs, figs, quick):
         a, d = mean(per.get(("asgd", M))), mean(per.get(("dc-adaptive", M)))
         if a is not None and d is not None and (not quick or M >= 16):
             rep.check("DC-ASGD-a no worse than ASGD (M=%d)" % M,
-                      "DC-ASGD-a 8.19%% error vs ASGD 9.27%% (ResNet-20, CIFAR-10, M=4, Table 1)",
+                      "DC-ASGD-a 8.19% error vs ASGD 9.27% (ResNet-20, CIFAR-10, M=4, Table 1)",
                       "test error: dc-asgd-a %.4f, asgd %.4f" % (d, a), d <= a)
     if figs:
         d = [(v, [(M, mean(per[(v, M)])) for M in Ms if (v, M) in per])

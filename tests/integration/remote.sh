@@ -124,6 +124,10 @@ start --bus none --workers-listen "$WURL" --config "$TMP/run.json"
 expect_exit 78 "the virtual clock: refused" "$SL" worker --connect "$WURL" --give-up 30 -q
 expect_grep 'need the wall clock' "the virtual clock: the reason" "$LAST_OUT"
 kill "$PID"; wait "$PID" 2>/dev/null
+start --bus none --workers-listen "tcp://0.0.0.0:$wport" --config "$TMP/run.json"
+expect_grep 'remote workers beyond loopback without a token' "every interface without a token: a warning" \
+	"$(cat "$TMP/serve.err")"
+kill "$PID"; wait "$PID" 2>/dev/null
 start --bus none --workers-listen none --config "$TMP/run.json"
 expect_exit 1 "--workers-listen none: nobody answers" "$SL" worker --connect "$WURL" --give-up 2 -q
 kill "$PID"; wait "$PID" 2>/dev/null

@@ -322,11 +322,13 @@ draw_table(app *a, int y, int rows)
 		char delay[64];
 		tui_delay_text(d, 0, delay, sizeof(delay));
 		char line[256];
-		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %10.0f %7.2f %10.0f",
+		int remote = json_is_true(json_object_get(w, "remote")); /* stalelab worker */
+		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %10.0f %7.2f %10.0f%s%.40s",
 			 i == a->sel ? '>' : ' ', (long long)json_integer_value(json_object_get(w, "id")),
 			 str(w, "state", "?"), delay, str(d, "where", "worker"),
 			 (long long)json_integer_value(json_object_get(w, "spb_depth")),
-			 num(w, "iterations"), num(w, "staleness_mean"), num(w, "samples_per_s"));
+			 num(w, "iterations"), num(w, "staleness_mean"), num(w, "samples_per_s"),
+			 remote ? "  @" : "", remote ? str(w, "host", "?") : "");
 		attr_t at = i == a->sel ? A_REVERSE : A_NORMAL;
 		if (i == a->sel) {
 			attron(at);

@@ -107,7 +107,8 @@ export class WorkerTable {
     const idCell = el("th", { scope: "row" });
     r.pick = el("button", { type: "button", className: "pick", textContent: String(id) });
     r.pick.setAttribute("aria-label", `show worker ${id} in the histogram`);
-    idCell.append(r.pick);
+    r.host = el("span", { className: "host" }); // a remote worker's host
+    idCell.append(r.pick, r.host);
     r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", {}, el("div", { className: "delay" }, r.slider, r.mean)),
       el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, el("td", {}, r.pause));
 
@@ -157,6 +158,8 @@ export class WorkerTable {
 
   fillRow(r, w) {
     setText(r.state, w.state);
+    setText(r.host, w.remote ? ` @${w.host}` : "");
+    r.host.title = w.remote ? "a remote worker (stalelab worker) on this host" : "";
     r.state.className = `state ${w.state}`;
     const d = w.delay || { dist: "none" };
     const held = performance.now() < r.hold;

@@ -103,6 +103,25 @@ wait_api 30 /api/v1/status "d['version'] > $v2 + 20" && ok "ssgd: the rounds go 
 kill "$PID"; wait "$PID" 2>/dev/null
 cleanup; WPIDS=""
 
+# ---- the TUI marks a remote worker with its host ----
+if command -v tmux >/dev/null 2>&1; then
+	run_json asgd wall
+	bport=$(free_pair)
+	start --bus "tcp://127.0.0.1:$bport" --workers-listen "$WURL" --config "$TMP/run.json"
+	worker
+	wait_api 60 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==1' || bad "tui: a worker joins"
+	sess=slremote$$
+	tmux new-session -d -s "$sess" -x 110 -y 40 "$SL tui --connect tcp://127.0.0.1:$bport"
+	screen_has() { tmux capture-pane -p -t "$sess" | grep -q -- "$1"; }
+	wait_until 30 screen_has "@$(hostname)" && ok "the TUI shows the remote worker's host" ||
+		bad "the TUI shows the host" "$(tmux capture-pane -p -t "$sess")"
+	tmux kill-session -t "$sess" 2>/dev/null
+	kill "$PID"; wait "$PID" 2>/dev/null
+	cleanup; WPIDS=""
+else
+	bad "tmux missing (make deps installs it)"
+fi
+
 # ---- refusals ----
 echo "s3cret" >"$TMP/token"
 echo "wrong" >"$TMP/bad"

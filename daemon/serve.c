@@ -437,7 +437,7 @@ cmd_serve(int argc, char **argv)
 	char url[96];
 	http_socket_url(fd, url, sizeof(url));
 	/* one write: scripts read the address as soon as the line is there */
-	char line[2048];
+	char line[4096];
 	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n%s%s",
 		 url, want_demo ? s->ctl.demo.base.rule : cfg.rule,
 		 want_demo ? s->ctl.demo.base.workers : cfg.workers,

@@ -103,6 +103,29 @@ wait_api 30 /api/v1/status "d['version'] > $v2 + 20" && ok "ssgd: the rounds go 
 kill "$PID"; wait "$PID" 2>/dev/null
 cleanup; WPIDS=""
 
+# ---- four workers started by Open MPI's mpirun ----
+if command -v mpirun >/dev/null 2>&1; then
+	run_json asgd wall
+	start --bus none --workers-listen "$WURL" --worker-timeout 5 --config "$TMP/run.json"
+	# as root, Open MPI wants its two documented variables
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false \
+		mpirun --oversubscribe --bind-to none -np 4 \
+		"$SL" worker --connect "$WURL" --threads 1 --give-up 60 >"$TMP/mpi.out" 2>&1 &
+	MPI=$!
+	wait_api 90 /api/v1/status \
+		'sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>10)==4' &&
+		ok "mpirun -np 4: four workers compute" || bad "mpirun -np 4" "$(cat "$TMP/body" "$TMP/mpi.out")"
+	ids=$(sed -n 's/.*as worker [0-9]* (id \([0-9]*\)).*/\1/p' "$TMP/mpi.out" | sort -n | tr '\n' ' ')
+	[ "$ids" = "0 1 2 3 " ] && ok "each rank's id is its OMPI_COMM_WORLD_RANK" || bad "ids from the ranks" "$ids"
+	kill -TERM "$MPI"
+	wait "$MPI"
+	wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==0' &&
+		ok "mpirun's SIGTERM: every worker says bye" || bad "mpirun's SIGTERM" "$(cat "$TMP/body" "$TMP/mpi.out")"
+	kill "$PID"; wait "$PID" 2>/dev/null
+else
+	bad "mpirun missing (make deps installs openmpi-bin)"
+fi
+
 # ---- the TUI marks a remote worker with its host ----
 if command -v tmux >/dev/null 2>&1; then
 	run_json asgd wall

@@ -116,6 +116,9 @@ for l in open(sys.argv[1]):
 PY
 
 echo
+echo "== remote workers on loopback against in-process ones (bench/remote.py) =="
+python3 bench/remote.py "$SL" --rounds "${ROUNDS:-3}" --seconds 5
+echo
 echo "== the sweep runner: 100 cells of 10 updates each (bench/configs/sweep-tiny.json) =="
 for j in 1 2; do
 	rm -rf "$out/sweep-tiny-$j"

@@ -173,8 +173,9 @@ api_status_json(const run_snapshot *s)
 		json_array_append_new(ws, api_worker_json(&s->workers[i]));
 	json_object_set_new(o, "workers", ws);
 	if (s->remote_joined) /* remote workers: how many came, were lost, and lost steps */
-		json_object_set_new(o, "remote", json_pack("{s:I,s:I,s:I}", "joined",
-							   (json_int_t)s->remote_joined, "lost",
+		json_object_set_new(o, "remote", json_pack("{s:I,s:I,s:I,s:I}", "joined",
+							   (json_int_t)s->remote_joined, "left",
+							   (json_int_t)s->remote_left, "lost",
 							   (json_int_t)s->remote_lost, "dropped",
 							   (json_int_t)s->remote_dropped));
 	return o;

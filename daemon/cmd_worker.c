@@ -7,10 +7,14 @@
  * deep to backpropagate), computes the gradient and pushes it. Everything
  * else (the rule, the delays, pauses, partial backprop's depth, the
  * staleness) is the daemon's: the same step code drives local and remote
- * workers. When the daemon goes away, or the run changes, it says hello
- * again; a refused hello (a wrong token, another model) ends it. */
+ * workers. A second socket sends a heartbeat every second, so the daemon
+ * can tell a slow worker (it heartbeats while it computes) from a dead one,
+ * and the worker can tell a dead daemon from a slow round. When the daemon
+ * goes away, or the run changes, it says hello again; a refused hello (a
+ * wrong token, another model) ends it. */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
 #include <nanomsg/tcp.h>
@@ -34,6 +38,7 @@
 
 #define EXIT_REFUSED 78 /* EX_CONFIG: refused; retrying would not help */
 #define POLL_MS 250
+#define HB_EVERY_S 1.0
 
 static const char worker_usage[] =
 	"Usage: stalelab worker --connect URL [OPTIONS]\n"
@@ -68,6 +73,20 @@ on_signal(int sig)
 	atomic_store(&stop_flag, 1);
 }
 
+/* SIGINT and SIGTERM are blocked in every thread of ours (nanomsg's
+ * threads are made after, and inherit it), so no system call of theirs is
+ * interrupted; this thread takes them. A thread made before main (the BLAS
+ * library's) may still get one: on_signal then sets the same flag. */
+static void *
+sig_main(void *p)
+{
+	sigset_t *set = p;
+	int sig;
+	if (sigwait(set, &sig) == 0)
+		on_signal(sig);
+	return NULL;
+}
+
 typedef struct wk {
 	int sock, quiet;
 	const char *url;
@@ -88,6 +107,13 @@ typedef struct wk {
 	backend *be;
 	model *m;
 	wire_model wm;
+	/* the heartbeat thread: its socket, what it sends (hb_mu), what it saw */
+	pthread_mutex_t hb_mu;
+	pthread_t hb_th;
+	int hb_live, hb_sock;
+	int joined;              /* hb_mu: the ids below are a welcome's */
+	_Atomic double hb_ok;    /* sl_now() of the last heartbeat answered */
+	atomic_int hb_refused;   /* the daemon no longer knows this worker */
 } wk;
 
 /* send one message (header fields from the welcome) */
@@ -236,6 +262,69 @@ welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 	return rc;
 }
 
+/* every second, while joined: a heartbeat on its own socket; an answer
+ * (CTRL) says the daemon is there, a refusal that it let this worker go */
+static void *
+hb_main(void *p)
+{
+	wk *k = p;
+	while (!atomic_load(&stop_flag)) {
+		pthread_mutex_lock(&k->hb_mu);
+		int joined = k->joined;
+		wire_hdr h = {.kind = WIRE_HB, .worker_id = k->wid, .incarnation = k->incarnation,
+			      .run_id = k->run_id, .ps_epoch = k->epoch, .model_fp = k->wm.model_fp};
+		pthread_mutex_unlock(&k->hb_mu);
+		double t0 = sl_now();
+		if (joined) {
+			void *msg = remote_msg(&h, NULL, 0, NULL, 0), *buf = NULL;
+			if (msg && nn_send(k->hb_sock, &msg, NN_MSG, 0) < 0)
+				nn_freemsg(msg);
+			int n = nn_recv(k->hb_sock, &buf, NN_MSG, 0); /* RCVTIMEO: a second */
+			wire_hdr r;
+			const uint8_t *pl;
+			char err[SL_ERR_LEN];
+			if (n >= 0 && wire_parse(buf, (size_t)n, NULL, &r, &pl, err) == 0) {
+				if (r.kind == WIRE_CTRL)
+					atomic_store(&k->hb_ok, sl_now());
+				else if (r.kind == WIRE_REFUSE)
+					atomic_store(&k->hb_refused, 1);
+			}
+			if (n >= 0)
+				nn_freemsg(buf);
+		}
+		double left = HB_EVERY_S - (sl_now() - t0);
+		if (left > 0)
+			usleep((useconds_t)(left * 1e6));
+	}
+	return NULL;
+}
+
+/* the answer to a step's request: > 0 its length, 0 when the daemon is
+ * gone (no heartbeat answered for its timeout), let this worker go, or a
+ * signal came */
+static int
+step_answer(wk *k, void **buf)
+{
+	*buf = NULL;
+	double dead = k->timeout > 1 ? k->timeout : 1;
+	while (!atomic_load(&stop_flag)) {
+		int n = nn_recv(k->sock, buf, NN_MSG, 0);
+		if (n >= 0)
+			return n;
+		if (errno != ETIMEDOUT && errno != EAGAIN && errno != EINTR)
+			return 0;
+		if (atomic_load(&k->hb_refused)) {
+			say(k, "the daemon let this worker go: saying hello again");
+			return 0;
+		}
+		if (sl_now() - atomic_load(&k->hb_ok) > dead) {
+			say(k, "no heartbeat answered by %s for %g s: saying hello again", k->url, dead);
+			return 0;
+		}
+	}
+	return 0;
+}
+
 /* hello until welcomed: 0, or an exit code */
 static int
 join(wk *k)
@@ -270,7 +359,7 @@ join(wk *k)
 			}
 			continue;
 		}
-		wire_hdr h;
+		wire_hdr h = {0};
 		const uint8_t *p;
 		char err[SL_ERR_LEN];
 		if (wire_parse(buf, (size_t)n, NULL, &h, &p, err) < 0) {
@@ -282,7 +371,12 @@ join(wk *k)
 			fprintf(stderr, "stalelab worker: refused by %s: %s\n", k->url, why);
 			rc = EXIT_REFUSED;
 		} else if (h.kind == WIRE_WELCOME) {
+			pthread_mutex_lock(&k->hb_mu);
 			rc = welcome(k, &h, p);
+			k->joined = rc == 0;
+			pthread_mutex_unlock(&k->hb_mu);
+			atomic_store(&k->hb_ok, sl_now());
+			atomic_store(&k->hb_refused, 0);
 		}
 		nn_freemsg(buf);
 	}
@@ -295,27 +389,24 @@ join(wk *k)
 static int
 steps(wk *k)
 {
-	double patience = 3 * (k->timeout > 10 ? k->timeout : 10);
 	for (;;) {
 		if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0)
 			return 0;
 		void *buf;
-		int n = recv_msg(k, patience, &buf);
+		int n = step_answer(k, &buf);
 		if (atomic_load(&stop_flag))
 			return n > 0 ? (nn_freemsg(buf), 0) : 0;
-		if (n <= 0) {
-			say(k, "no answer from %s: saying hello again", k->url);
+		if (n <= 0)
 			return 0;
-		}
-		wire_hdr h;
+		wire_hdr h = {0};
 		const uint8_t *p;
 		char err[SL_ERR_LEN];
 		if (wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) < 0 || h.kind != WIRE_WEIGHTS) {
 			char why[SL_ERR_LEN];
 			if (h.kind == WIRE_REFUSE)
 				reason_of(&h, p, why, sizeof(why));
-			say(k, "%s: %s", h.kind == WIRE_REFUSE ? "refused" : "a bad answer",
-			    h.kind == WIRE_REFUSE ? why : err);
+			say(k, "%s: %s: saying hello again", h.kind == WIRE_REFUSE ? "refused" :
+			    "a bad answer", h.kind == WIRE_REFUSE ? why : err);
 			nn_freemsg(buf);
 			return 0;
 		}
@@ -352,13 +443,20 @@ steps(wk *k)
 		if (send_msg(k, WIRE_PUSH, seq, lo, &loss, sizeof(loss), k->m->grads + off,
 			     sizeof(float) * (np - off)) < 0)
 			return 0;
-		n = recv_msg(k, patience, &buf);
+		n = step_answer(k, &buf);
 		if (n <= 0)
 			return 0;
-		int ok = wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) == 0 && h.kind == WIRE_ACK;
-		nn_freemsg(buf);
-		if (!ok)
+		int parsed = wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) == 0;
+		if (!parsed || h.kind != WIRE_ACK) {
+			char why[SL_ERR_LEN] = "";
+			if (parsed && h.kind == WIRE_REFUSE)
+				reason_of(&h, p, why, sizeof(why));
+			say(k, "%s: %s: saying hello again", parsed && h.kind == WIRE_REFUSE ?
+			    "the push was refused" : "a bad answer to the push", parsed ? why : err);
+			nn_freemsg(buf);
 			return 0;
+		}
+		nn_freemsg(buf);
 	}
 }
 
@@ -393,7 +491,7 @@ cmd_worker(int argc, char **argv)
 	wk k;
 	memset(&k, 0, sizeof(k));
 	k.want_id = -1;
-	k.sock = -1;
+	k.sock = k.hb_sock = -1;
 	const char *token_file = NULL;
 	unsigned long long u;
 	int opt, code = 2;
@@ -475,8 +573,17 @@ cmd_worker(int argc, char **argv)
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
+	sa.sa_flags = SA_RESTART;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	static sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	pthread_t sig_th;
+	if (pthread_create(&sig_th, NULL, sig_main, &sigs) == 0)
+		pthread_detach(sig_th);
 	k.sock = nn_socket(AF_SP, NN_REQ);
 	int ms = POLL_MS, sndms = 5000, max = 64 << 20, ivl = 100, ivl_max = 2000;
 	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof(ms));
@@ -484,10 +591,19 @@ cmd_worker(int argc, char **argv)
 	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
 	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RECONNECT_IVL, &ivl, sizeof(ivl));
 	nn_setsockopt(k.sock, NN_SOL_SOCKET, NN_RECONNECT_IVL_MAX, &ivl_max, sizeof(ivl_max));
-	if (k.sock < 0 || nn_connect(k.sock, k.url) < 0) {
+	pthread_mutex_init(&k.hb_mu, NULL);
+	k.hb_sock = nn_socket(AF_SP, NN_REQ);
+	int hbms = 1000;
+	nn_setsockopt(k.hb_sock, NN_SOL_SOCKET, NN_RCVTIMEO, &hbms, sizeof(hbms));
+	nn_setsockopt(k.hb_sock, NN_SOL_SOCKET, NN_SNDTIMEO, &hbms, sizeof(hbms));
+	nn_setsockopt(k.hb_sock, NN_SOL_SOCKET, NN_RECONNECT_IVL, &ivl, sizeof(ivl));
+	nn_setsockopt(k.hb_sock, NN_SOL_SOCKET, NN_RECONNECT_IVL_MAX, &ivl_max, sizeof(ivl_max));
+	if (k.sock < 0 || nn_connect(k.sock, k.url) < 0 || k.hb_sock < 0 ||
+	    nn_connect(k.hb_sock, k.url) < 0) {
 		fprintf(stderr, "stalelab worker: --connect %s: %s\n", k.url, nn_strerror(errno));
 		code = 2;
 	} else {
+		k.hb_live = pthread_create(&k.hb_th, NULL, hb_main, &k) == 0;
 		code = 0;
 		while (!atomic_load(&stop_flag)) {
 			if ((code = join(&k)) != 0 || atomic_load(&stop_flag))
@@ -508,6 +624,12 @@ cmd_worker(int argc, char **argv)
 			code = 0;
 		}
 	}
+	atomic_store(&stop_flag, 1);
+	if (k.hb_live)
+		pthread_join(k.hb_th, NULL);
+	if (k.hb_sock >= 0)
+		nn_close(k.hb_sock);
+	pthread_mutex_destroy(&k.hb_mu);
 	if (k.sock >= 0)
 		nn_close(k.sock);
 	model_free(k.m);

@@ -9,7 +9,6 @@
  * and answers ACK. Raw REP lets an answer wait (a held push, a step not
  * begun yet) without blocking the socket for the other workers. */
 #include <errno.h>
-#include <math.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
 #include <nanomsg/tcp.h>
@@ -38,6 +37,8 @@ typedef struct rw {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int gone;              /* lost, let go, cancelled or said bye */
+	int bye;               /* ... it said bye */
+	double last_heard;     /* sl_now() of its last message (heartbeats too) */
 	/* the request waiting for its answer */
 	int parked;
 	wire_hdr h;
@@ -140,26 +141,28 @@ rw_gone(rw *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* wait for a parked request (w->mu held); 0, or -1 when lost or let go */
+/* wait for a parked request (w->mu held); 0, or -1 when lost or let go.
+ * A worker is lost when it has sent nothing, not even a heartbeat, for the
+ * timeout: one that heartbeats while it computes is slow, never lost. */
 static int
 wait_parked(rw *w)
 {
-	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
-	double t = w->rs->timeout;
-	dl.tv_sec += (time_t)t;
-	dl.tv_nsec += (long)((t - floor(t)) * 1e9);
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
-	while (!w->parked && !w->gone)
-		if (pthread_cond_timedwait(&w->cv, &w->mu, &dl) == ETIMEDOUT)
+	while (!w->parked && !w->gone) {
+		if (sl_now() - w->last_heard > w->rs->timeout) {
+			w->gone = 1;
 			break;
-	if (w->gone || !w->parked) {
-		w->gone = 1;
-		return -1;
+		}
+		struct timespec dl;
+		clock_gettime(CLOCK_REALTIME, &dl);
+		dl.tv_nsec += 100 * 1000000L; /* look at the clock ten times a second */
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&w->cv, &w->mu, &dl);
 	}
+	if (w->gone)
+		return w->bye ? RUN_REMOTE_LEFT : RUN_REMOTE_LOST;
 	return 0;
 }
 
@@ -189,8 +192,9 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 	out.seq = ++w->step;
 	int sent = 0, rc = -1;
 	for (;;) {
-		if (wait_parked(w) < 0)
+		if ((rc = wait_parked(w)) < 0)
 			break;
+		rc = -1;
 		wire_hdr h;
 		void *body, *control;
 		unpark(w, &h, &body, &control);
@@ -331,6 +335,7 @@ hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 			w->wid = wid;
 			w->incarnation = h->incarnation;
 			w->run_id = (uint64_t)c->run_id;
+			w->last_heard = sl_now();
 			pthread_mutex_init(&w->mu, NULL);
 			pthread_cond_init(&w->cv, NULL);
 			w->next = rs->all;
@@ -397,6 +402,9 @@ handle(remote *rs, void *body, size_t len, void *control)
 		nn_freemsg(body);
 		return;
 	}
+	pthread_mutex_lock(&w->mu);
+	w->last_heard = sl_now();
+	pthread_mutex_unlock(&w->mu);
 	if (h.kind == WIRE_PULL || h.kind == WIRE_PUSH) {
 		pthread_mutex_lock(&w->mu);
 		if (w->parked) { /* a resend replaces what waited: answer the newest */
@@ -414,8 +422,12 @@ handle(remote *rs, void *body, size_t len, void *control)
 	}
 	wire_hdr o = {.kind = h.kind == WIRE_BYE ? WIRE_BYE : WIRE_CTRL, .worker_id = h.worker_id,
 		      .run_id = w->run_id, .ps_epoch = rs->epoch, .model_fp = wm.model_fp};
-	if (h.kind == WIRE_BYE)
+	if (h.kind == WIRE_BYE) {
+		pthread_mutex_lock(&w->mu);
+		w->bye = 1;
+		pthread_mutex_unlock(&w->mu);
 		rw_gone(w);
+	}
 	pthread_mutex_unlock(&rs->mu);
 	reply_doc(rs, control, &o, json_object());
 	nn_freemsg(body);

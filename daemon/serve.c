@@ -73,8 +73,9 @@ static const char serve_usage[] =
 	"                          the daemon warns and goes on without); none: no\n"
 	"                          remote workers. Beyond loopback, use a token.\n"
 	"                          See docs/remote.md\n"
-	"      --worker-timeout S  a remote worker that does not answer a step for\n"
-	"                          S seconds is lost: it leaves the run (default 10)\n"
+	"      --worker-timeout S  a remote worker that sends nothing, not even its\n"
+	"                          heartbeat (one a second), for S seconds is lost:\n"
+	"                          it leaves the run (default 5); a slow one is not\n"
 	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
 	"                          socket at URL, commands on a REP socket at its\n"
 	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
@@ -188,7 +189,7 @@ cmd_serve(int argc, char **argv)
 		   *ckpt_on_exit = NULL, *demo_path = NULL,
 		   *bus_url = NULL, *bus_rep = NULL, *bus_hz_arg = NULL;
 	int opt, code = 2, want_demo = 0, quiet = 0, verbose = 0, fd = -1;
-	double bus_hz = 4, worker_timeout = 10;
+	double bus_hz = 4, worker_timeout = 5;
 	bus *bs = NULL;
 	remote *rem = NULL;
 	const char *workers_url = NULL;

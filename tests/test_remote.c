@@ -16,7 +16,8 @@
 typedef struct fake {
 	model *m;
 	backend *be;
-	int calls, fail_at; /* fail_at > 0: lost at that call */
+	int calls, fail_at; /* fail_at > 0: lost (or left) at that call */
+	int fail_rc;        /* RUN_REMOTE_LOST or RUN_REMOTE_LEFT */
 	int left;
 	size_t off_seen;
 	pthread_mutex_t mu;
@@ -32,7 +33,7 @@ fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const u
 	int call = ++f->calls;
 	pthread_mutex_unlock(&f->mu);
 	if (f->fail_at && call >= f->fail_at)
-		return -1;
+		return f->fail_rc;
 	model_load_batch(f->m, data.train.x, data.train.y, idx, batch);
 	*loss = model_step(f->m, weights, batch, depth);
 	memcpy(grads + off, f->m->grads + off, sizeof(float) * (n - off));
@@ -58,6 +59,7 @@ fake_init(fake *f, const run_config *c, int fail_at)
 	memset(f, 0, sizeof(*f));
 	pthread_mutex_init(&f->mu, NULL);
 	f->fail_at = fail_at;
+	f->fail_rc = RUN_REMOTE_LOST;
 	ck_assert_int_eq(backend_open("cpu", 1, &f->be, err), 0);
 	const dataset *tr = &data.train;
 	ck_assert_msg(model_new(c->model, tr->c, tr->h, tr->w, tr->classes, c->batch, c->seed,
@@ -181,18 +183,21 @@ END_TEST
 
 START_TEST(a_lost_remote_leaves_the_run)
 {
-	const char *rules[] = {"asgd", "ssgd", "ssp"};
-	for (int k = 0; k < 3; k++) {
+	const char *rules[] = {"asgd", "ssgd", "ssp", "asgd"};
+	for (int k = 0; k < 4; k++) {
 		run_config c = wall(rules[k], 2);
 		c.delay.dist = DELAY_CONST;
 		c.delay.mean_ms = 1;
 		fake f;
 		fake_init(&f, &c, 6); /* lost at its sixth step */
+		if (k == 3)
+			f.fail_rc = RUN_REMOTE_LEFT; /* ... or leaves, saying so */
 		int id;
 		run_snapshot *s = with_remote(&c, &f, NULL, &id);
 		ck_assert_msg(!strcmp(s->stop_reason, "steps"), "%s: %s", rules[k], s->stop_reason);
 		ck_assert_uint_eq(s->v, 120);
-		ck_assert_uint_eq(s->remote_lost, 1);
+		ck_assert_uint_eq(s->remote_lost, k < 3);
+		ck_assert_uint_eq(s->remote_left, k == 3);
 		ck_assert_uint_eq(s->remote_dropped, 1);
 		ck_assert_int_eq(f.left, 1);
 		ck_assert_int_eq(s->n_workers, 2); /* the two local ones */

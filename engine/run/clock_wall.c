@@ -78,7 +78,7 @@ worker_main(void *p)
 		w->st = W_COMPUTE;
 		pthread_mutex_unlock(&r->mu);
 		double t0 = sl_now();
-		int lost = w->remote ? step_compute_remote(r, w) < 0 : (step_compute(r, w), 0);
+		int lost = w->remote ? step_compute_remote(r, w) : (step_compute(r, w), 0);
 		double dt = sl_now() - t0;
 		/* the divergence check, outside the lock: workers scan in parallel */
 		const char *bad = lost ? NULL : step_nonfinite(r, w);
@@ -91,7 +91,7 @@ worker_main(void *p)
 			w->remote_left = 1;
 			step_computed(r, w);
 			if (!r->stopping) /* cancelled by the run's stop: not a loss */
-				workers_lose_remote(r, w);
+				workers_lose_remote(r, w, lost == RUN_REMOTE_LEFT);
 			break;
 		}
 		if (step_computed(r, w) < 0 || step_check(r, w, bad) < 0)

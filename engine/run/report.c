@@ -261,6 +261,7 @@ build_snapshot(run *r)
 	}
 	s->remote_joined = r->remote_joined;
 	s->remote_lost = r->remote_lost;
+	s->remote_left = r->remote_left;
 	s->remote_dropped = r->remote_dropped;
 	return s;
 }

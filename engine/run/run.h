@@ -144,6 +144,7 @@ typedef struct run_snapshot {
 	run_divergence div;
 	uint64_t clock_gap_max;  /* widest (clock - slowest clock) at a start */
 	uint64_t remote_joined, remote_lost; /* remote workers that came, and were lost */
+	uint64_t remote_left;    /* ... and that left, saying so */
 	uint64_t remote_dropped; /* their steps in flight when lost, never applied */
 	int n_workers;
 	worker_snap *workers;
@@ -174,11 +175,14 @@ typedef struct run run;
  * rule, the staleness. compute() is called from the worker's thread
  * outside the run's lock with those weights (n floats) and the batch's
  * sample indices; it fills grads[off..n) and *loss and returns 0, or
- * returns < 0 when the worker is lost: it then leaves the run (a round
- * waiting for it goes on without it), its step is dropped and counted.
+ * returns RUN_REMOTE_LOST when the worker is lost, or RUN_REMOTE_LEFT when
+ * it left (said so): it then leaves the run (a round waiting for it goes on
+ * without it), its step is dropped and counted.
  * left() is called once the run no longer calls compute (may be NULL).
  * cancel() (may be NULL), called with the run's lock held when the run
  * stops, must make a compute in progress return soon (< 0) and not block. */
+enum { RUN_REMOTE_LOST = -1, RUN_REMOTE_LEFT = -2 };
+
 typedef struct run_remote_ops {
 	int (*compute)(void *ctx, const float *weights, size_t n, uint64_t v_read,
 		       const uint32_t *idx, int batch, int depth, size_t off, float *grads,

@@ -141,7 +141,7 @@ struct run {
 	rng shuf;
 	uint64_t taken, take_limit;
 	uint64_t clock_gap_max;
-	uint64_t remote_joined, remote_lost, remote_dropped;
+	uint64_t remote_joined, remote_lost, remote_left, remote_dropped;
 	/* progress */
 	uint64_t samples, updates;
 	double loss_sum;
@@ -295,8 +295,9 @@ void step_vhist_record(run *r);
 int worker_new(run *r, int id, worker **out);
 void worker_destroy(run *r, worker *w);
 void workers_set(run *r, int n);
-/* a remote worker was lost (lock held): it leaves, its step is dropped */
-void workers_lose_remote(run *r, worker *w);
+/* a remote worker was lost, or left when `left` (lock held): it leaves the
+ * run, its step is dropped */
+void workers_lose_remote(run *r, worker *w, int left);
 /* a worker's delay, spb_depth, speed and paused from the run object
  * (the run's delay, then its override) */
 void worker_settings(run *r, worker *w);

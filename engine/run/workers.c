@@ -159,11 +159,14 @@ workers_set(run *r, int n)
 /* ---- remote workers ------------------------------------------------------ */
 
 void
-workers_lose_remote(run *r, worker *w)
+workers_lose_remote(run *r, worker *w, int left)
 {
 	w->active = 0;
 	w->st = W_IDLE;
-	r->remote_lost++;
+	if (left)
+		r->remote_left++;
+	else
+		r->remote_lost++;
 	r->remote_dropped++; /* the step it was computing */
 	if (w->id == r->cfg.workers - 1) /* the last slot: the count goes down */
 		r->cfg.workers--;

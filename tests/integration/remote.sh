@@ -73,12 +73,21 @@ worker --worker-id 7
 wait_api 60 /api/v1/status 'd["remote"]["joined"]==3 and sum(1 for w in d["workers"] if w["remote"])==2' &&
 	ok "a new worker joins (--worker-id 7)" || bad "a new worker joins" "$(cat "$TMP/body")"
 expect_grep '\(id 7\)' "it got the id it asked for" "$(cat "$TMP/w.2")"
+S=$WPID
+kill -STOP "$S"
+wait_api 30 /api/v1/status 'd["remote"]["lost"]==2' &&
+	ok "a stopped worker (SIGSTOP) heartbeats no more: lost" || bad "SIGSTOP: lost" "$(cat "$TMP/body")"
+kill -CONT "$S"
+wait_api 60 /api/v1/status 'd["remote"]["joined"]==4 and sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>0)==2' &&
+	ok "continued (SIGCONT), it joins again by itself" || bad "SIGCONT: rejoins" "$(cat "$TMP/body"; cat "$TMP/w.2")"
+expect_grep '(let this worker go|refused: not a worker of this run|no heartbeat answered).*saying hello again' \
+	"it says why it said hello again" "$(cat "$TMP/w.2")"
 kill -TERM "$B"
 wait "$B"
 [ $? -eq 0 ] && ok "SIGTERM stops a worker, exit 0" || bad "SIGTERM stops a worker"
 expect_grep 'stopped' "it says so" "$(cat "$TMP/w.1")"
-wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==1' &&
-	ok "the daemon lets it go" || bad "the daemon lets it go" "$(cat "$TMP/body")"
+wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==1 and d["remote"]["left"]==1' &&
+	ok "the daemon lets it go (left, not lost)" || bad "the daemon lets it go" "$(cat "$TMP/body")"
 kill "$PID"; wait "$PID"
 [ $? -eq 0 ] && ok "the daemon stops with a remote worker connected, exit 0" || bad "daemon exit"
 cleanup; WPIDS=""

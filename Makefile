@@ -38,7 +38,7 @@ DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
 	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev tmux gnuplot-nox \
-	openmpi-bin
+	openmpi-bin iproute2
 
 .PHONY: all deps run test unit integration bench results results-quick bench-compare bench-accuracy asan valgrind fuzz \
 	fuzz-build fuzz-bins install install-files uninstall clean help

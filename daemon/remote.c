@@ -231,16 +231,13 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 	return rc;
 }
 
+/* The run let it go. Only w->mu is taken: the receiving thread may hold
+ * rs->mu and the run's lock (a hello joining the run), waiting for this
+ * worker's thread to end; a gone worker left in by_id counts as absent. */
 static void
 rw_left(void *ctx)
 {
-	rw *w = ctx;
-	remote *rs = w->rs;
-	rw_gone(w);
-	pthread_mutex_lock(&rs->mu);
-	if (rs->by_id[w->wid] == w)
-		rs->by_id[w->wid] = NULL;
-	pthread_mutex_unlock(&rs->mu);
+	rw_gone(ctx);
 }
 
 static void

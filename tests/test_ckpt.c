@@ -216,7 +216,7 @@ added_field(const tlv_rec *y)
 					    "comm_s", "pull_bytes", "push_bytes", "reply",
 					    "has_link", "coherence_every", "coh_sum", "coh_n", "coh_all",
 					    "coh_all_n", "coherence", "coherence_n", "coherence_all",
-					    "coherence_all_n", NULL};
+					    "coherence_all_n", "remote_slot", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

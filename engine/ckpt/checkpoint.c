@@ -615,6 +615,11 @@ load_doc(run *r, ckpt_doc *d, char *err)
 				       "checkpoint: \"workers[%d].batch_cap\" = %d, the run's "
 				       "worker holds %d", i, cw->w.idx_cap, w->m->batch_cap);
 		ckpt_copy_fields(&ckpt_worker_tab, w, &cw->w);
+		if (w->remote_slot) { /* its remote worker joins again, or another */
+			w->active = 0;
+			w->remote = NULL;
+			w->remote_left = 1;
+		}
 		w->batch_n = cw->w.batch_n;
 		memcpy(w->idx, cw->batch, sizeof(uint32_t) * (size_t)w->batch_n);
 		backend *be = w->be;

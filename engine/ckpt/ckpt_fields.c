@@ -285,6 +285,7 @@ static const field worker_rows[] = {
 	FLD(worker, "pull_bytes", pull_bytes, F_F64, OPT),
 	FLD(worker, "push_bytes", push_bytes, F_F64, OPT),
 	FLD(worker, "reply", reply, F_INT, OPT),
+	FLD(worker, "remote_slot", remote_slot, F_INT, OPT),
 	FLD(worker, "flops", flops, F_F64, OPT),
 	FLD(worker, "flops_saved", flops_saved, F_F64, OPT),
 	FLD(worker, "active_s", active_s, F_F64, OPT),

@@ -95,6 +95,8 @@ typedef struct worker {
 	const run_remote_ops *remote;
 	void *remote_ctx;
 	int remote_left;  /* its owner was told (left()): the slot is free */
+	int remote_slot;  /* a remote worker's slot: kept for remote workers,
+			   * never revived as a local one (checkpoints keep it) */
 	char host[64];
 } worker;
 

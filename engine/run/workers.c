@@ -102,6 +102,31 @@ worker_destroy(run *r, worker *w)
 		backend_free(be);
 }
 
+/* slot i joins the run (lock held; the slot exists) */
+static void
+slot_activate(run *r, int i)
+{
+	worker *w = r->w[i];
+	if (w->active)
+		return;
+	/* it joins at the slowest running clock (taken before it counts as
+	 * running: its own clock is 0 or stale) */
+	uint64_t mc = run_min_clock(r);
+	w->clock = mc == UINT64_MAX ? 0 : mc;
+	w->active = 1;
+	w->st = W_IDLE;
+	w->t_joined = run_now(r);
+	w->have = UINT64_MAX;
+	w->waiting = 0;
+	if (r->virt) {
+		if (!w->pending)
+			virt_schedule(r, run_now(r), i, EV_START);
+	} else {
+		if (wall_start_thread(r, w) < 0)
+			run_fail(r, -SL_ENOMEM, "workers: cannot start a thread");
+	}
+}
+
 /* set the worker count (lock held) */
 void
 workers_set(run *r, int n)
@@ -123,29 +148,9 @@ workers_set(run *r, int n)
 			r->n_slots = i + 1;
 		}
 		worker *w = r->w[i];
-		if (!w->active && w->remote_left) { /* a remote worker's old slot, local now */
-			w->remote = NULL;
-			w->remote_left = 0;
-			w->host[0] = 0;
-		}
-		if (!w->active) {
-			/* it joins at the slowest running clock (taken before it
-			 * counts as running: its own clock is 0 or stale) */
-			uint64_t mc = run_min_clock(r);
-			w->clock = mc == UINT64_MAX ? 0 : mc;
-			w->active = 1;
-			w->st = W_IDLE;
-			w->t_joined = run_now(r);
-			w->have = UINT64_MAX;
-			w->waiting = 0;
-			if (r->virt) {
-				if (!w->pending)
-					virt_schedule(r, run_now(r), i, EV_START);
-			} else {
-				if (wall_start_thread(r, w) < 0)
-					run_fail(r, -SL_ENOMEM, "workers: cannot start a thread");
-			}
-		}
+		if (!w->active && w->remote_slot)
+			continue; /* kept for remote workers (run_join_remote) */
+		slot_activate(r, i);
 	}
 	for (int i = n; i < r->n_slots; i++)
 		r->w[i]->active = 0; /* leaves after its current iteration */
@@ -183,6 +188,14 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 {
 	run_lock(r);
 	int rc = 0, n = r->cfg.workers;
+	/* a slot a remote worker left (its thread gone) is taken again, so
+	 * that joins and losses leave no holes a local worker would fill */
+	for (int i = 0; i < n && i < r->n_slots; i++)
+		if (!r->w[i]->active && r->w[i]->remote_slot && r->w[i]->remote_left &&
+		    (!r->w[i]->thread_live || r->w[i]->exited)) {
+			n = i;
+			break;
+		}
 	if (r->virt)
 		rc = sl_fail(err, SL_EINVAL, "remote workers need the wall clock (the virtual "
 			     "clock simulates its workers)");
@@ -212,9 +225,13 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 		w->remote = ops;
 		w->remote_ctx = ctx;
 		w->remote_left = 0;
+		w->remote_slot = 1;
 		snprintf(w->host, sizeof(w->host), "%s", host ? host : "");
 		r->remote_joined++;
-		workers_set(r, n + 1);
+		if (n >= r->cfg.workers)
+			r->cfg.workers = n + 1;
+		slot_activate(r, n);
+		wall_fit_threads(r);
 		*id = n;
 	}
 	run_unlock(r);

@@ -11,13 +11,21 @@
 SL=$(cd "$(dirname "${1:-build/stalelab}")" && pwd)/$(basename "${1:-build/stalelab}")
 echo "integration: remote workers across network namespaces"
 tag=sl$$
+# the probe: a namespace made and entered (in a chroot, where / is not a
+# mount point, `ip netns add` works and `ip netns exec` does not)
+probe() {
+	ip netns add "$tag-probe" 2>/dev/null || return 1
+	ip netns exec "$tag-probe" true 2>/dev/null
+	_rc=$?
+	ip netns del "$tag-probe" 2>/dev/null
+	return $_rc
+}
 if [ "$(id -u)" != 0 ] || ! command -v ip >/dev/null 2>&1 || ! command -v tc >/dev/null 2>&1 ||
-	! ip netns add "$tag-probe" 2>/dev/null; then
-	echo "  skipped: needs root, ip and tc (iproute2) and network namespaces"
+	! probe; then
+	echo "  skipped: needs root, ip and tc (iproute2), and network namespaces it can enter"
 	finish netns
 	exit 0
 fi
-ip netns del "$tag-probe"
 PS=$tag-ps W1=$tag-w1 W2=$tag-w2
 teardown() {
 	for p in $PIDS; do kill -9 "$p" 2>/dev/null; done

@@ -14,6 +14,9 @@ tag=sl$$
 # the probe: a namespace made and entered (in a chroot, where / is not a
 # mount point, `ip netns add` works and `ip netns exec` does not)
 probe() {
+	# a chroot's / is no mount point: `ip netns add` would leave a mount
+	# of /run/netns in it, and `ip netns exec` cannot work there
+	command -v mountpoint >/dev/null 2>&1 && ! mountpoint -q / && return 1
 	ip netns add "$tag-probe" 2>/dev/null || return 1
 	ip netns exec "$tag-probe" true 2>/dev/null
 	_rc=$?

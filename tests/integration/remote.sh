@@ -145,7 +145,7 @@ if command -v tmux >/dev/null 2>&1; then
 	sess=slremote$$
 	tmux new-session -d -s "$sess" -x 110 -y 40 "$SL tui --connect tcp://127.0.0.1:$bport"
 	screen_has() { tmux capture-pane -p -t "$sess" | grep -q -- "$1"; }
-	wait_until 30 screen_has "@$(hostname)" && ok "the TUI shows the remote worker's host" ||
+	wait_until 90 screen_has "@$(hostname)" && ok "the TUI shows the remote worker's host" ||
 		bad "the TUI shows the host" "$(tmux capture-pane -p -t "$sess")"
 	tmux kill-session -t "$sess" 2>/dev/null
 	kill "$PID"; wait "$PID" 2>/dev/null

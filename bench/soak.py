@@ -31,13 +31,19 @@ CYCLE = CHANGE * len(COUNTS)               # whole cycles are compared
 # the daemon's own RSS climbs for its first 30 s or so (data, buffers)
 WARMUP = float(os.environ.get("SOAK_WARMUP", min(60.0, max(30.0, round(SECONDS / 4 / SAMPLE) * SAMPLE))))
 WRK_PID = int(os.environ.get("SOAK_WRK_PID", 0))
+# remote workers joining and leaving (soak.sh passes the daemon's
+# --workers-listen URL and the binary): one joins at each cycle's start and
+# leaves half a cycle later, by SIGTERM (saying bye) and SIGKILL (lost) in turn
+REMOTE_URL = os.environ.get("SOAK_WORKERS_URL", "")
+REMOTE_BIN = os.environ.get("SOAK_BIN", "")
 
 u = urllib.parse.urlparse(URL)
 HOST, PORT = u.hostname, u.port
 stop = threading.Event()
 lock = threading.Lock()
 errors = {}                                # kind -> count
-stats = {"sse_events": 0, "sse_reconnects": 0, "bus_msgs": 0, "changes": 0}
+stats = {"sse_events": 0, "sse_reconnects": 0, "bus_msgs": 0, "changes": 0,
+         "remote_started": 0, "remote_termed": 0, "remote_killed": 0}
 
 
 def error(kind, detail=""):
@@ -150,6 +156,30 @@ def changer(t0):
             error("put_workers", str(e))
 
 
+def remote_churn(t0):
+    """a remote worker per cycle: joins at its start, leaves half a cycle on"""
+    import subprocess
+    k = 0
+    while not stop.is_set():
+        if stop.wait(max(0, t0 + k * CYCLE + 1 - time.time())):
+            break
+        w = subprocess.Popen([REMOTE_BIN, "worker", "--connect", REMOTE_URL, "--threads", "1",
+                              "--give-up", "30", "-q"], stderr=subprocess.PIPE, text=True)
+        count("remote_started")
+        stop.wait(CYCLE / 2)
+        if k % 2 == 0:
+            w.send_signal(signal.SIGTERM)
+            out = w.communicate(timeout=15)[1]
+            if w.returncode != 0:
+                error("remote_worker", "exit %s: %s" % (w.returncode, out.strip()[-200:]))
+            count("remote_termed")
+        else:
+            w.kill()
+            w.wait()
+            count("remote_killed")
+        k += 1
+
+
 def proc(field):
     with open("/proc/%d/status" % PID) as f:
         for line in f:
@@ -210,6 +240,8 @@ def main():
     threads = [threading.Thread(target=sse_client, args=(i, sse_gaps)) for i in range(SSE_CLIENTS)]
     threads += [threading.Thread(target=bus_subscriber, args=(i, bus_gaps)) for i in range(len(bus_gaps))]
     threads.append(threading.Thread(target=changer, args=(t0,)))
+    if REMOTE_URL:
+        threads.append(threading.Thread(target=remote_churn, args=(t0,)))
     for t in threads:
         t.daemon = True
         t.start()
@@ -266,6 +298,15 @@ def main():
     expected_changes = int(SECONDS // CHANGE) - 1
     if stats["changes"] < expected_changes:
         error("changes", "%d worker-count changes, expected %d" % (stats["changes"], expected_changes))
+    remote = {}
+    if REMOTE_URL:
+        st, body = request("GET", "/api/v1/status")
+        remote = json.loads(body).get("remote", {}) if st == 200 else {}
+        if remote.get("joined", 0) < stats["remote_started"]:
+            error("remote_join", "%d remote workers started, %d joined"
+                  % (stats["remote_started"], remote.get("joined", 0)))
+        if stats["remote_started"] < 2:
+            error("remote_churn", "%d remote workers started" % stats["remote_started"])
     n_err = sum(errors.values())
 
     print()
@@ -280,6 +321,12 @@ def main():
     else:
         print("  bus: not in this build (serve --help has no --bus)")
     print("  worker-count changes: %d (every %.0f s: %s)" % (stats["changes"], CHANGE, COUNTS))
+    if REMOTE_URL:
+        print("  remote workers: %d started (%d stopped by SIGTERM, %d by SIGKILL); the daemon "
+              "saw %s joined, %s left, %s lost, %s pushes applied"
+              % (stats["remote_started"], stats["remote_termed"], stats["remote_killed"],
+                 remote.get("joined"), remote.get("left"), remote.get("lost"),
+                 remote.get("pushes", {}).get("applied")))
     print("  RSS: %.1f MiB after warm-up, %.1f MiB at most in the last third (%+.1f%%)"
           % (rss_start, rss_end, 100 * (rss_end / rss_start - 1)))
     print("  training: %.0f samples/s in t %.0f-%.0f s, %.0f samples/s in t %.0f-%.0f s (%+.1f%%)"
@@ -295,7 +342,9 @@ def main():
                       "samples_per_s_start": round(rate_start), "samples_per_s_end": round(rate_end),
                       "http_requests": wrk["requests"], "http_rps": wrk["rps"],
                       "sse_events": stats["sse_events"], "bus_msgs": stats["bus_msgs"],
-                      "changes": stats["changes"], "errors": errors, "verdict": verdict}))
+                      "changes": stats["changes"], "remote": remote,
+                      "remote_started": stats["remote_started"], "errors": errors,
+                      "verdict": verdict}))
     return 0 if verdict else 1
 
 

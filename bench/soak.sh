@@ -2,7 +2,9 @@
 # The soak: one daemon for SOAK_SECONDS (default 600) under HTTP load (wrk on
 # the read endpoints and the dashboard), 20 Server-Sent Events clients, bus
 # subscribers (when `stalelab serve --help` lists --bus), a worker-count
-# change every SOAK_CHANGE seconds (default 5); RSS, threads and training
+# change every SOAK_CHANGE seconds (default 5), remote workers (`stalelab
+# worker`) joining and leaving, one a cycle (SIGTERM and SIGKILL in turn,
+# when serve --help lists --workers-listen); RSS, threads and training
 # samples/s sampled every 10 s. Prints the samples, a summary and a verdict:
 # RSS flat after warm-up (the last third at most 10% + 8 MiB over the
 # level after warm-up), no unexpected error (HTTP non-2xx or socket errors,
@@ -49,9 +51,18 @@ for p in range(20000, 60000, 2):
 	bus=tcp://127.0.0.1:$bport
 fi
 
+wurl=
+if "$SL" serve --help | grep -q -- '--workers-listen'; then
+	wport=$(python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()')
+	wurl=tcp://127.0.0.1:$wport
+fi
+
 set --
 [ -n "$SOAK_CONFIG" ] && set -- --config "$SOAK_CONFIG"
 [ -n "$bus" ] && set -- "$@" --bus "$bus"
+[ -n "$wurl" ] && set -- "$@" --workers-listen "$wurl"
 "$SL" serve --listen 127.0.0.1:0 --quiet --log "$tmp/soak.jsonl" "$@" 2>"$tmp/err" &
 PID=$!
 i=0
@@ -59,7 +70,7 @@ while [ $i -lt 300 ] && ! grep -q 'listening on http' "$tmp/err" 2>/dev/null; do
 port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$tmp/err")
 [ -n "$port" ] || { echo "soak: the daemon did not start:"; cat "$tmp/err"; exit 2; }
 URL=http://127.0.0.1:$port
-echo "soak: $SECONDS_ s against $URL (pid $PID)${bus:+, bus $bus}; wrk $WRK_FLAGS"
+echo "soak: $SECONDS_ s against $URL (pid $PID)${bus:+, bus $bus}${wurl:+, remote workers on $wurl}; wrk $WRK_FLAGS"
 
 cat >"$tmp/paths.lua" <<'LUA'
 -- the read endpoints and the dashboard, in turn
@@ -74,7 +85,7 @@ LUA
 wrk $WRK_FLAGS -d"$((SECONDS_ + 60))s" --timeout 5s -s "$tmp/paths.lua" "$URL" >"$tmp/wrk.txt" 2>&1 &
 WRK=$!
 # soak.py stops wrk (SIGINT: it prints its figures) when the time is up
-SOAK_WRK_PID=$WRK python3 "$here/soak.py" "$URL" "$PID" "$SECONDS_" "$tmp/wrk.txt" "$tmp/soak.jsonl" $bus
+SOAK_WRK_PID=$WRK SOAK_WORKERS_URL=$wurl SOAK_BIN=$SL python3 "$here/soak.py" "$URL" "$PID" "$SECONDS_" "$tmp/wrk.txt" "$tmp/soak.jsonl" $bus
 rc=$?
 wait $WRK
 kill -TERM $PID; wait $PID; src=$?

@@ -172,12 +172,16 @@ api_status_json(const run_snapshot *s)
 	for (int i = 0; i < s->n_workers; i++)
 		json_array_append_new(ws, api_worker_json(&s->workers[i]));
 	json_object_set_new(o, "workers", ws);
-	if (s->remote_joined) /* remote workers: how many came, were lost, and lost steps */
-		json_object_set_new(o, "remote", json_pack("{s:I,s:I,s:I,s:I}", "joined",
-							   (json_int_t)s->remote_joined, "left",
-							   (json_int_t)s->remote_left, "lost",
-							   (json_int_t)s->remote_lost, "dropped",
-							   (json_int_t)s->remote_dropped));
+	if (s->remote_joined) /* remote workers: how many came, were lost, lost steps,
+			       * and the ledger's count of pushes */
+		json_object_set_new(o, "remote", json_pack(
+			"{s:I,s:I,s:I,s:I,s:{s:I,s:I,s:I,s:I},s:i}", "joined",
+			(json_int_t)s->remote_joined, "left", (json_int_t)s->remote_left, "lost",
+			(json_int_t)s->remote_lost, "dropped", (json_int_t)s->remote_dropped,
+			"pushes", "applied", (json_int_t)s->remote_applied, "duplicates",
+			(json_int_t)s->remote_duplicates, "abandoned",
+			(json_int_t)s->remote_abandoned, "stale", (json_int_t)s->remote_stale,
+			"generation", (int)s->remote_generation));
 	return o;
 }
 
@@ -300,6 +304,26 @@ api_prometheus(const run_snapshot *s)
 	pf(&b, "# HELP stalelab_samples_per_second Training throughput.\n");
 	pf(&b, "# TYPE stalelab_samples_per_second gauge\n");
 	pf(&b, "stalelab_samples_per_second %.17g\n", s->samples_per_s);
+	struct { const char *name, *help, *label; const char *vals[4]; uint64_t n[4]; } rc[] = {
+		{"stalelab_remote_workers_total",
+		 "Remote workers that joined, left (saying so) and were lost.", "event",
+		 {"joined", "left", "lost", NULL},
+		 {s->remote_joined, s->remote_left, s->remote_lost, 0}},
+		{"stalelab_remote_steps_dropped_total",
+		 "Steps of lost remote workers, never applied.", NULL, {NULL},
+		 {s->remote_dropped}},
+		{"stalelab_remote_pushes_total", "Remote pushes by the ledger's verdict.", "verdict",
+		 {"applied", "duplicate", "abandoned", "stale"},
+		 {s->remote_applied, s->remote_duplicates, s->remote_abandoned, s->remote_stale}},
+	};
+	for (size_t k = 0; k < sizeof(rc) / sizeof(rc[0]); k++) {
+		pf(&b, "# HELP %s %s\n# TYPE %s counter\n", rc[k].name, rc[k].help, rc[k].name);
+		if (!rc[k].label)
+			pf(&b, "%s %llu\n", rc[k].name, (unsigned long long)rc[k].n[0]);
+		for (int i = 0; rc[k].label && i < 4 && rc[k].vals[i]; i++)
+			pf(&b, "%s{%s=\"%s\"} %llu\n", rc[k].name, rc[k].label, rc[k].vals[i],
+			   (unsigned long long)rc[k].n[i]);
+	}
 	pf(&b, "# HELP stalelab_worker_staleness_mean Mean staleness per worker.\n");
 	pf(&b, "# TYPE stalelab_worker_staleness_mean gauge\n");
 	for (int i = 0; i < s->n_workers; i++)

@@ -119,6 +119,13 @@ cmd_run(int argc, char **argv)
 	dataset_pair data;
 	run *r = NULL;
 	int code = 1;
+	if (cfg.workers == 0) {
+		free(sched);
+		free(rs.buf);
+		snprintf(err, SL_ERR_LEN, "workers: 0 (remote workers only) is for stalelab serve, "
+			 "which takes remote workers; stalelab run has none: give 1 or more");
+		return runcli_usage_error(NULL, err);
+	}
 	if (ds_load(cfg.dataset, cfg.seed, &data, err) < 0) {
 		free(sched);
 		free(rs.buf);

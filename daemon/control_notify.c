@@ -140,6 +140,20 @@ ctl_on_diverged(void *ud, const run_divergence *d)
 	        (unsigned long long)d->v_read);
 }
 
+void
+ctl_on_remote(void *ud, double t, uint64_t v, int worker, const char *what, const char *host)
+{
+	ctl *c = ud;
+	json_t *r = json_pack("{s:s,s:s,s:i,s:s,s:o,s:I,s:i}", "event", "remote", "what", what,
+			      "worker", worker, "host", host, "t", jsonout_real(t), "v",
+			      (json_int_t)v, "run", c->run_id);
+	ctl_record(c, "remote", r);
+	json_decref(r);
+	ctl_say(c, "run %d at v %llu: remote worker %d%s%s %s%s", c->run_id,
+	        (unsigned long long)v, worker, *host ? " @" : "", host, what,
+	        strcmp(what, "joined") ? " (its step in flight dropped)" : "");
+}
+
 /* ---- a PATCH waiting for its change --------------------------------------- */
 
 /* wait for a change to be applied (ctl_on_change marks it done): register

@@ -220,7 +220,8 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 			fprintf(stderr, "stalelab serve: %s\n", dp->note);
 	}
 	run_callbacks cb = {.eval = ctl_on_eval, .change = ctl_on_change,
-			    .checkpoint = on_checkpoint, .diverged = ctl_on_diverged, .ud = c};
+			    .checkpoint = on_checkpoint, .diverged = ctl_on_diverged,
+			    .remote = ctl_on_remote, .ud = c};
 	run *r = NULL;
 	rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err);
 	if (rc == 0 && rec &&

@@ -14,6 +14,7 @@
 #include <nanomsg/tcp.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,6 +34,7 @@ typedef struct rw {
 	remote *rs;
 	uint32_t wid, incarnation;
 	uint64_t run_id;
+	run *r;                /* the run it joined (alive while it computes) */
 	int run_worker;        /* its id in the run */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
@@ -61,6 +63,9 @@ struct remote {
 	uint32_t next_id, epoch;
 	int model_run;         /* the run whose model wm describes */
 	wire_model wm;
+	FILE *push_log;        /* --push-log (NULL: none) */
+	size_t max_msg;        /* the socket's receive limit */
+	pthread_mutex_t log_mu;
 };
 
 /* ---- sending ---------------------------------------------------------------- */
@@ -132,6 +137,21 @@ refuse(remote *rs, void *control, uint32_t wid, const char *why)
 
 /* ---- one remote worker: the engine's side ------------------------------------ */
 
+/* a line for the push applied: the daemon's epoch, the worker id, its
+ * incarnation, the step's number and the version it read. Written
+ * through at once, so a killed daemon's lines are all there. */
+static void
+push_log(remote *rs, const rw *w, uint64_t seq, uint64_t v_read)
+{
+	if (!rs->push_log)
+		return;
+	pthread_mutex_lock(&rs->log_mu);
+	fprintf(rs->push_log, "%u\t%u\t%u\t%llu\t%llu\n", rs->epoch, w->wid, w->incarnation,
+		(unsigned long long)seq, (unsigned long long)v_read);
+	fflush(rs->push_log);
+	pthread_mutex_unlock(&rs->log_mu);
+}
+
 static void
 rw_gone(rw *w)
 {
@@ -188,8 +208,10 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 			.model_fp = rs->wm.model_fp,
 			.layer_lo = (uint16_t)(depth > 0 && depth < L ? L - depth : 0),
 			.layer_hi = (uint16_t)L};
+	/* numbered by the run's ledger: never the number of another step */
+	if (!(out.seq = run_remote_issue(w->r, w->wid)))
+		return RUN_REMOTE_LOST;
 	pthread_mutex_lock(&w->mu);
-	out.seq = ++w->step;
 	int sent = 0, rc = -1;
 	for (;;) {
 		if ((rc = wait_parked(w)) < 0)
@@ -199,28 +221,31 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 		void *body, *control;
 		unpark(w, &h, &body, &control);
 		pthread_mutex_unlock(&w->mu);
+		wire_hdr ack = {.kind = WIRE_ACK, .worker_id = w->wid, .seq = h.seq,
+				.run_id = w->run_id, .ps_epoch = rs->epoch,
+				.model_fp = rs->wm.model_fp};
 		if (h.kind == WIRE_PULL) { /* the step's weights (again, for a resent pull) */
 			reply(rs, control, &out, weights, 4 * n, idx, 4 * (size_t)batch);
 			sent = 1;
-		} else if (h.kind == WIRE_PUSH && h.seq < out.seq) { /* a resend: done already */
-			wire_hdr ack = {.kind = WIRE_ACK, .worker_id = w->wid, .seq = h.seq,
-					.run_id = w->run_id, .ps_epoch = rs->epoch,
-					.model_fp = rs->wm.model_fp};
-			reply(rs, control, &ack, NULL, 0, NULL, 0);
-		} else if (h.kind == WIRE_PUSH && sent && h.seq == out.seq &&
-			   h.layer_lo == out.layer_lo &&
-			   h.payload_len == WIRE_PUSH_LOSS + 4 * (n - off)) {
-			const uint8_t *p = (const uint8_t *)body + WIRE_HEADER;
-			memcpy(loss, p, sizeof(double));
-			memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
-			wire_hdr ack = {.kind = WIRE_ACK, .worker_id = w->wid, .seq = h.seq,
-					.run_id = w->run_id, .ps_epoch = rs->epoch,
-					.model_fp = rs->wm.model_fp};
-			reply(rs, control, &ack, NULL, 0, NULL, 0);
-			rc = 0;
+		} else if (h.seq == out.seq && !(sent && h.layer_lo == out.layer_lo &&
+					       h.payload_len == WIRE_PUSH_LOSS + 4 * (n - off))) {
+			refuse(rs, control, w->wid, "push of other layers than the weights asked "
+			       "for");
 		} else {
-			refuse(rs, control, w->wid, "push of another step or other layers than "
-			       "the weights asked for");
+			int v = run_remote_push(w->r, w->wid, w->incarnation, h.seq);
+			if (v == LEDGER_APPLY) {
+				const uint8_t *p = (const uint8_t *)body + WIRE_HEADER;
+				memcpy(loss, p, sizeof(double));
+				memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
+				reply(rs, control, &ack, NULL, 0, NULL, 0);
+				push_log(rs, w, h.seq, v_read);
+				rc = 0;
+			} else if (v == LEDGER_DUPLICATE) { /* a resend: applied already */
+				reply(rs, control, &ack, NULL, 0, NULL, 0);
+			} else {
+				refuse(rs, control, w->wid, "push of a step given up (the worker "
+				       "was lost, or reconnected): pull again");
+			}
 		}
 		nn_freemsg(body);
 		pthread_mutex_lock(&w->mu);
@@ -313,6 +338,12 @@ hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 	} else {
 		run_snapshot *snap = run_snapshot_get(c->r);
 		rc = model_of(rs, &snap->cfg, c->run_id, err);
+		if (rc == 0 && wire_max_message(&rs->wm) > rs->max_msg)
+			rc = sl_fail(err, SL_EINVAL, "the run's model (%s, %llu parameters) needs "
+				     "messages of %zu bytes, over the daemon's receive limit of %zu "
+				     "(serve --workers-max-mib)", snap->cfg.model,
+				     (unsigned long long)rs->wm.n_params, wire_max_message(&rs->wm),
+				     rs->max_msg);
 		json_t *cfg = rc == 0 ? config_to_json(&snap->cfg) : NULL;
 		run_snapshot_put(snap);
 		if (rc == 0 && wid != WIRE_ANY_ID && rs->by_id[wid] && !rs->by_id[wid]->gone &&
@@ -335,9 +366,13 @@ hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 			w->last_heard = sl_now();
 			pthread_mutex_init(&w->mu, NULL);
 			pthread_cond_init(&w->cv, NULL);
+			w->r = c->r;
 			w->next = rs->all;
 			rs->all = w;
-			rc = run_join_remote(c->r, &rw_ops, w, host, &w->run_worker, err);
+			if (run_remote_hello(c->r, wid, h->incarnation) < 0)
+				rc = sl_fail(err, SL_ENOMEM, "out of memory");
+			else
+				rc = run_join_remote(c->r, &rw_ops, w, host, &w->run_worker, err);
 			if (rc < 0)
 				w->gone = 1;
 		}
@@ -363,6 +398,18 @@ hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 	json_decref(doc);
 	if (control)
 		refuse(rs, control, wid, err);
+}
+
+/* a push for another daemon, run or process, or from a worker the run
+ * let go: dropped, and counted in the current run's ledger */
+static void
+stale_push(remote *rs)
+{
+	ctl *c = rs->c;
+	pthread_mutex_lock(&c->mu);
+	if (c->r)
+		run_remote_stale(c->r);
+	pthread_mutex_unlock(&c->mu);
 }
 
 /* one received message (body and control are ours: freed or parked) */
@@ -395,6 +442,8 @@ handle(remote *rs, void *body, size_t len, void *control)
 			  : NULL;
 	if (why) {
 		pthread_mutex_unlock(&rs->mu);
+		if (h.kind == WIRE_PUSH)
+			stale_push(rs);
 		refuse(rs, control, h.worker_id, why);
 		nn_freemsg(body);
 		return;
@@ -455,7 +504,7 @@ rx_main(void *p)
 
 int
 remote_start(remote **out, ctl *c, const char *url, const char *token, double timeout_s,
-	     char *err)
+	     const char *push_log_path, int max_mib, char *err)
 {
 	*out = NULL;
 	remote *rs = calloc(1, sizeof(*rs));
@@ -465,17 +514,26 @@ remote_start(remote **out, ctl *c, const char *url, const char *token, double ti
 	rs->token = token;
 	rs->timeout = timeout_s;
 	rs->epoch = (uint32_t)time(NULL);
+	if (push_log_path && !(rs->push_log = fopen(push_log_path, "a"))) {
+		int e = errno;
+		free(rs);
+		return sl_fail(err, SL_EINVAL, "--push-log %s: %s", push_log_path, strerror(e));
+	}
 	pthread_mutex_init(&rs->mu, NULL);
+	pthread_mutex_init(&rs->log_mu, NULL);
 	atomic_init(&rs->stop, 0);
 	rs->sock = nn_socket(AF_SP_RAW, NN_REP);
 	if (rs->sock < 0) {
-		free(rs);
+		int e = errno;
+		remote_free(rs);
 		return sl_fail(err, SL_EIO, "--workers-listen: cannot make a socket: %s",
-			       nn_strerror(errno));
+			       nn_strerror(e));
 	}
-	/* the largest message a worker sends is a push of the whole model;
-	 * bound it (never unlimited): the largest model the engine builds */
-	int max = 64 << 20, ms = POLL_MS, sndms = 5000, nodelay = 1, v4only = 0;
+	/* the largest message a worker sends is a push of the whole model:
+	 * bound it (never unlimited); a run whose model needs more is refused
+	 * at the hello, with the limit */
+	rs->max_msg = (size_t)max_mib << 20;
+	int max = max_mib << 20, ms = POLL_MS, sndms = 5000, nodelay = 1, v4only = 0;
 	int buf = 4 << 20;
 	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_RCVMAXSIZE, &max, sizeof(max));
 	nn_setsockopt(rs->sock, NN_SOL_SOCKET, NN_RCVTIMEO, &ms, sizeof(ms));
@@ -487,7 +545,7 @@ remote_start(remote **out, ctl *c, const char *url, const char *token, double ti
 	if (nn_bind(rs->sock, url) < 0) {
 		int e = errno;
 		nn_close(rs->sock);
-		free(rs);
+		remote_free(rs);
 		if (e == EADDRINUSE)
 			return sl_fail(err, SL_ESTATE, "--workers-listen %s: address in use "
 				       "(another daemon? choose another port, or none)", url);
@@ -496,7 +554,7 @@ remote_start(remote **out, ctl *c, const char *url, const char *token, double ti
 	}
 	if (pthread_create(&rs->th, NULL, rx_main, rs) != 0) {
 		nn_close(rs->sock);
-		free(rs);
+		remote_free(rs);
 		return sl_fail(err, SL_EIO, "--workers-listen: cannot start a thread");
 	}
 	rs->live = 1;
@@ -535,6 +593,9 @@ remote_free(remote *rs)
 		pthread_cond_destroy(&w->cv);
 		free(w);
 	}
+	if (rs->push_log)
+		fclose(rs->push_log);
+	pthread_mutex_destroy(&rs->log_mu);
 	pthread_mutex_destroy(&rs->mu);
 	free(rs);
 }

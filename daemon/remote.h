@@ -19,9 +19,12 @@ typedef struct remote remote;
 
 /* Bind url and start the receiving thread. token: the daemon's (NULL:
  * none), checked in every hello; timeout_s: how long a step may wait for
- * its worker before the worker is lost. */
+ * its worker before the worker is lost; push_log: a file (NULL: none) to
+ * which a line is appended for every push applied (docs/formats.md);
+ * max_mib: the receive limit, MiB (a run whose model needs more is refused
+ * at the hello). */
 int remote_start(remote **out, ctl *c, const char *url, const char *token, double timeout_s,
-		 char *err);
+		 const char *push_log, int max_mib, char *err);
 /* Stop receiving: every remote worker is let go (a run step waiting for
  * one returns), the thread ends, the socket closes. Before the run is
  * freed; NULL is fine. */

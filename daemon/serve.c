@@ -76,6 +76,12 @@ static const char serve_usage[] =
 	"      --worker-timeout S  a remote worker that sends nothing, not even its\n"
 	"                          heartbeat (one a second), for S seconds is lost:\n"
 	"                          it leaves the run (default 5); a slow one is not\n"
+	"      --workers-max-mib N  the largest message a remote worker may send,\n"
+	"                          MiB (default 64): a run whose model needs more\n"
+	"                          refuses remote workers, saying so\n"
+	"      --push-log FILE     append a line per remote push applied (epoch,\n"
+	"                          worker, incarnation, step number, version read):\n"
+	"                          an audit that nothing is applied twice\n"
 	"      --bus URL           the nanomsg bus: events and snapshots on a PUB\n"
 	"                          socket at URL, commands on a REP socket at its\n"
 	"                          sibling (tcp://H:P -> tcp://H:P+1, ipc://F ->\n"
@@ -157,7 +163,8 @@ cmd_serve(int argc, char **argv)
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 2);
 	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT,
-	       O_SWEEPS, O_WORKERS_LISTEN, O_WORKER_TIMEOUT };
+	       O_SWEEPS, O_WORKERS_LISTEN, O_WORKER_TIMEOUT, O_PUSH_LOG,
+	       O_MAX_MIB };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
 		{"config", required_argument, NULL, 'c'},
@@ -175,6 +182,8 @@ cmd_serve(int argc, char **argv)
 		{"sweeps", required_argument, NULL, O_SWEEPS},
 		{"workers-listen", required_argument, NULL, O_WORKERS_LISTEN},
 		{"worker-timeout", required_argument, NULL, O_WORKER_TIMEOUT},
+		{"push-log", required_argument, NULL, O_PUSH_LOG},
+		{"workers-max-mib", required_argument, NULL, O_MAX_MIB},
 		{"resume", required_argument, NULL, 'R'},
 		{"log-format", required_argument, NULL, 'F'},
 		{"demo", no_argument, NULL, 'M'},
@@ -192,8 +201,8 @@ cmd_serve(int argc, char **argv)
 	double bus_hz = 4, worker_timeout = 5;
 	bus *bs = NULL;
 	remote *rem = NULL;
-	const char *workers_url = NULL;
-	unsigned long long conn_max = CONN_MAX, timeout = IDLE_TIMEOUT;
+	const char *workers_url = NULL, *push_log = NULL;
+	unsigned long long conn_max = CONN_MAX, timeout = IDLE_TIMEOUT, max_mib = 64;
 	char err[SL_ERR_LEN];
 	run_sched *sched = NULL;
 	int n_sched = 0;
@@ -235,6 +244,14 @@ cmd_serve(int argc, char **argv)
 		case 'K': s->ctl.ckpt_dir = optarg; break;
 		case O_SWEEPS: s->ctl.sweeps_dir = optarg; break;
 		case O_WORKERS_LISTEN: workers_url = optarg; break;
+		case O_PUSH_LOG: push_log = optarg; break;
+		case O_MAX_MIB:
+			if (cli_u64(optarg, &max_mib) < 0 || max_mib < 1 || max_mib > 2047) {
+				fprintf(stderr, "stalelab serve: --workers-max-mib: expected 1 to "
+					"2047, got \"%s\"\n", optarg);
+				goto out;
+			}
+			break;
 		case O_WORKER_TIMEOUT:
 			if (cli_double(optarg, &worker_timeout) < 0 ||
 			    !(worker_timeout >= 0.1 && worker_timeout <= 3600)) {
@@ -410,7 +427,8 @@ cmd_serve(int argc, char **argv)
 	if (!workers_url)
 		workers_url = "tcp://127.0.0.1:8473";
 	if (strcmp(workers_url, "none")) {
-		rc = remote_start(&rem, &s->ctl, workers_url, s->token, worker_timeout, err);
+		rc = remote_start(&rem, &s->ctl, workers_url, s->token, worker_timeout, push_log,
+				  (int)max_mib, err);
 		if (rc == -SL_ESTATE && workers_default) {
 			snprintf(workers_line, sizeof(workers_line),
 				 "stalelab serve: warning: no remote workers: %s\n", err);

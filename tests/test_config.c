@@ -82,7 +82,7 @@ static const struct {
 	{"{\"batch\": \"64\"}", "batch: expected an integer, got a string"},
 	{"{\"batch\": 64.5}", "batch: must be an integer in [1, 65536], got 64.5"},
 	{"{\"batch\": 0}", "batch: must be an integer in [1, 65536], got 0"},
-	{"{\"workers\": 257}", "workers: must be an integer in [1, 256], got 257"},
+	{"{\"workers\": 257}", "workers: must be an integer in [0, 256], got 257"},
 	{"{\"lr\": 0}", "lr: must be in (0, 100], got 0"},
 	{"{\"lr\": -0.1}", "lr: "},
 	{"{\"lr\": \"fast\"}", "lr: expected a number, got a string"},

@@ -10,6 +10,7 @@
 #include <pthread.h>
 
 #include "backend.h"
+#include "ledger.h"
 #include "model.h"
 #include "run_util.h"
 
@@ -239,13 +240,74 @@ START_TEST(refusals)
 }
 END_TEST
 
+/* The ledger of remote pushes goes into the checkpoint and comes back in a
+ * new generation: what was applied stays applied (a resend is a
+ * duplicate), the counters carry on, and the next number is above any the
+ * saving daemon could have issued after it saved. */
+START_TEST(the_ledger_survives_a_checkpoint)
+{
+	char err[SL_ERR_LEN] = "";
+	run_config c = wall("asgd", 1);
+	c.stop_steps = 10;
+	run *r;
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	run_snapshot *s = run_snapshot_get(r);
+	ck_assert_uint_eq(s->remote_applied, 0); /* no ledger yet */
+	run_snapshot_put(s);
+	ck_assert_int_eq(run_remote_hello(r, 3, 77), 0);
+	ck_assert_int_eq(run_remote_hello(r, LEDGER_MAX, 77), -1);
+	ck_assert_uint_eq(run_remote_issue(r, 3), 1);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, 1), LEDGER_APPLY);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, 1), LEDGER_DUPLICATE);
+	ck_assert_uint_eq(run_remote_issue(r, 3), 2);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, 2), LEDGER_APPLY);
+	ck_assert_uint_eq(run_remote_issue(r, 3), 3); /* in flight when it saved */
+	run_remote_stale(r);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_msg(run_checkpoint(r, &buf, &len, err) == 0, "%s", err);
+	run_free(r);
+
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_msg(run_restore(r, buf, len, err) == 0, "%s", err);
+	s = run_snapshot_get(r);
+	ck_assert_uint_eq(s->remote_applied, 2);
+	ck_assert_uint_eq(s->remote_duplicates, 1);
+	ck_assert_uint_eq(s->remote_stale, 1);
+	ck_assert_uint_eq(s->remote_generation, 1);
+	run_snapshot_put(s);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, 2), LEDGER_DUPLICATE);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, 3), LEDGER_ABANDONED); /* the old daemon's */
+	ck_assert_int_eq(run_remote_push(r, 3, 78, 3), LEDGER_OLD_INCARNATION);
+	ck_assert_int_eq(run_remote_hello(r, 3, 77), 0); /* it reconnects */
+	uint64_t next = run_remote_issue(r, 3);
+	ck_assert_uint_eq(next, ((uint64_t)1 << 32) + 1);
+	ck_assert_int_eq(run_remote_push(r, 3, 77, next), LEDGER_APPLY);
+	/* and again: the generation goes on rising */
+	uint8_t *buf2;
+	size_t len2;
+	ck_assert_msg(run_checkpoint(r, &buf2, &len2, err) == 0, "%s", err);
+	run_free(r);
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_msg(run_restore(r, buf2, len2, err) == 0, "%s", err);
+	ck_assert_uint_eq(run_remote_issue(r, 3), ((uint64_t)2 << 32) + 1);
+	s = run_snapshot_get(r);
+	ck_assert_uint_eq(s->remote_applied, 3);
+	ck_assert_uint_eq(s->remote_generation, 2);
+	run_snapshot_put(s);
+	run_free(r);
+	free(buf);
+	free(buf2);
+}
+END_TEST
+
 static Suite *
 remote_suite(void)
 {
 	const run_case cases[] = {
 		{"seam", NULL, {remote_computes_as_a_local_worker,
 				partial_backprop_reaches_the_remote, a_lost_remote_leaves_the_run,
-				refusals, NULL}},
+				refusals, the_ledger_survives_a_checkpoint, NULL}},
 	};
 	return run_suite_of("remote", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -133,6 +133,7 @@ ckpt_save_state(run *r, blob *b)
 		tlv_close(&w);
 	}
 	tlv_close(&w);
+	ckpt_put_ledger(&w, r->led);
 	tlv_end(&w);
 }
 
@@ -269,6 +270,7 @@ typedef struct ckpt_doc {
 	int n_held;
 	ckpt_worker *w;
 	int n_w;
+	ledger *led;
 } ckpt_doc;
 
 static void
@@ -280,6 +282,7 @@ doc_free(ckpt_doc *d)
 	free(d->sched);
 	free(d->held);
 	free(d->w);
+	free(d->led);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -473,7 +476,8 @@ read_doc(const uint8_t *buf, size_t len, int skip_crc, ckpt_doc *d, char *err)
 				       bad);
 	}
 	if ((rc = tlv_get_sec(&root, "server", REQ, TLV_SEC, &d->server, err)) < 0 ||
-	    (rc = ps_restore(NULL, &d->server, d->n_params, err)) < 0)
+	    (rc = ps_restore(NULL, &d->server, d->n_params, err)) < 0 ||
+	    (rc = ckpt_get_ledger(&root, &d->led, err)) < 0)
 		return rc;
 	return 0;
 }
@@ -564,6 +568,12 @@ load_doc(run *r, ckpt_doc *d, char *err)
 	int rc = ps_restore(r->ps, &d->server, r->n_params, err);
 	if (rc < 0)
 		return rc;
+	if (d->led) { /* a new daemon: no number the saving one issued comes again */
+		free(r->led);
+		r->led = d->led;
+		d->led = NULL;
+		ledger_restored(r->led);
+	}
 	ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum,
 		   (float)r->cfg.weight_decay);
 

@@ -46,4 +46,10 @@ int ckpt_get_fields(const tlv_sec *s, const ftable *t, void *obj, char *err);
 /* the table's members from src into dst (other members untouched) */
 void ckpt_copy_fields(const ftable *t, void *dst, const void *src);
 
+/* the run's ledger of remote pushes (ckpt_ledger.c): written when l is
+ * not NULL; read into a new one (*out, NULL when the file has none):
+ * 1, 0 when absent, or < 0 with err naming the field */
+void ckpt_put_ledger(tlv_w *w, const ledger *l);
+int ckpt_get_ledger(const tlv_sec *root, ledger **out, char *err);
+
 #endif

@@ -4,10 +4,9 @@
 #include <string.h>
 
 void
-ledger_init(ledger *l, uint32_t epoch)
+ledger_init(ledger *l)
 {
 	memset(l, 0, sizeof(*l));
-	l->epoch = epoch;
 }
 
 int
@@ -16,61 +15,70 @@ ledger_join(ledger *l, uint32_t worker, uint32_t incarnation)
 	if (worker >= LEDGER_MAX)
 		return -1;
 	ledger_entry *e = &l->w[worker];
-	if (e->known && e->incarnation == incarnation)
-		return 0; /* a reconnect of the same process: its sequence goes on */
-	if (e->known)
+	if (e->known && e->incarnation != incarnation)
 		l->restarts++;
-	*e = (ledger_entry){.incarnation = incarnation, .known = 1};
+	e->known = 1;
+	e->incarnation = incarnation; /* the numbers go on: never issued twice */
 	return 0;
 }
 
+uint64_t
+ledger_issue(ledger *l, uint32_t worker)
+{
+	if (worker >= LEDGER_MAX)
+		return 0;
+	ledger_entry *e = &l->w[worker];
+	uint64_t floor = (uint64_t)l->generation << 32;
+	if (e->issued < floor)
+		e->issued = floor;
+	return ++e->issued;
+}
+
 ledger_verdict
-ledger_check(ledger *l, uint32_t worker, uint32_t incarnation, uint64_t seq, uint32_t epoch)
+ledger_push(ledger *l, uint32_t worker, uint32_t incarnation, uint64_t seq)
 {
 	if (worker >= LEDGER_MAX)
 		return LEDGER_BAD_ID;
-	if (epoch != l->epoch) {
-		l->old_epoch++;
-		return LEDGER_OLD_EPOCH;
-	}
 	ledger_entry *e = &l->w[worker];
 	if (!e->known || e->incarnation != incarnation) {
 		l->old_incarnation++;
 		return LEDGER_OLD_INCARNATION;
 	}
-	if (seq <= e->last) {
+	if (seq && seq <= e->applied) {
 		l->duplicates++;
 		return LEDGER_DUPLICATE;
 	}
-	if (e->held && seq == e->held) {
-		l->held_again++;
-		return LEDGER_HELD_AGAIN;
+	if (!seq || seq != e->issued) {
+		l->abandoned++;
+		return LEDGER_ABANDONED;
 	}
-	if (seq > e->last + 1)
-		l->gaps += seq - e->last - 1;
+	e->applied = seq;
+	l->applied++;
 	return LEDGER_APPLY;
 }
 
 void
-ledger_applied(ledger *l, uint32_t worker, uint64_t seq, int held)
+ledger_old_epoch(ledger *l)
 {
-	if (worker >= LEDGER_MAX)
-		return;
-	ledger_entry *e = &l->w[worker];
-	if (held) {
-		e->held = seq;
-		return;
-	}
-	if (seq > e->last)
-		e->last = seq;
-	if (e->held && e->held <= e->last)
-		e->held = 0;
+	l->old_epoch++;
+}
+
+void
+ledger_restored(ledger *l)
+{
+	l->generation++;
+	/* the step each worker had in flight was the saving daemon's: its
+	 * push is of a step given up */
+	uint64_t floor = (uint64_t)l->generation << 32;
+	for (int i = 0; i < LEDGER_MAX; i++)
+		if (l->w[i].known && l->w[i].issued < floor)
+			l->w[i].issued = floor;
 }
 
 const char *
 ledger_verdict_name(ledger_verdict v)
 {
-	static const char *const n[] = {"apply", "duplicate", "held again", "old epoch",
-					"old incarnation", "bad id"};
+	static const char *const n[] = {"apply", "duplicate", "abandoned", "old incarnation",
+					"bad id"};
 	return (unsigned)v < sizeof(n) / sizeof(n[0]) ? n[v] : "?";
 }

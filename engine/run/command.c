@@ -19,6 +19,9 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 	if (c->worker >= 0 && (c->worker >= r->cfg.workers))
 		return sl_fail(err, SL_EINVAL, "worker: no worker %d (the run has %d)",
 			       c->worker, r->cfg.workers);
+	if ((c->fields & CMD_WORKERS) && c->workers == 0 && r->virt)
+		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
+			       "clock; the virtual clock simulates its workers: give 1 or more");
 	if (c->fields & CMD_RULE) {
 		const rule_class *rc = rule_find(c->rule);
 		char names[256];

@@ -32,6 +32,9 @@ config_validate(const run_config *c, char *err)
 	int rc = fields_validate(&fields_run, c, "", err);
 	if (rc < 0)
 		return rc;
+	if (c->workers == 0 && strcmp(c->clock, "wall"))
+		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
+			       "clock; the virtual clock simulates its workers: give 1 or more");
 	int layers = fields_model_layers(c->model);
 	for (int i = 0; i < c->n_overrides; i++) {
 		const worker_override *o = &c->overrides[i];

@@ -263,6 +263,13 @@ build_snapshot(run *r)
 	s->remote_lost = r->remote_lost;
 	s->remote_left = r->remote_left;
 	s->remote_dropped = r->remote_dropped;
+	if (r->led) {
+		s->remote_applied = r->led->applied;
+		s->remote_duplicates = r->led->duplicates;
+		s->remote_abandoned = r->led->abandoned;
+		s->remote_stale = r->led->old_epoch + r->led->old_incarnation;
+		s->remote_generation = r->led->generation;
+	}
 	return s;
 }
 

@@ -331,6 +331,7 @@ run_free(run *r)
 	for (int i = 0; i < r->vh_depth; i++)
 		r->be_ps->ops->free(r->be_ps, r->vh[i]);
 	ps_free(r->ps);
+	free(r->led);
 	model_free(r->evm);
 	backend_free(r->be_eval);
 	backend_free(r->be_ps);

@@ -146,6 +146,10 @@ typedef struct run_snapshot {
 	uint64_t remote_joined, remote_lost; /* remote workers that came, and were lost */
 	uint64_t remote_left;    /* ... and that left, saying so */
 	uint64_t remote_dropped; /* their steps in flight when lost, never applied */
+	/* remote pushes (the ledger): applied, resends of applied ones, of
+	 * steps given up, and from an earlier daemon, run or process */
+	uint64_t remote_applied, remote_duplicates, remote_abandoned, remote_stale;
+	uint32_t remote_generation; /* restores from a checkpoint */
 	int n_workers;
 	worker_snap *workers;
 } run_snapshot;
@@ -163,6 +167,10 @@ typedef struct run_callbacks {
 	/* the run diverged (once, from the thread that caught it, lock held;
 	 * may be NULL); the end record follows */
 	void (*diverged)(void *ud, const run_divergence *d);
+	/* a remote worker joined, left (saying so) or was lost: what is
+	 * "joined", "left" or "lost" (lock held; may be NULL) */
+	void (*remote)(void *ud, double t, uint64_t v, int worker, const char *what,
+		       const char *host);
 	void *ud;
 } run_callbacks;
 
@@ -196,6 +204,17 @@ typedef struct run_remote_ops {
  * run, or a run with the most workers. err says why. */
 int run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, int *id,
 		    char *err);
+
+/* The run's ledger of remote pushes (ledger.h): the remote side numbers
+ * each step of a worker id with run_remote_issue and hands a push to the
+ * run only when run_remote_push says LEDGER_APPLY, so that nothing is
+ * applied twice. Saved in checkpoints. Each takes the run's lock; -1 (or
+ * 0 from issue) when out of memory or for an id of LEDGER_MAX or more. */
+int run_remote_hello(run *r, uint32_t wid, uint32_t incarnation);
+uint64_t run_remote_issue(run *r, uint32_t wid);
+int run_remote_push(run *r, uint32_t wid, uint32_t incarnation, uint64_t seq);
+/* a push made for an earlier daemon or run: dropped, counted */
+void run_remote_stale(run *r);
 
 /* Prepare a run of cfg on data (borrowed: must outlive the run), with the
  * schedule sched[0..n_sched) (copied). err names a bad field. */

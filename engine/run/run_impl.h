@@ -22,6 +22,7 @@
 #include "backend.h"
 #include "blob.h"
 #include "delay.h"
+#include "ledger.h"
 #include "model.h"
 #include "ps.h"
 #include "rng.h"
@@ -144,6 +145,7 @@ struct run {
 	uint64_t taken, take_limit;
 	uint64_t clock_gap_max;
 	uint64_t remote_joined, remote_lost, remote_left, remote_dropped;
+	ledger *led;      /* remote pushes applied (made at the first remote worker) */
 	/* progress */
 	uint64_t samples, updates;
 	double loss_sum;

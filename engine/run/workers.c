@@ -173,6 +173,9 @@ workers_lose_remote(run *r, worker *w, int left)
 	else
 		r->remote_lost++;
 	r->remote_dropped++; /* the step it was computing */
+	if (r->cb.remote)
+		r->cb.remote(r->cb.ud, run_now(r), ps_version(r->ps), w->id, left ? "left" : "lost",
+			     w->host);
 	if (w->id == r->cfg.workers - 1) /* the last slot: the count goes down */
 		r->cfg.workers--;
 	wall_fit_threads(r);
@@ -233,7 +236,60 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 		slot_activate(r, n);
 		wall_fit_threads(r);
 		*id = n;
+		if (r->cb.remote)
+			r->cb.remote(r->cb.ud, run_now(r), ps_version(r->ps), n, "joined", w->host);
 	}
 	run_unlock(r);
 	return rc;
+}
+
+/* ---- the ledger of remote pushes ------------------------------------------ */
+
+/* the run's ledger, made at the first call (lock held) */
+static ledger *
+run_ledger(run *r)
+{
+	if (!r->led && (r->led = malloc(sizeof(*r->led))))
+		ledger_init(r->led);
+	return r->led;
+}
+
+int
+run_remote_hello(run *r, uint32_t wid, uint32_t incarnation)
+{
+	run_lock(r);
+	ledger *l = run_ledger(r);
+	int rc = l ? ledger_join(l, wid, incarnation) : -1;
+	run_unlock(r);
+	return rc;
+}
+
+uint64_t
+run_remote_issue(run *r, uint32_t wid)
+{
+	pthread_mutex_lock(&r->mu); /* each step: no run_lock broadcast */
+	ledger *l = run_ledger(r);
+	uint64_t s = l ? ledger_issue(l, wid) : 0;
+	pthread_mutex_unlock(&r->mu);
+	return s;
+}
+
+int
+run_remote_push(run *r, uint32_t wid, uint32_t incarnation, uint64_t seq)
+{
+	pthread_mutex_lock(&r->mu); /* each step: no run_lock broadcast */
+	ledger *l = run_ledger(r);
+	int v = l ? (int)ledger_push(l, wid, incarnation, seq) : -1;
+	pthread_mutex_unlock(&r->mu);
+	return v;
+}
+
+void
+run_remote_stale(run *r)
+{
+	run_lock(r);
+	ledger *l = run_ledger(r);
+	if (l)
+		ledger_old_epoch(l);
+	run_unlock(r);
 }

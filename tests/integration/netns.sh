@@ -3,10 +3,11 @@
 # in one namespace, two workers in two others, each joined to the daemon's
 # by a veth link. Faults: a worker killed (SIGKILL), a link cut and
 # restored, a link blackholed (tc netem loss 100%) for longer than the
-# timeout, the daemon stopped and restarted from its checkpoint. Checked:
-# the run goes on throughout, each lost worker is counted, the workers come
-# back by themselves, test accuracy keeps rising. Without root or `ip
-# netns` it says so and checks nothing.
+# timeout, the daemon killed (SIGKILL) and restarted from a checkpoint.
+# Checked: the run goes on throughout, each lost worker is counted and
+# logged, the workers come back by themselves, test accuracy keeps rising,
+# and the push log (serve --push-log) has no (worker, incarnation, seq)
+# twice. Without root or `ip netns` it says so and checks nothing.
 . "$(dirname "$0")/lib.inc"
 SL=$(cd "$(dirname "${1:-build/stalelab}")" && pwd)/$(basename "${1:-build/stalelab}")
 echo "integration: remote workers across network namespaces"
@@ -56,10 +57,13 @@ cat >"$TMP/run.json" <<'JSON'
  "workers": 1, "threads": 1, "rule": "asgd", "eval_every": 40,
  "worker_overrides": [{"id": 0, "paused": true}]}
 JSON
+NLOG=0
 serve_ps() { # ARGS...: the daemon in the ps namespace; URL set
 	: >"$TMP/serve.err"
+	NLOG=$((NLOG + 1))
 	ip netns exec "$PS" "$SL" serve --listen 127.0.0.1:0 --bus none --quiet \
 		--workers-listen tcp://0.0.0.0:8473 --token-file "$TMP/token" --worker-timeout 3 \
+		--checkpoint-dir "$TMP" --log "$TMP/run$NLOG.jsonl" --push-log "$TMP/push.log" \
 		"$@" 2>"$TMP/serve.err" &
 	SPID=$!
 	PIDS="$PIDS $SPID"
@@ -68,7 +72,10 @@ serve_ps() { # ARGS...: the daemon in the ps namespace; URL set
 	port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\)/.*|\1|p' "$TMP/serve.err")
 }
 # GET the status inside the ps namespace (its loopback) into $TMP/body
-st() { ip netns exec "$PS" curl -s -o "$TMP/body" "http://127.0.0.1:$port/api/v1/status"; }
+st() {
+	rm -f "$TMP/body" # no answer: no body, never the last one's
+	ip netns exec "$PS" curl -s -o "$TMP/body" "http://127.0.0.1:$port/api/v1/status"
+}
 until_st() { # SECONDS PYTHON-EXPR over the status as d
 	_e=$(($(date +%s) + $1))
 	while :; do
@@ -91,7 +98,7 @@ remote_n() { echo 'sum(1 for w in d["workers"] if w["remote"] and w["state"] != 
 only_remote() { echo 'all(w["remote"] for w in d["workers"] if w["id"] != 0)'; }
 
 echo "t0ken-$$" >"$TMP/token"
-serve_ps --config "$TMP/run.json" --checkpoint-on-exit "$TMP/exit.ckpt"
+serve_ps --config "$TMP/run.json"
 [ -n "$port" ] && ok "the daemon starts in its namespace" || bad "the daemon starts" "$(cat "$TMP/serve.err")"
 worker_in 1
 worker_in 2
@@ -138,18 +145,39 @@ unhole
 until_st 90 "d['remote']['joined'] > $joined and $(remote_n) == 2" &&
 	ok "the blackhole lifted: the worker comes back by itself" || bad "blackhole: back" "$(cat "$TMP/body" "$TMP/w1.err")"
 
-# 4. the daemon stopped and restarted from its checkpoint
+# 4. the daemon killed (SIGKILL) after a checkpoint, and restarted from it:
+# the pushes it applied after the checkpoint are gone with it
+ip netns exec "$PS" curl -s -o "$TMP/ck" -X POST -H 'Content-Type: application/json' \
+	-H "Authorization: Bearer $(cat "$TMP/token")" \
+	--data '{"path": "mid.ckpt"}' "http://127.0.0.1:$port/api/v1/checkpoint"
+[ -s "$TMP/mid.ckpt" ] && ok "a checkpoint of the live run" || bad "checkpoint" "$(cat "$TMP/ck")"
+st
 v=$(val 'd["version"]')
-kill -TERM "$SPID"
+until_st 30 "d['version'] > $v + 50" || bad "trains after the checkpoint" "$(cat "$TMP/body")"
+kill -9 "$SPID"
 wait "$SPID" 2>/dev/null
-[ -s "$TMP/exit.ckpt" ] && ok "the daemon stops with a checkpoint" || bad "checkpoint on exit" "$(cat "$TMP/serve.err")"
-serve_ps --resume "$TMP/exit.ckpt"
+serve_ps --resume "$TMP/mid.ckpt"
+[ -n "$port" ] && ok "the daemon restarts from the checkpoint" || bad "restart" "$(cat "$TMP/serve.err")"
 until_st 90 "$(remote_n) == 2 and d['version'] > $v + 50" &&
 	ok "the restarted daemon: both workers come back and train on" ||
 	bad "restart: back" "$(cat "$TMP/body" "$TMP/serve.err" "$TMP"/w*.err)"
+expect_grep '"generation": ?1' "its ledger is the checkpoint's, in a new generation" "$(cat "$TMP/body")"
 acc1=$(val 'd["test_acc"]')
 until_st 5 "$(only_remote)" && ok "no slot a remote worker left came back as a local worker" ||
 	bad "slots" "$(cat "$TMP/body")"
 python3 -c "import sys; sys.exit(0 if float('$acc1') > float('$acc0') else 1)" &&
 	ok "test accuracy kept rising ($acc0 then $acc1)" || bad "accuracy: $acc0 then $acc1"
+
+# the logs: each event; the push log: nothing applied twice, two daemons
+logs=$(cat "$TMP/run1.jsonl" "$TMP/run2.jsonl")
+n_lost=$(printf '%s\n' "$logs" | grep -c '"event":"remote","what":"lost"')
+n_join=$(printf '%s\n' "$logs" | grep -c '"event":"remote","what":"joined"')
+[ "$n_lost" -ge 3 ] && [ "$n_join" -ge 6 ] &&
+	ok "the logs record each loss and join ($n_lost lost, $n_join joined)" ||
+	bad "events in the logs" "$n_lost lost, $n_join joined"
+dups=$(cut -f2-4 "$TMP/push.log" | sort | uniq -d | wc -l)
+epochs=$(cut -f1 "$TMP/push.log" | uniq | wc -l)
+[ "$dups" -eq 0 ] && [ "$epochs" -eq 2 ] &&
+	ok "no (worker, incarnation, seq) applied twice, over $(wc -l <"$TMP/push.log") pushes by 2 daemons" ||
+	bad "applied twice" "$dups repeated, $epochs daemons"
 finish netns

@@ -45,7 +45,8 @@ expect_grep 'workers-listen http://x' "serve: a bad --workers-listen: named" "$L
 
 # ---- asgd: two workers train the run ----
 run_json asgd wall
-start --bus none --workers-listen "$WURL" --worker-timeout 2 --config "$TMP/run.json"
+start --bus none --workers-listen "$WURL" --worker-timeout 2 --config "$TMP/run.json" \
+	--log "$TMP/run.jsonl" --push-log "$TMP/push.log"
 [ -n "$port" ] && ok "serve --workers-listen starts" || bad "serve starts" "$(cat "$TMP/serve.err")"
 worker
 A=$WPID
@@ -88,8 +89,41 @@ wait "$B"
 expect_grep 'stopped' "it says so" "$(cat "$TMP/w.1")"
 wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==1 and d["remote"]["left"]==1' &&
 	ok "the daemon lets it go (left, not lost)" || bad "the daemon lets it go" "$(cat "$TMP/body")"
+curl -s -o "$TMP/body" "http://127.0.0.1:$port/api/v1/status"
+applied=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["remote"]["pushes"]["applied"])' "$TMP/body")
+metrics=$(curl -s "http://127.0.0.1:$port/metrics")
+expect_grep 'stalelab_remote_pushes_total\{verdict="applied"\} [1-9]' "/metrics: pushes applied" "$metrics"
+expect_grep 'stalelab_remote_workers_total\{event="lost"\} 2' "/metrics: workers lost" "$metrics"
 kill "$PID"; wait "$PID"
 [ $? -eq 0 ] && ok "the daemon stops with a remote worker connected, exit 0" || bad "daemon exit"
+cleanup; WPIDS=""
+# the log has each event; the push log a line per push applied, none twice
+for ev in '"what":"joined","worker":1' '"what":"joined","worker":2' '"what":"lost"' '"what":"left"'; do
+	expect_grep "\"event\":\"remote\",$ev" "the log records $ev" "$(cat "$TMP/run.jsonl")"
+done
+pl=$(wc -l <"$TMP/push.log")
+[ "$pl" -ge "$applied" ] && [ "$applied" -gt 100 ] &&
+	ok "the push log has a line per push applied ($pl, $applied at the last status)" ||
+	bad "push log lines" "$pl lines, $applied applied"
+dups=$(cut -f2-4 "$TMP/push.log" | sort | uniq -d | wc -l)
+[ "$dups" -eq 0 ] && ok "no (worker, incarnation, seq) applied twice" || bad "applied twice" "$dups"
+ids=$(cut -f2 "$TMP/push.log" | sort -un | tr '\n' ' ')
+[ "$ids" = "0 1 7 " ] && ok "the push log names the workers by id ($ids)" || bad "push log ids" "$ids"
+
+# ---- "workers": 0: remote workers only ----
+cat >"$TMP/run0.json" <<JSON
+{"model": "mlp:784-32-10", "dataset": "synthetic:4000", "lr": 0.05, "batch": 32,
+ "workers": 0, "threads": 1, "rule": "asgd", "eval_every": 40}
+JSON
+expect_exit 2 "stalelab run refuses workers 0" "$SL" run --config "$TMP/run0.json" --steps 10
+expect_grep 'workers: 0 \(remote workers only\) is for stalelab serve' "... saying why" "$LAST_OUT"
+start --bus none --workers-listen "$WURL" --config "$TMP/run0.json"
+curl -s -o "$TMP/body" "http://127.0.0.1:$port/api/v1/status"
+expect_grep '"workers": ?\[\]' "a run with no in-process worker starts empty" "$(cat "$TMP/body")"
+worker
+wait_api 60 /api/v1/status 'len(d["workers"])==1 and d["workers"][0]["remote"] and d["version"] > 50' &&
+	ok "a remote worker alone trains it" || bad "workers 0: remote alone" "$(cat "$TMP/body")"
+kill "$PID"; wait "$PID" 2>/dev/null
 cleanup; WPIDS=""
 
 # ---- ssgd: a round with a remote worker does not hang when it dies ----
@@ -174,7 +208,19 @@ JSON
 start --bus none --workers-listen "$WURL" --config "$TMP/run.json"
 expect_exit 78 "the virtual clock: refused" "$SL" worker --connect "$WURL" --give-up 30 -q
 expect_grep 'need the wall clock' "the virtual clock: the reason" "$LAST_OUT"
+expect_http "the virtual clock: PUT workers 0 refused" 400 PUT /api/v1/workers '{"count": 0}'
+expect_grep 'workers: 0 \(remote workers only\) needs the wall clock' "... saying why" "$(cat "$TMP/body")"
 kill "$PID"; wait "$PID" 2>/dev/null
+cat >"$TMP/big.json" <<JSON
+{"model": "mlp:784-512-10", "dataset": "synthetic:4000", "workers": 1, "threads": 1}
+JSON
+start --bus none --workers-listen "$WURL" --workers-max-mib 1 --config "$TMP/big.json"
+expect_exit 78 "a model over the receive limit: refused" "$SL" worker --connect "$WURL" --give-up 30 -q
+expect_grep 'over the daemon.s receive limit of 1048576 \(serve --workers-max-mib\)' \
+	"... naming the limit" "$LAST_OUT"
+kill "$PID"; wait "$PID" 2>/dev/null
+expect_exit 2 "serve: a bad --workers-max-mib" "$SL" serve --listen 127.0.0.1:0 --bus none \
+	--workers-max-mib 0
 start --bus none --workers-listen "tcp://0.0.0.0:$wport" --config "$TMP/run.json"
 expect_grep 'remote workers beyond loopback without a token' "every interface without a token: a warning" \
 	"$(cat "$TMP/serve.err")"

@@ -44,7 +44,7 @@ expect_http "unknown field" 400 PATCH /api/v1/run '{"learning_rate": 0.1}'
 expect_grep 'learning_rate: unknown field' "unknown field named" "$LAST_OUT"
 expect_http "out of range" 400 PATCH /api/v1/run '{"lr": -1}'
 expect_grep 'lr: ' "range error names lr" "$LAST_OUT"
-expect_http "workers out of range" 400 PUT /api/v1/workers '{"count": 0}'
+expect_http "workers out of range" 400 PUT /api/v1/workers '{"count": 257}'
 expect_http "workers extra field" 400 PUT /api/v1/workers '{"count": 2, "x": 1}'
 expect_http "no such worker" 404 PATCH /api/v1/workers/17 '{"spb_depth": 1}'
 expect_http "bad worker field" 400 PATCH /api/v1/workers/1 '{"depth": 1}'

@@ -192,7 +192,9 @@ def predicted(binary, n, latency_ms, mbps, tmp):
         json.dump(cfg, f)
     subprocess.run([binary, "run", "--config", path, "--log", log, "-q"], check=True)
     end = [json.loads(l) for l in open(log) if '"event":"end"' in l][-1]
-    return end["updates_per_s"], end["staleness"]["mean"]
+    # in virtual seconds (the record's *_per_s are per second of the
+    # simulation's own run time)
+    return end["v"] / end["t"], end["staleness"]["mean"]
 
 
 def main():

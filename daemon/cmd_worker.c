@@ -389,15 +389,18 @@ join(wk *k)
 static int
 steps(wk *k)
 {
+	void *buf = NULL;
+	int n = 0;
 	for (;;) {
-		if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0)
-			return 0;
-		void *buf;
-		int n = step_answer(k, &buf);
-		if (atomic_load(&stop_flag))
-			return n > 0 ? (nn_freemsg(buf), 0) : 0;
-		if (n <= 0)
-			return 0;
+		if (!buf) { /* no weights in hand: ask for them */
+			if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0)
+				return 0;
+			n = step_answer(k, &buf);
+			if (atomic_load(&stop_flag))
+				return n > 0 ? (nn_freemsg(buf), 0) : 0;
+			if (n <= 0)
+				return 0;
+		}
 		wire_hdr h = {0};
 		const uint8_t *p;
 		char err[SL_ERR_LEN];
@@ -440,13 +443,20 @@ steps(wk *k)
 		uint64_t seq = h.seq;
 		uint16_t lo = h.layer_lo;
 		nn_freemsg(buf);
+		buf = NULL;
 		if (send_msg(k, WIRE_PUSH, seq, lo, &loss, sizeof(loss), k->m->grads + off,
 			     sizeof(float) * (np - off)) < 0)
 			return 0;
+		/* the answer: the next step's weights, sent behind the push (or
+		 * an ack, when the push was one applied before: then pull) */
 		n = step_answer(k, &buf);
+		if (atomic_load(&stop_flag))
+			return n > 0 ? (nn_freemsg(buf), 0) : 0;
 		if (n <= 0)
 			return 0;
 		int parsed = wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) == 0;
+		if (parsed && h.kind == WIRE_WEIGHTS)
+			continue; /* the next step, in hand */
 		if (!parsed || h.kind != WIRE_ACK) {
 			char why[SL_ERR_LEN] = "";
 			if (parsed && h.kind == WIRE_REFUSE)
@@ -457,6 +467,7 @@ steps(wk *k)
 			return 0;
 		}
 		nn_freemsg(buf);
+		buf = NULL;
 	}
 }
 

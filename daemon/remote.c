@@ -45,7 +45,9 @@ typedef struct rw {
 	int parked;
 	wire_hdr h;
 	void *body, *control;  /* nanomsg's: the message and its routing header */
-	uint64_t step;         /* seq of the step in flight */
+	void *owed;            /* the routing header of the last push applied: its
+			        * answer is the next step's weights (w->mu) */
+	uint64_t owed_seq;
 	struct rw *next;       /* every one made, freed at remote_stop */
 } rw;
 
@@ -157,8 +159,12 @@ rw_gone(rw *w)
 {
 	pthread_mutex_lock(&w->mu);
 	w->gone = 1;
+	void *owed = w->owed;
+	w->owed = NULL;
 	pthread_cond_broadcast(&w->cv);
 	pthread_mutex_unlock(&w->mu);
+	if (owed) /* the worker waits for its next weights: none come */
+		refuse(w->rs, owed, w->wid, "the run let this worker go: say hello again");
 }
 
 /* wait for a parked request (w->mu held); 0, or -1 when lost or let go.
@@ -213,6 +219,14 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 		return RUN_REMOTE_LOST;
 	pthread_mutex_lock(&w->mu);
 	int sent = 0, rc = -1;
+	if (w->owed) { /* the last push's answer: this step's weights (docs/remote.md) */
+		void *owed = w->owed;
+		w->owed = NULL;
+		pthread_mutex_unlock(&w->mu);
+		reply(rs, owed, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+		sent = 1;
+		pthread_mutex_lock(&w->mu);
+	}
 	for (;;) {
 		if ((rc = wait_parked(w)) < 0)
 			break;
@@ -237,10 +251,13 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 				const uint8_t *p = (const uint8_t *)body + WIRE_HEADER;
 				memcpy(loss, p, sizeof(double));
 				memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
-				reply(rs, control, &ack, NULL, 0, NULL, 0);
 				push_log(rs, w, h.seq, v_read);
 				rc = 0;
-			} else if (v == LEDGER_DUPLICATE) { /* a resend: applied already */
+			} else if (v == LEDGER_DUPLICATE && h.seq == w->owed_seq && sent) {
+				/* a resend of the last push (its answer lost): the
+				 * weights that answered it, again */
+				reply(rs, control, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+			} else if (v == LEDGER_DUPLICATE) { /* applied already */
 				reply(rs, control, &ack, NULL, 0, NULL, 0);
 			} else {
 				refuse(rs, control, w->wid, "push of a step given up (the worker "
@@ -249,8 +266,19 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uin
 		}
 		nn_freemsg(body);
 		pthread_mutex_lock(&w->mu);
-		if (rc == 0)
+		if (rc == 0) {
+			/* answered by the next step's weights, sent behind the
+			 * push (or refused, when the worker goes first) */
+			if (w->gone) {
+				pthread_mutex_unlock(&w->mu);
+				refuse(rs, control, w->wid, "the run let this worker go: say hello "
+				       "again");
+				return 0;
+			}
+			w->owed = control;
+			w->owed_seq = h.seq;
 			break;
+		}
 	}
 	pthread_mutex_unlock(&w->mu);
 	return rc;
@@ -589,6 +617,8 @@ remote_free(remote *rs)
 			nn_freemsg(w->body);
 			nn_freemsg(w->control);
 		}
+		if (w->owed)
+			nn_freemsg(w->owed);
 		pthread_mutex_destroy(&w->mu);
 		pthread_cond_destroy(&w->cv);
 		free(w);

@@ -126,8 +126,8 @@ START_TEST(refusals)
 	buf[0] = 'X';
 	REFUSED(n, &m, "bad magic");
 	n = push(&m, 0, &h);
-	buf[4] = 2;
-	REFUSED(n, &m, "protocol 2, this build speaks 1");
+	buf[4] = 1;
+	REFUSED(n, &m, "protocol 1, this build speaks 2");
 	n = push(&m, 0, &h);
 	buf[6] = 99;
 	REFUSED(n, &m, "unknown message kind 99");

@@ -39,7 +39,7 @@
 #include <stdint.h>
 
 #define WIRE_MAGIC 0x31574c53u /* "SLW1" read little-endian */
-#define WIRE_PROTO 1
+#define WIRE_PROTO 2 /* 2: a push is answered with the next weights */
 #define WIRE_HEADER 80
 #define WIRE_CTRL_MAX 65536   /* the largest document payload */
 #define WIRE_ANY_ID 0xffffffffu

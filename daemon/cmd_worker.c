@@ -325,6 +325,20 @@ step_answer(wk *k, void **buf)
 	return 0;
 }
 
+/* step_answer for steps(): > 0 the answer's length, else 0 (stop
+ * stepping: a signal, the daemon gone or letting go); nothing to free then */
+static int
+answer(wk *k, void **buf)
+{
+	int n = step_answer(k, buf);
+	if (n > 0 && !atomic_load(&stop_flag))
+		return n;
+	if (n > 0)
+		nn_freemsg(*buf);
+	*buf = NULL;
+	return 0;
+}
+
 /* hello until welcomed: 0, or an exit code */
 static int
 join(wk *k)
@@ -393,12 +407,8 @@ steps(wk *k)
 	int n = 0;
 	for (;;) {
 		if (!buf) { /* no weights in hand: ask for them */
-			if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0)
-				return 0;
-			n = step_answer(k, &buf);
-			if (atomic_load(&stop_flag))
-				return n > 0 ? (nn_freemsg(buf), 0) : 0;
-			if (n <= 0)
+			if (send_msg(k, WIRE_PULL, 0, 0, NULL, 0, NULL, 0) < 0 ||
+			    (n = answer(k, &buf)) == 0)
 				return 0;
 		}
 		wire_hdr h = {0};
@@ -449,10 +459,7 @@ steps(wk *k)
 			return 0;
 		/* the answer: the next step's weights, sent behind the push (or
 		 * an ack, when the push was one applied before: then pull) */
-		n = step_answer(k, &buf);
-		if (atomic_load(&stop_flag))
-			return n > 0 ? (nn_freemsg(buf), 0) : 0;
-		if (n <= 0)
+		if ((n = answer(k, &buf)) == 0)
 			return 0;
 		int parsed = wire_parse(buf, (size_t)n, &k->wm, &h, &p, err) == 0;
 		if (parsed && h.kind == WIRE_WEIGHTS)

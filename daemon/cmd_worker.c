@@ -35,6 +35,7 @@
 #include "remote.h"
 #include "sl.h"
 #include "wire.h"
+#include "wstep.h"
 
 #define EXIT_REFUSED 78 /* EX_CONFIG: refused; retrying would not help */
 #define POLL_MS 250
@@ -447,8 +448,7 @@ steps(wk *k)
 				nn_freemsg(buf);
 				return 0;
 			}
-		model_load_batch(k->m, k->data.train.x, k->data.train.y, idx, batch);
-		double loss = model_step(k->m, weights, batch, depth);
+		double loss = wstep(k->m, &k->data.train, weights, idx, batch, depth);
 		size_t off = model_tail_offset(k->m, depth);
 		uint64_t seq = h.seq;
 		uint16_t lo = h.layer_lo;

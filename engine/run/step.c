@@ -3,6 +3,7 @@
  * gradient (push through the rule, or hold it at the server), with the
  * staleness of every applied gradient recorded. */
 #include "run_impl.h"
+#include "wstep.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -214,9 +215,7 @@ double
 step_compute(run *r, worker *w)
 {
 	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->cw;
-	model_load_batch(w->m, r->data->train.x, r->data->train.y, w->idx,
-			 w->batch_n);
-	w->loss = model_step(w->m, p, w->batch_n, w->depth);
+	w->loss = wstep(w->m, &r->data->train, p, w->idx, w->batch_n, w->depth);
 	double f = model_step_flops(w->m, w->depth) * w->batch_n;
 	w->flops += f;
 	w->flops_saved += r->full_flops * w->batch_n - f;

@@ -3,7 +3,9 @@
 # the dependency direction holds: base/ (errors, random numbers, threads,
 # serialisation) needs nothing else; nn/ (backends, layers, models) and
 # data/ (data sets) know nothing of training; wire/ (the remote-worker
-# messages) needs only base/, so a worker process links it alone; nothing in engine/ knows HTTP,
+# messages) needs only base/, so a worker process links it alone; worker/
+# (a worker's step, in-process or remote) needs only base/, nn/ and data/:
+# not the run loop, the clocks or the server; nothing in engine/ knows HTTP,
 # the bus or curses. Checked on the #include lines.
 . "$(dirname "$0")/lib.inc"
 echo "integration: the engine's layout"
@@ -34,6 +36,7 @@ may_use engine/base
 may_use engine/nn engine/base engine/data
 may_use engine/data engine/base
 may_use engine/wire engine/base
+may_use engine/worker engine/base engine/nn engine/data
 may_use engine/ps engine/base engine/nn engine/ps/rules engine/run
 may_use engine/ckpt engine/base engine/nn engine/data engine/ps engine/ps/rules engine/run
 

@@ -124,6 +124,8 @@ api_worker_json(const worker_snap *w)
 	json_object_set_new(o, "host", json_string(!w->remote ? "local" : w->host[0] ? w->host
 								   : "remote"));
 	json_object_set_new(o, "remote", json_boolean(w->remote));
+	if (w->remote) /* its link's round trip, by its heartbeats */
+		json_object_set_new(o, "rtt_ms", jsonout_real(w->rtt_ms));
 	json_object_set_new(o, "state", json_string(w->state));
 	json_object_set_new(o, "delay", api_delay_json(&w->delay));
 	json_object_set_new(o, "spb_depth", json_integer(w->spb_depth));
@@ -304,6 +306,12 @@ api_prometheus(const run_snapshot *s)
 	pf(&b, "# HELP stalelab_samples_per_second Training throughput.\n");
 	pf(&b, "# TYPE stalelab_samples_per_second gauge\n");
 	pf(&b, "stalelab_samples_per_second %.17g\n", s->samples_per_s);
+	pf(&b, "# HELP stalelab_worker_rtt_seconds A remote worker's link round trip, by its heartbeats.\n");
+	pf(&b, "# TYPE stalelab_worker_rtt_seconds gauge\n");
+	for (int i = 0; i < s->n_workers; i++)
+		if (s->workers[i].remote)
+			pf(&b, "stalelab_worker_rtt_seconds{worker=\"%d\",host=\"%s\"} %.9g\n",
+			   s->workers[i].id, s->workers[i].host, s->workers[i].rtt_ms / 1000);
 	struct { const char *name, *help, *label; const char *vals[4]; uint64_t n[4]; } rc[] = {
 		{"stalelab_remote_workers_total",
 		 "Remote workers that joined, left (saying so) and were lost.", "event",

@@ -114,6 +114,7 @@ typedef struct wk {
 	int hb_live, hb_sock;
 	int joined;              /* hb_mu: the ids below are a welcome's */
 	_Atomic double hb_ok;    /* sl_now() of the last heartbeat answered */
+	_Atomic double rtt_ms;   /* the last heartbeat's round trip (0: none yet) */
 	atomic_int hb_refused;   /* the daemon no longer knows this worker */
 } wk;
 
@@ -277,7 +278,12 @@ hb_main(void *p)
 		pthread_mutex_unlock(&k->hb_mu);
 		double t0 = sl_now();
 		if (joined) {
-			void *msg = remote_msg(&h, NULL, 0, NULL, 0), *buf = NULL;
+			/* the last round trip, for the daemon's tables */
+			char doc[64] = "";
+			double rtt = atomic_load(&k->rtt_ms);
+			if (rtt > 0)
+				snprintf(doc, sizeof(doc), "{\"rtt_ms\":%.4f}", rtt);
+			void *msg = remote_msg(&h, doc, strlen(doc), NULL, 0), *buf = NULL;
 			if (msg && nn_send(k->hb_sock, &msg, NN_MSG, 0) < 0)
 				nn_freemsg(msg);
 			int n = nn_recv(k->hb_sock, &buf, NN_MSG, 0); /* RCVTIMEO: a second */
@@ -285,8 +291,10 @@ hb_main(void *p)
 			const uint8_t *pl;
 			char err[SL_ERR_LEN];
 			if (n >= 0 && wire_parse(buf, (size_t)n, NULL, &r, &pl, err) == 0) {
-				if (r.kind == WIRE_CTRL)
+				if (r.kind == WIRE_CTRL) {
 					atomic_store(&k->hb_ok, sl_now());
+					atomic_store(&k->rtt_ms, 1000 * (sl_now() - t0));
+				}
 				else if (r.kind == WIRE_REFUSE)
 					atomic_store(&k->hb_refused, 1);
 			}

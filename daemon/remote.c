@@ -333,6 +333,19 @@ model_of(remote *rs, const run_config *cfg, int run_id, char *err)
 	return rc;
 }
 
+/* a host name as the worker gave it, kept to [A-Za-z0-9._-] (it goes into
+ * labels, tables and terminals) */
+static void
+host_clean(char *out, size_t cap, const char *in)
+{
+	size_t n = 0;
+	for (; in && *in && n + 1 < cap; in++)
+		out[n++] = (*in >= 'a' && *in <= 'z') || (*in >= 'A' && *in <= 'Z') ||
+			   (*in >= '0' && *in <= '9') || *in == '.' || *in == '-' || *in == '_'
+			   ? *in : '_';
+	out[n] = 0;
+}
+
 static void
 hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 {
@@ -397,10 +410,12 @@ hello(remote *rs, const wire_hdr *h, const uint8_t *p, void *control)
 			w->r = c->r;
 			w->next = rs->all;
 			rs->all = w;
+			char clean[64];
+			host_clean(clean, sizeof(clean), host);
 			if (run_remote_hello(c->r, wid, h->incarnation) < 0)
 				rc = sl_fail(err, SL_ENOMEM, "out of memory");
 			else
-				rc = run_join_remote(c->r, &rw_ops, w, host, &w->run_worker, err);
+				rc = run_join_remote(c->r, &rw_ops, w, clean, &w->run_worker, err);
 			if (rc < 0)
 				w->gone = 1;
 		}
@@ -438,6 +453,22 @@ stale_push(remote *rs)
 	if (c->r)
 		run_remote_stale(c->r);
 	pthread_mutex_unlock(&c->mu);
+}
+
+/* a heartbeat's {"rtt_ms": x}: into the run, while it is the current one */
+static void
+heartbeat_rtt(remote *rs, run *r, int run_worker, const uint8_t *p, size_t len)
+{
+	json_t *d = json_loadb((const char *)p, len, 0, NULL);
+	json_t *v = d ? json_object_get(d, "rtt_ms") : NULL;
+	if (json_is_number(v)) {
+		ctl *c = rs->c;
+		pthread_mutex_lock(&c->mu);
+		if (c->r == r)
+			run_remote_rtt(r, run_worker, json_number_value(v));
+		pthread_mutex_unlock(&c->mu);
+	}
+	json_decref(d);
 }
 
 /* one received message (body and control are ours: freed or parked) */
@@ -502,7 +533,11 @@ handle(remote *rs, void *body, size_t len, void *control)
 		pthread_mutex_unlock(&w->mu);
 		rw_gone(w);
 	}
+	run *r = w->r;
+	int run_worker = w->run_worker;
 	pthread_mutex_unlock(&rs->mu);
+	if (h.kind == WIRE_HB && h.payload_len) /* the round trip it measured */
+		heartbeat_rtt(rs, r, run_worker, p, h.payload_len);
 	reply_doc(rs, control, &o, json_object());
 	nn_freemsg(body);
 }

@@ -158,8 +158,9 @@ export class WorkerTable {
 
   fillRow(r, w) {
     setText(r.state, w.state);
-    setText(r.host, w.remote ? ` @${w.host}` : "");
-    r.host.title = w.remote ? "a remote worker (stalelab worker) on this host" : "";
+    const rtt = w.remote && w.rtt_ms > 0 ? ` ${w.rtt_ms < 10 ? w.rtt_ms.toFixed(2) : w.rtt_ms.toFixed(0)} ms` : "";
+    setText(r.host, w.remote ? ` @${w.host}${rtt}` : "");
+    r.host.title = w.remote ? "a remote worker (stalelab worker) on this host; its link's round trip, by its heartbeats" : "";
     r.state.className = `state ${w.state}`;
     const d = w.delay || { dist: "none" };
     const held = performance.now() < r.hold;

@@ -258,6 +258,7 @@ build_snapshot(run *r)
 		ws->age = w->age;
 		ws->remote = w->remote != NULL;
 		snprintf(ws->host, sizeof(ws->host), "%s", w->host);
+		ws->rtt_ms = w->remote ? w->rtt_ms : 0;
 	}
 	s->remote_joined = r->remote_joined;
 	s->remote_lost = r->remote_lost;

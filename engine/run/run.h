@@ -124,6 +124,7 @@ typedef struct worker_snap {
 	age_hist age;
 	int remote;          /* computed by a remote process (run_join_remote) */
 	char host[64];       /* ... which said it runs there */
+	double rtt_ms;       /* ... its link's round trip, by its heartbeats (0: not yet) */
 } worker_snap;
 
 typedef struct run_snapshot {
@@ -215,6 +216,8 @@ uint64_t run_remote_issue(run *r, uint32_t wid);
 int run_remote_push(run *r, uint32_t wid, uint32_t incarnation, uint64_t seq);
 /* a push made for an earlier daemon or run: dropped, counted */
 void run_remote_stale(run *r);
+/* remote worker `id`'s link round trip, as its heartbeats measured it */
+void run_remote_rtt(run *r, int id, double rtt_ms);
 
 /* Prepare a run of cfg on data (borrowed: must outlive the run), with the
  * schedule sched[0..n_sched) (copied). err names a bad field. */

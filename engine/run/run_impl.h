@@ -99,6 +99,7 @@ typedef struct worker {
 	int remote_slot;  /* a remote worker's slot: kept for remote workers,
 			   * never revived as a local one (checkpoints keep it) */
 	char host[64];
+	double rtt_ms;    /* a remote worker's link round trip (run_remote_rtt) */
 } worker;
 
 /* a gradient held at the server until it is old enough ("where": "server") */

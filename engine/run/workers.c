@@ -230,6 +230,7 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 		w->remote_left = 0;
 		w->remote_slot = 1;
 		snprintf(w->host, sizeof(w->host), "%s", host ? host : "");
+		w->rtt_ms = 0;
 		r->remote_joined++;
 		if (n >= r->cfg.workers)
 			r->cfg.workers = n + 1;
@@ -292,4 +293,13 @@ run_remote_stale(run *r)
 	if (l)
 		ledger_old_epoch(l);
 	run_unlock(r);
+}
+
+void
+run_remote_rtt(run *r, int id, double rtt_ms)
+{
+	pthread_mutex_lock(&r->mu);
+	if (id >= 0 && id < r->n_slots && r->w[id]->remote && rtt_ms >= 0)
+		r->w[id]->rtt_ms = rtt_ms;
+	pthread_mutex_unlock(&r->mu);
 }

@@ -58,6 +58,10 @@ wait_api 60 /api/v1/status \
 host=$(hostname)
 expect_grep "\"host\": ?\"$host\"" "they say their host" "$(cat "$TMP/body")"
 expect_grep 'joined run 1 at tcp://127.0.0.1' "a worker says what it joined" "$(cat "$TMP/w.0")"
+wait_api 10 /api/v1/status 'all(w["rtt_ms"] > 0 for w in d["workers"] if w["remote"])' &&
+	ok "their link round trips, by their heartbeats" || bad "rtt_ms" "$(cat "$TMP/body")"
+expect_grep 'stalelab_worker_rtt_seconds\{worker="1",host="[^"]*"\} [0-9.e-]+' "/metrics: the round trip" \
+	"$(curl -s "http://127.0.0.1:$port/metrics")"
 v0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$TMP/body")
 wait_api 60 /api/v1/status "d['version'] > $v0 + 200 and d['test_acc'] > 0.5" &&
 	ok "the run learns from them (test accuracy over 0.5)" || bad "the run learns" "$(cat "$TMP/body")"

@@ -1,5 +1,6 @@
 /* api.c - JSON and Prometheus views of run snapshots. */
 #include "api.h"
+#include "backend.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -157,6 +158,16 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "rule", json_string(s->cfg.rule));
 	json_object_set_new(o, "clock", json_string(s->cfg.clock));
 	json_object_set_new(o, "device", json_string(s->device));
+	if (strcmp(s->device, "ref")) { /* the kernels a cpu run uses, and why */
+		const char *kernel, *config, *isa, *lib;
+		backend_cpu_blas(&kernel, &config, &isa);
+		const char *why = backend_cpu_blas_why(&lib);
+		json_t *b = json_pack("{s:s,s:s,s:s}", "kernel", kernel ? kernel : "", "why", why,
+				      "isa", isa);
+		if (*lib)
+			json_object_set_new(b, "library", json_string(lib));
+		json_object_set_new(o, "blas", b);
+	}
 	json_object_set_new(o, "t", jsonout_real(s->t));
 	json_object_set_new(o, "train_s", jsonout_real(s->train_s));
 	json_object_set_new(o, "samples_per_s", jsonout_real(s->samples_per_s));

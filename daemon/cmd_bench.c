@@ -292,6 +292,19 @@ cmd_bench(int argc, char **argv)
 		n_models = 1;
 	}
 	int code = 0;
+	{ /* which kernels ran, and why (engine/nn/blas_pick.h) */
+		const char *kernel, *config, *isa, *lib;
+		backend_cpu_blas(&kernel, &config, &isa);
+		const char *why = backend_cpu_blas_why(&lib);
+		printf("OpenBLAS kernel %s (%s%s%s%s), our kernels' clone %s\n", kernel ? kernel : "?",
+		       !strcmp(why, "picked") ? "picked by stalelab for this CPU" :
+		       !strcmp(why, "environment") ? "set by OPENBLAS_CORETYPE" :
+		       !strcmp(why, "fallback") ? "the library's own: ours failed its check" :
+		       "the library's own choice", *lib ? "; the library chose " : "", lib,
+		       "", isa);
+		printf("{\"bench\":\"blas\",\"kernel\":\"%s\",\"why\":\"%s\",\"library\":\"%s\","
+		       "\"isa\":\"%s\"}\n", kernel ? kernel : "", why, lib, isa);
+	}
 	for (int i = 0; i < n_models; i++) {
 		backend *be;
 		model *m;

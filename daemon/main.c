@@ -2,8 +2,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "backend.h"
+#include "blas_pick.h"
 #include "sl.h"
 #include "sweep.h"
 #include "tui.h"
@@ -59,9 +62,44 @@ find_command(const char *name)
 	return NULL;
 }
 
+/* The best BLAS kernel the CPU supports (engine/nn/blas_pick.h), before
+ * anything else: a re-exec starts a process that has done nothing yet. */
+static void
+blas_choose(char **argv)
+{
+	const char *kernel, *config, *isa;
+	backend_cpu_blas(&kernel, &config, &isa);
+	blas_cpu f;
+	blas_cpu_now(&f);
+	blas_why why;
+	const char *pick = blas_decide(getenv("OPENBLAS_CORETYPE"), getenv("STALELAB_BLAS"), kernel,
+				       &f, &why);
+	if (pick) {
+		setenv("OPENBLAS_CORETYPE", pick, 1);
+		setenv("STALELAB_BLAS", pick, 1);
+		setenv("STALELAB_BLAS_LIBRARY", kernel ? kernel : "", 1);
+		execv("/proc/self/exe", argv);
+		/* cannot: go on with the library's choice */
+		unsetenv("OPENBLAS_CORETYPE");
+		unsetenv("STALELAB_BLAS");
+		unsetenv("STALELAB_BLAS_LIBRARY");
+		return;
+	}
+	char err[SL_ERR_LEN];
+	if (why == BLAS_PICKED && backend_cpu_blas_check(err) < 0) {
+		const char *lib = getenv("STALELAB_BLAS_LIBRARY");
+		fprintf(stderr, "stalelab: warning: %s: back to the library's own kernel%s%s%s\n",
+			err, lib && *lib ? " (" : "", lib && *lib ? lib : "", lib && *lib ? ")" : "");
+		unsetenv("OPENBLAS_CORETYPE");
+		setenv("STALELAB_BLAS", "fallback", 1);
+		execv("/proc/self/exe", argv);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
+	blas_choose(argv);
 	if (argc < 2) {
 		fputs(usage, stderr);
 		return 2;

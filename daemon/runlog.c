@@ -245,8 +245,12 @@ runlog_run_object(const run_config *cfg, const char *device)
 		json_object_set_new(o, "device", json_string(device));
 	json_object_set_new(o, "t", json_real(0));
 	json_object_set_new(o, "v", json_integer(0));
-	json_object_set_new(o, "blas", json_pack("{s:s,s:s,s:s}", "kernel", kernel ? kernel : "",
-						 "config", config ? config : "", "isa", isa));
+	const char *lib, *why = backend_cpu_blas_why(&lib);
+	json_t *b = json_pack("{s:s,s:s,s:s,s:s}", "kernel", kernel ? kernel : "", "config",
+			      config ? config : "", "isa", isa, "why", why);
+	if (*lib)
+		json_object_set_new(b, "library", json_string(lib));
+	json_object_set_new(o, "blas", b);
 	return o;
 }
 

@@ -334,6 +334,17 @@ function drawHist() {
 
 // ---- the header --------------------------------------------------------------
 
+// the BLAS kernel a cpu run uses, and why (GET /api/v1/status "blas")
+function blasTitle(b) {
+  const why = {
+    library: "the library's own choice",
+    environment: "set by OPENBLAS_CORETYPE",
+    picked: "picked by stalelab for this CPU" + (b.library ? `; the library chose ${b.library}` : ""),
+    fallback: "the library's own: ours failed its start-up check",
+  }[b.why] || b.why;
+  return `OpenBLAS kernel ${b.kernel}: ${why}; our kernels: ${b.isa}`;
+}
+
 function setText(id, t) {
   const e = $(id);
   if (e.textContent !== t) e.textContent = t;
@@ -345,7 +356,9 @@ function drawHeader() {
   const c = s.config || {};
   setText("h-model", c.model || "–");
   setText("h-dataset", c.dataset || "–");
-  setText("h-device", s.device || c.device || "–");
+  const blas = s.blas ? ` · ${s.blas.kernel} (${s.blas.why})` : "";
+  setText("h-device", (s.device || c.device || "–") + blas);
+  $("h-device").title = s.blas ? blasTitle(s.blas) : "";
   setText("h-rule", schema ? ruleSummary(schema, c) : c.rule);
   setText("h-clock", s.clock || c.clock);
   setText("h-state", s.state);

@@ -169,6 +169,16 @@ double backend_cpu_sgemm_gflops(int m, int n, int k, int blas_threads,
  * kernel and level. */
 void backend_cpu_blas(const char **kernel, const char **config, const char **isa);
 
+/* Why this process runs that kernel (blas_pick.h): "library", "environment",
+ * "picked" or "fallback"; *library: the library's own choice when we picked
+ * another ("" when unknown or not picked). */
+const char *backend_cpu_blas_why(const char **library);
+
+/* The kernel's sgemm against plain C arithmetic in double precision, on odd
+ * shapes, plain and transposed (one thread; a millisecond): 0, or -1 with
+ * err saying which case and by how much it is wrong. */
+int backend_cpu_blas_check(char *err);
+
 /* Output size of a convolution/pooling dimension. */
 static inline int
 conv_out_dim(int in, int k, int stride, int pad)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend_cpu_impl.h"
+#include "blas_pick.h"
 
 /* ---- gemm ------------------------------------------------------------ */
 
@@ -380,4 +381,75 @@ backend_cpu_blas(const char **kernel, const char **config, const char **isa)
 	__builtin_cpu_init();
 	*isa = __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4"
 	       : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3" : "x86-64";
+}
+
+const char *
+backend_cpu_blas_why(const char **library)
+{
+	blas_cpu f;
+	blas_cpu_now(&f);
+	blas_why why;
+	blas_decide(getenv("OPENBLAS_CORETYPE"), getenv("STALELAB_BLAS"), openblas_get_corename(),
+		    &f, &why);
+	const char *lib = getenv("STALELAB_BLAS_LIBRARY");
+	*library = why == BLAS_PICKED && lib ? lib : "";
+	return blas_why_name(why);
+}
+
+int
+backend_cpu_blas_check(char *err)
+{
+	enum { M = 67, N = 131, K = 97 };
+	float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * K * N);
+	float *c = malloc(sizeof(float) * M * N);
+	int rc = 0;
+	if (!a || !b || !c) {
+		rc = sl_fail(err, SL_ENOMEM, "the BLAS check: out of memory");
+		goto out;
+	}
+	uint32_t s = 12345;
+	for (int i = 0; i < M * K; i++)
+		a[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	for (int i = 0; i < K * N; i++)
+		b[i] = (float)((s = s * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
+	openblas_set_num_threads(1);
+	/* C[M x N] = op(A) op(B) with k = K, as the layers use them: A B,
+	 * A^T B (A stored K x M) and A B^T (B stored N x K) */
+	static const struct {
+		CBLAS_TRANSPOSE ta, tb;
+		const char *name;
+	} cases[] = {{CblasNoTrans, CblasNoTrans, "A B"},
+		     {CblasTrans, CblasNoTrans, "A^T B"},
+		     {CblasNoTrans, CblasTrans, "A B^T"}};
+	for (size_t t = 0; t < sizeof(cases) / sizeof(cases[0]) && rc == 0; t++) {
+		int m = M, n = N, k = K;
+		int lda = cases[t].ta == CblasTrans ? M : K, ldb = cases[t].tb == CblasTrans ? K : N;
+		cblas_sgemm(CblasRowMajor, cases[t].ta, cases[t].tb, m, n, k, 1.0f, a, lda, b, ldb,
+			    0.0f, c, n);
+		double worst = 0;
+		for (int i = 0; i < m; i++)
+			for (int j = 0; j < n; j++) {
+				double ref = 0, mag = 0;
+				for (int p = 0; p < k; p++) {
+					double x = cases[t].ta == CblasTrans ? a[p * lda + i]
+									     : a[i * lda + p];
+					double y = cases[t].tb == CblasTrans ? b[j * ldb + p]
+									     : b[p * ldb + j];
+					ref += x * y;
+					mag += fabs(x * y);
+				}
+				double e = fabs(c[i * n + j] - ref) / (mag > 0 ? mag : 1);
+				if (e > worst)
+					worst = e;
+			}
+		if (worst > 1e-5)
+			rc = sl_fail(err, SL_EIO, "the BLAS check: %s with the %s kernel is wrong by "
+				     "%.3g (relative), past 1e-5", cases[t].name,
+				     openblas_get_corename(), worst);
+	}
+out:
+	free(a);
+	free(b);
+	free(c);
+	return rc;
 }

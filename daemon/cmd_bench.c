@@ -229,6 +229,37 @@ main_gemm(const model *m, int mnk[3])
 	}
 }
 
+/* The GEMM ceiling of a model of dense layers at batch B: OpenBLAS's sgemm
+ * timed on each GEMM its step does (forward B x out x in, the weight
+ * gradient out x in x B, the input gradient B x in x out but for the first
+ * layer), in samples/s; 0 for a model with other layers. */
+static double
+gemm_ceiling(const model *m, int B, int threads, double secs)
+{
+	layer_info info[MODEL_MAX_LAYERS];
+	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	double t = 0;
+	int first = 1;
+	for (int i = 0; i < nl; i++) {
+		const layer_info *l = &info[i];
+		if (l->param_index < 0)
+			continue; /* activations: no GEMM */
+		if (strcmp(l->name, "dense") || !l->act_floats)
+			return 0;
+		int out = (int)l->act_floats, in = (int)((l->n_params - l->act_floats) / l->act_floats);
+		int shapes[3][3] = {{B, out, in}, {out, in, B}, {B, in, out}};
+		for (int s = 0; s < (first ? 2 : 3); s++) {
+			double gf = backend_cpu_sgemm_gflops(shapes[s][0], shapes[s][1], shapes[s][2],
+							     threads, secs);
+			if (gf <= 0)
+				return 0;
+			t += 2.0 * shapes[s][0] * shapes[s][1] * shapes[s][2] / (gf * 1e9);
+		}
+		first = 0;
+	}
+	return t > 0 ? B / t : 0;
+}
+
 int
 cmd_bench(int argc, char **argv)
 {
@@ -344,10 +375,15 @@ cmd_bench(int argc, char **argv)
 		       "(OpenBLAS sgemm %dx%dx%d: %.1f GFLOP/s, ratio %.2f)\n",
 		       models[i], threads, sps, gf, mnk[0], mnk[1], mnk[2], ref,
 		       ref > 0 ? gf / ref : 0);
+		double ceil_sps = gemm_ceiling(m, 64, threads, seconds / 8 > 0.1 ? seconds / 8 : 0.1);
+		if (ceil_sps > 0)
+			printf("%-20s GEMM ceiling on its own shapes (every GEMM of a step, as sgemm): "
+			       "%.0f samples/s; the step reaches %.2f of it\n", "", ceil_sps,
+			       sps / ceil_sps);
 		printf("{\"bench\":\"train\",\"model\":\"%s\",\"threads\":%d,"
 		       "\"samples_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_gflops\":%.2f,"
-		       "\"step_mflop_per_sample\":%.4f}\n",
-		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6);
+		       "\"step_mflop_per_sample\":%.4f,\"gemm_ceiling_samples_per_s\":%.1f}\n",
+		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6, ceil_sps);
 		if (layers)
 			print_layers(m, seconds);
 		if (async) {

@@ -95,6 +95,10 @@ for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
 PY
 
 echo
+echo "== our kernels' instruction-set clones, each forced (bench/isa.sh) =="
+ROUNDS=$ROUNDS sh bench/isa.sh "$build"
+
+echo
 echo "== the daemon under load =="
 sh bench/http.sh "$build" | tee "$out/http.txt"
 

@@ -378,9 +378,14 @@ backend_cpu_blas(const char **kernel, const char **config, const char **isa)
 	*kernel = openblas_get_corename();
 	*config = openblas_get_config();
 	/* the clone of our kernels the loader picks (target_clones above) */
+#if defined(SL_FORCE_ISA) /* one clone, built alone */
+	*isa = SL_FORCE_ISA == 4 ? "x86-64-v4 (forced)" : SL_FORCE_ISA == 3 ? "x86-64-v3 (forced)"
+								  : "x86-64 (forced)";
+#else
 	__builtin_cpu_init();
 	*isa = __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4"
 	       : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3" : "x86-64";
+#endif
 }
 
 const char *

@@ -99,7 +99,7 @@ def req(url, seconds):
     m = recv(s)
     if m is None:
         die("no reply")
-    sys.stdout.write(m.decode() + "\n")
+    sys.stdout.buffer.write(m + b"\n")  # the bus's JSON, or a wire frame
 
 
 if __name__ == "__main__":

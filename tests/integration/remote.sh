@@ -223,6 +223,37 @@ expect_exit 78 "a model over the receive limit: refused" "$SL" worker --connect 
 expect_grep 'over the daemon.s receive limit of 1048576 \(serve --workers-max-mib\)' \
 	"... naming the limit" "$LAST_OUT"
 kill "$PID"; wait "$PID" 2>/dev/null
+
+# ---- a hostile or broken peer: refused with the reason, the daemon stands ----
+run_json asgd wall
+start --bus none --workers-listen "$WURL" --worker-timeout 2 --workers-max-mib 1 \
+	--config "$TMP/run.json"
+raw() { # WHAT [ARG]: a frame sent on a REQ socket, the answer's text in $TMP/raw
+	python3 "$(dirname "$0")/wire_frame.py" "$@" >"$TMP/frame"
+	python3 "$(dirname "$0")/bus_client.py" reqat "$WURL" 3 <"$TMP/frame" >"$TMP/raw" 2>&1
+}
+for c in "short:shorter than the 80-byte header" "magic:bad magic" \
+	"proto1:protocol 1, this build speaks 2" "crc:checksum" \
+	"pull 9:not a worker of this run"; do
+	raw ${c%%:*}
+	grep -aq "${c#*:}" "$TMP/raw" && ok "a raw ${c%%:*} frame: refused, \"${c#*:}\"" ||
+		bad "a raw ${c%%:*} frame" "$(tr -c '[:print:]\n' . <"$TMP/raw")"
+done
+raw big 2
+grep -aq 'no reply' "$TMP/raw" && ok "a frame over the receive limit: dropped, no answer" ||
+	bad "an oversize frame" "$(tr -c '[:print:]\n' . <"$TMP/raw" | head -c 300)"
+raw hello 'evil host"name
+with\escapes'
+wait_api 10 /api/v1/status 'any(w["remote"] and w["host"] == "evil_host_name_with_escapes" for w in d["workers"])' &&
+	ok "a hello's host is kept to [A-Za-z0-9._-] in /status" || bad "host kept clean" "$(cat "$TMP/body")"
+wait_api 10 /api/v1/status 'd["remote"]["lost"] >= 1' &&
+	ok "the raw hello that never pulls is lost after the timeout" || bad "raw hello lost" "$(cat "$TMP/body")"
+worker
+wait_api 60 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"] and w["iterations"] > 5) == 1' &&
+	ok "after all that, a real worker joins and trains" || bad "a real worker after the raw frames" "$(cat "$TMP/body")"
+kill "$PID"; wait "$PID"
+[ $? -eq 0 ] && ok "the daemon exits 0 after the hostile peer" || bad "daemon exit after raw frames"
+cleanup; WPIDS=""
 expect_exit 2 "serve: a bad --workers-max-mib" "$SL" serve --listen 127.0.0.1:0 --bus none \
 	--workers-max-mib 0
 start --bus none --workers-listen "tcp://0.0.0.0:$wport" --config "$TMP/run.json"

@@ -400,24 +400,29 @@ maxpool_fwd_part(void *p, int tid, int nt)
 			for (int oh = 0; oh < ho; oh++) {
 				const float *r0 = x + (size_t)(2 * oh) * W;
 				const float *r1 = r0 + W;
+				/* the reference's order (the first of equal maxima, a
+				 * NaN kept where it comes first) as selects, not
+				 * branches: random data mispredicts half of them */
+				const int32_t base = 2 * oh * W;
 				for (int ow = 0; ow < wo; ow++) {
 					int c = 2 * ow;
-					float m = r0[c];
-					int32_t bi = 2 * oh * W + c;
-					if (r0[c + 1] > m) {
-						m = r0[c + 1];
-						bi = 2 * oh * W + c + 1;
-					}
-					if (r1[c] > m) {
-						m = r1[c];
-						bi = (2 * oh + 1) * W + c;
-					}
-					if (r1[c + 1] > m) {
-						m = r1[c + 1];
-						bi = (2 * oh + 1) * W + c + 1;
-					}
+					float m = r0[c], v;
+					int32_t off = 0;
+					int t;
+					v = r0[c + 1];
+					t = v > m;
+					m = t ? v : m;
+					off = t ? 1 : off;
+					v = r1[c];
+					t = v > m;
+					m = t ? v : m;
+					off = t ? W : off;
+					v = r1[c + 1];
+					t = v > m;
+					m = t ? v : m;
+					off = t ? W + 1 : off;
 					y[oh * wo + ow] = m;
-					ag[oh * wo + ow] = bi;
+					ag[oh * wo + ow] = base + c + off;
 				}
 			}
 		}

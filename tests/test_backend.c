@@ -244,13 +244,18 @@ geom(int cin, int h, int w, int cout, int k, int stride, int pad)
 START_TEST(ref_conv)
 {
 	pair p = mk_pair(3);
-	/* the cpu's direct kernel (cin 1, k5 pad 2, LeNet's conv1), its
-	 * im2col path (cin 6), stride 2 with padding, a non-square image */
+	/* LeNet's conv1 (cin 1, k5 pad 2) and conv2, stride 2 with padding,
+	 * a non-square image, a kernel wider than the weight gradient's
+	 * block of taps (k 9), pad above k - 1; each at batches that take
+	 * the scalar, SSE, AVX2 and AVX-512 kernels, with and without a last
+	 * vector that overlaps the one before it */
 	const conv_geom gs[] = {geom(1, 28, 28, 6, 5, 1, 2), geom(6, 14, 14, 16, 5, 1, 0),
-				geom(2, 9, 8, 3, 3, 2, 1), geom(3, 7, 11, 4, 3, 1, 1)};
-	const int batch = 5;
-	for (int t = 0; t < 4; t++) {
-		const conv_geom *g = &gs[t];
+				geom(2, 9, 8, 3, 3, 2, 1), geom(3, 7, 11, 4, 3, 1, 1),
+				geom(2, 11, 10, 5, 9, 1, 3), geom(1, 6, 7, 3, 2, 3, 2)};
+	const int batches[] = {3, 5, 13, 16, 37, 64};
+	for (int t = 0; t < 6 * 6; t++) {
+		const conv_geom *g = &gs[t % 6];
+		const int batch = batches[t / 6];
 		const size_t nx = (size_t)g->cin * batch * g->h * g->w;
 		const size_t ny = (size_t)g->cout * batch * g->ho * g->wo;
 		const size_t nw = (size_t)g->cout * g->cin * g->k * g->k;
@@ -264,8 +269,8 @@ START_TEST(ref_conv)
 			float *dx1 = rnd(&p, nx), *dx2 = rnd(&p, nx);
 			float *dw1 = rnd(&p, nw), *dw2 = rnd(&p, nw);
 			float *db1 = rnd(&p, (size_t)g->cout), *db2 = rnd(&p, (size_t)g->cout);
-			/* the first layer has no dx (the cpu's direct weight kernel) */
-			int want_dx = t != 0;
+			/* the first layer has no dx */
+			int want_dx = t % 6 != 0;
 			p.ref->ops->conv_bwd(p.ref, g, x, w, y2, dy1, want_dx ? dx1 : NULL,
 					     dw1, db1, batch, relu);
 			p.cpu->ops->conv_bwd(p.cpu, g, x, w, y2, dy2, want_dx ? dx2 : NULL,
@@ -288,19 +293,23 @@ START_TEST(ref_pool_relu_layout)
 	/* no arithmetic beyond comparisons and copies: equal to the bit */
 	pair p = mk_pair(4);
 	const conv_geom gs[] = {geom(3, 8, 10, 0, 2, 2, 0), geom(2, 7, 7, 0, 3, 2, 1)};
-	const int batch = 4;
+	const int batch = 19;
 	for (int t = 0; t < 2; t++) {
 		const conv_geom *g = &gs[t];
 		size_t nx = (size_t)g->cin * batch * g->h * g->w;
 		size_t ny = (size_t)g->cin * batch * g->ho * g->wo;
 		float *x = rnd(&p, nx);
-		x[5] = x[4]; /* a tie: the first in row order wins in both */
+		/* [C][H][W][B]: image 2's pixels (0,0) and (0,1) tie; the first
+		 * in row order wins in both, and its offset is 0 */
+		x[2] = x[batch + 2] = 5.0f;
 		float *y1 = rnd(&p, ny), *y2 = rnd(&p, ny);
 		int32_t *a1 = malloc(sizeof(int32_t) * ny), *a2 = malloc(sizeof(int32_t) * ny);
 		p.ref->ops->maxpool_fwd(p.ref, g, x, y1, a1, batch);
 		p.cpu->ops->maxpool_fwd(p.cpu, g, x, y2, a2, batch);
 		ck_assert_mem_eq(y1, y2, sizeof(float) * ny);
 		ck_assert_mem_eq(a1, a2, sizeof(int32_t) * ny);
+		if (t == 0)
+			ck_assert_int_eq(a1[2], 0);
 		float *dy = rnd(&p, ny), *dx1 = rnd(&p, nx), *dx2 = rnd(&p, nx);
 		p.ref->ops->maxpool_bwd(p.ref, g, dy, a1, dx1, batch);
 		p.cpu->ops->maxpool_bwd(p.cpu, g, dy, a2, dx2, batch);
@@ -316,12 +325,13 @@ START_TEST(ref_pool_relu_layout)
 	p.ref->ops->relu_bwd(p.ref, r1, dy, d1, n);
 	p.cpu->ops->relu_bwd(p.cpu, r1, dy, d2, n);
 	ck_assert_mem_eq(d1, d2, sizeof(float) * n);
-	/* [C][B][P] -> [B][C][P] and back: 3 x 37 x 9 = 999 */
-	p.ref->ops->cbp_to_bcp(p.ref, x, r1, 3, 37, 9);
-	p.cpu->ops->cbp_to_bcp(p.cpu, x, r2, 3, 37, 9);
+	/* [C][P][B] -> [B][C][P] and back: 3 x 9 x 37 = 999 */
+	p.ref->ops->cpb_to_bcp(p.ref, x, r1, 3, 37, 9);
+	p.cpu->ops->cpb_to_bcp(p.cpu, x, r2, 3, 37, 9);
 	ck_assert_mem_eq(r1, r2, sizeof(float) * n);
-	ck_assert(r1[9] == x[37 * 9]); /* sample 0, channel 1 */
-	p.ref->ops->bcp_to_cbp(p.ref, r1, d1, 3, 37, 9);
+	ck_assert(r1[9] == x[9 * 37]);          /* sample 0, channel 1, pixel 0 */
+	ck_assert(r1[27 + 10] == x[10 * 37 + 1]); /* sample 1, channel 1, pixel 1 */
+	p.ref->ops->bcp_to_cpb(p.ref, r1, d1, 3, 37, 9);
 	ck_assert_mem_eq(d1, x, sizeof(float) * n);
 	free(x), free(dy), free(r1), free(r2), free(d1), free(d2);
 	free_pair(&p);

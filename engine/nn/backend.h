@@ -8,8 +8,9 @@
  *
  * All tensors are float32, row-major, in backend memory (alloc/upload). Two
  * activation layouts exist: dense layers use [B][features]; convolution and
- * pooling use channel-major [C][B][H][W] so the convolution GEMMs are
- * W[Cout x K] . col[K x B*P] over the whole batch. */
+ * pooling use [C][H][W][B], the batch innermost, so a vector register holds
+ * one pixel of consecutive images and a direct convolution needs no
+ * im2col. */
 #ifndef SL_BACKEND_H
 #define SL_BACKEND_H
 
@@ -61,7 +62,7 @@ typedef struct backend_ops {
 			   const float *y, float *dy, float *dx, float *dw,
 			   float *db, int batch, int in, int out, int relu);
 
-	/* Convolution on [C][B][H][W]: y = act(conv(x, w) + b). */
+	/* Convolution on [C][H][W][B]: y = act(conv(x, w) + b). */
 	void (*conv_fwd)(backend *, const conv_geom *, const float *x,
 			 const float *w, const float *b, float *y, int batch,
 			 int relu);
@@ -71,8 +72,9 @@ typedef struct backend_ops {
 			 const float *w, const float *y, float *dy, float *dx,
 			 float *dw, float *db, int batch, int relu);
 
-	/* Max pooling on [C][B][H][W] (geom.cin channels, cout unused).
-	 * arg receives the argmax offset of each output within its plane. */
+	/* Max pooling on [C][H][W][B] (geom.cin channels, cout unused).
+	 * arg receives the argmax offset ih W + iw of each output within its
+	 * image's plane (-1 for a window of padding alone). */
 	void (*maxpool_fwd)(backend *, const conv_geom *, const float *x,
 			    float *y, int32_t *arg, int batch);
 	void (*maxpool_bwd)(backend *, const conv_geom *, const float *dy,
@@ -83,10 +85,10 @@ typedef struct backend_ops {
 	void (*relu_bwd)(backend *, const float *y, const float *dy, float *dx,
 			 size_t n);
 
-	/* [C][B][P] <-> [B][C*P] (flatten between conv and dense parts). */
-	void (*cbp_to_bcp)(backend *, const float *x, float *y, int c, int b,
+	/* [C][P][B] <-> [B][C*P] (flatten between conv and dense parts). */
+	void (*cpb_to_bcp)(backend *, const float *x, float *y, int c, int b,
 			   int p);
-	void (*bcp_to_cbp)(backend *, const float *x, float *y, int c, int b,
+	void (*bcp_to_cpb)(backend *, const float *x, float *y, int c, int b,
 			   int p);
 
 	/* Softmax cross-entropy over logits[B x K] with labels. Returns the

@@ -1,10 +1,9 @@
 /* backend_cpu.c - the CPU backend: OpenBLAS sgemm (single-threaded) under
  * our own fork-join team, so both cores stay busy for the whole step and not
- * only inside BLAS. Ops split their work by output columns (dense) or by
- * batch images (convolution, pooling) so threads never write the same data;
- * convolution im2col runs in cache-sized chunks and is recomputed in the
- * backward pass instead of stored. Convolution and pooling live in backend_cpu_conv.c; these two are the
- * only files that include cblas.h. */
+ * only inside BLAS. Dense ops split their work by output columns so threads
+ * never write the same data. Convolution and pooling (direct kernels, no
+ * BLAS) live in backend_cpu_conv.c; this is the only file that includes
+ * cblas.h. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -262,8 +261,8 @@ static const backend_ops cpu_ops = {
 	.maxpool_bwd = cpu_maxpool_bwd,
 	.relu_fwd = host_relu_fwd,
 	.relu_bwd = host_relu_bwd,
-	.cbp_to_bcp = host_cbp_to_bcp,
-	.bcp_to_cbp = host_bcp_to_cbp,
+	.cpb_to_bcp = host_cpb_to_bcp,
+	.bcp_to_cpb = host_bcp_to_cpb,
 	.softmax_xent = cpu_softmax_xent,
 	.sgd = cpu_sgd,
 	.dc_grad = cpu_dc_grad,
@@ -304,10 +303,8 @@ cpu_destroy(backend *be)
 {
 	cpu_ctx *c = CTX(be);
 	team_free(c->team);
-	for (int t = 0; t < CPU_MAX_THREADS; t++) {
-		sl_free_aligned(c->scratch[t]);
-		sl_free_aligned(c->part[t]);
-	}
+	for (int t = 0; t < 3; t++)
+		sl_free_aligned(c->buf[t]);
 	free(c);
 	free(be);
 }

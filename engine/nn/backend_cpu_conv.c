@@ -1,351 +1,317 @@
-/* backend_cpu_conv.c - the CPU backend's convolution and max pooling.
- * Convolution splits the batch across the team's threads: small first
- * layers run a direct kernel on padded tiles, the rest im2col in
- * cache-sized chunks into one sgemm per chunk, recomputed in the backward
- * pass instead of stored. Pooling keeps its argmax for the backward pass. */
-#include <cblas.h>
-#include <math.h>
+/* backend_cpu_conv.c - the CPU backend's convolution and max pooling, on
+ * activations stored [C][H][W][B] (the batch innermost). Convolutions are
+ * direct: a vector register holds one pixel of consecutive images, so
+ * every tap is one broadcast weight times one vector load, with no im2col
+ * and no GEMM. The forward pass and the input gradient share one kernel
+ * (the input gradient is the forward over the zero-padded, dilated output
+ * gradient with the kernel flipped); the weight gradient has its own. Each
+ * is compiled per ISA level with its own register blocking (conv_kern.h)
+ * and picked at run time by the CPU and the batch. Every output is
+ * computed by one thread in one order, so results do not depend on the
+ * thread count. Pooling keeps its argmax for the backward pass. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend_cpu_impl.h"
 
+/* ---- the kernels, once per ISA level ------------------------------------ */
+
+/* Both jobs read x padded already; x is zero outside rows [nz_r0, nz_r1)
+ * and columns [nz_c0, nz_c1), and the kernels skip the taps that only
+ * meet those zeros. */
+typedef struct cjob { /* y = act(x (*) w + bias) */
+	const float *x, *w, *bias; /* bias may be NULL */
+	float *y;
+	int cin, hp, wp, cout, ho, wo, k, s, B, relu;
+	int nz_r0, nz_r1, nz_c0, nz_c1;
+} cjob;
+
+typedef struct wjob { /* dw = dy (*) x */
+	const float *x, *dy;
+	float *dw;
+	int cin, hp, wp, cout, ho, wo, k, s, B;
+	int nz_r0, nz_r1, nz_c0, nz_c1;
+} wjob;
+
+typedef struct conv_kern {
+	int vw;  /* floats per vector: batches of at least vw */
+	int cbw, rbw; /* the weight gradient's blocks of channels, tap rows */
+	void (*fwd_rows)(const cjob *, int oh0, int oh1);
+	void (*dw_items)(const wjob *, long i0, long i1);
+	void (*pool_fwd)(const conv_geom *, const float *x, float *y,
+			 int32_t *arg, int B, int c0, int c1);
+	void (*pool_bwd_tiled)(const conv_geom *, const float *dy,
+			       const int32_t *arg, float *dx, int B, int c0,
+			       int c1);
+} conv_kern;
+
+/* The window of pooling output (oh, ow), clipped to the image:
+ * rows [*r0, *r1), columns [*c0, *c1). */
+static inline void
+pool_window(const conv_geom *g, int oh, int ow, int *r0, int *r1, int *c0,
+	    int *c1)
+{
+	const int s = g->stride, pad = g->pad, k = g->k;
+	*r0 = SL_MAX(oh * s - pad, 0);
+	*r1 = SL_MIN(oh * s - pad + k, g->h);
+	*c0 = SL_MAX(ow * s - pad, 0);
+	*c1 = SL_MIN(ow * s - pad + k, g->w);
+}
+
+/* ceil(a / b) for b > 0 and any a */
+static inline int
+cdiv(int a, int b)
+{
+	return a >= 0 ? (a + b - 1) / b : -((-a) / b);
+}
+
+/* blocks of at most max that split n as evenly as possible */
+static inline int
+even_block(int n, int max)
+{
+	int nb = (n + max - 1) / max;
+	return (n + nb - 1) / nb;
+}
+
+#if defined(SL_FORCE_ISA)
+#define KERN_V4 (SL_FORCE_ISA == 4)
+#define KERN_V3 (SL_FORCE_ISA == 3)
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define KERN_V4 1
+#define KERN_V3 1
+#else
+#define KERN_V4 0
+#define KERN_V3 0
+#endif
+
+#define KN(n) n##_s1
+#define VW 1
+#define KTARGET
+#define CBF 2
+#define OBF 4
+#define CBW 2
+#define RBW 1
+#define KNW 7
+#include "conv_kern.h"
+
+#define KN(n) n##_sse
+#define VW 4
+#define KTARGET
+#define CBF 4
+#define OBF 3
+#define CBW 2
+#define RBW 1
+#define KNW 7
+#include "conv_kern.h"
+
+#if KERN_V3
+#define KN(n) n##_v3
+#define VW 8
+#define KTARGET __attribute__((target("arch=x86-64-v3")))
+#define CBF 4
+#define OBF 3
+#define CBW 2
+#define RBW 1
+#define KNW 7
+#include "conv_kern.h"
+#endif
+
+#if KERN_V4
+#define KN(n) n##_v4
+#define VW 16
+#define KTARGET __attribute__((target("arch=x86-64-v4")))
+#define CBF 6
+#define OBF 4
+#define CBW 1
+#define RBW 3
+#define KNW 5
+#include "conv_kern.h"
+#endif
+
+/* The widest kernel the CPU runs whose vector a batch fills. A forced
+ * build (SL_FORCE_ISA) takes its level without asking the CPU. */
+static const conv_kern *
+kern_for(int batch)
+{
+#if KERN_V4
+#if !defined(SL_FORCE_ISA)
+	__builtin_cpu_init();
+	if (batch >= 16 && __builtin_cpu_supports("x86-64-v4"))
+#else
+	if (batch >= 16)
+#endif
+		return &kern_v4;
+#endif
+#if KERN_V3
+#if !defined(SL_FORCE_ISA)
+	__builtin_cpu_init();
+	if (batch >= 8 && __builtin_cpu_supports("x86-64-v3"))
+#else
+	if (batch >= 8)
+#endif
+		return &kern_v3;
+#endif
+	return batch >= 4 ? &kern_sse : &kern_s1;
+}
+
+const char *
+cpu_conv_kernel(int batch)
+{
+	int vw = kern_for(batch)->vw;
+	return vw == 16 ? "x86-64-v4" : vw == 8 ? "x86-64-v3" : vw == 4 ? "sse" : "scalar";
+}
+
 /* ---- convolution ------------------------------------------------------ */
 
-/* The output columns [lo, hi) whose input column ow*stride - pad + kj
- * falls inside the image (0 <= it < W); the others read padding. */
-static inline void
-ow_range(const conv_geom *g, int kj, int *lo, int *hi)
+/* xp[c][r][col][B] = x[c][r - pad][col - pad][B], zero outside, for
+ * channels [c0, c1). */
+static void
+pad_channels(const float *x, float *xp, int h, int w, int pad, int B, int c0,
+	     int c1)
 {
-	int s = g->stride, off = kj - g->pad;
-	*lo = 0;
-	*hi = g->wo;
-	while (*lo < g->wo && *lo * s + off < 0)
-		(*lo)++;
-	while (*hi > *lo && (*hi - 1) * s + off >= g->w)
-		(*hi)--;
-}
-
-/* im2col for images [b0, b0+nb) of x ([C][B][H][W]) into col[K][nb*P]. */
-SIMD_CLONES static void
-im2col(const conv_geom *g, const float *x, int batch, int b0, int nb,
-       float *col)
-{
-	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
-	const int ho = g->ho, wo = g->wo, P = ho * wo;
-	const size_t ld = (size_t)nb * P;
-	const size_t plane = (size_t)H * W, cstride = (size_t)batch * plane;
-	for (int ci = 0; ci < g->cin; ci++) {
-		for (int ki = 0; ki < k; ki++) {
-			for (int kj = 0; kj < k; kj++) {
-				float *row = col + (size_t)((ci * k + ki) * k + kj) * ld;
-				int ow_lo, ow_hi;
-				ow_range(g, kj, &ow_lo, &ow_hi);
-				for (int bi = 0; bi < nb; bi++) {
-					const float *img = x + ci * cstride + (size_t)(b0 + bi) * plane;
-					float *dst = row + (size_t)bi * P;
-					for (int oh = 0; oh < ho; oh++) {
-						int ih = oh * s - pad + ki;
-						float *d = dst + oh * wo;
-						if (ih < 0 || ih >= H) {
-							for (int ow = 0; ow < wo; ow++)
-								d[ow] = 0.0f;
-							continue;
-						}
-						const float *src = img + (size_t)ih * W - pad + kj;
-						for (int ow = 0; ow < ow_lo; ow++)
-							d[ow] = 0.0f;
-						if (s == 1) {
-							for (int ow = ow_lo; ow < ow_hi; ow++)
-								d[ow] = src[ow];
-						} else {
-							for (int ow = ow_lo; ow < ow_hi; ow++)
-								d[ow] = src[ow * s];
-						}
-						for (int ow = ow_hi; ow < wo; ow++)
-							d[ow] = 0.0f;
-					}
-				}
-			}
+	const int hp = h + 2 * pad, wp = w + 2 * pad;
+	const size_t rowB = (size_t)wp * B;
+	for (int c = c0; c < c1; c++) {
+		float *d = xp + (size_t)c * hp * rowB;
+		const float *sx = x + (size_t)c * h * w * B;
+		memset(d, 0, sizeof(float) * pad * rowB);
+		for (int r = 0; r < h; r++) {
+			float *dr = d + (size_t)(r + pad) * rowB;
+			memset(dr, 0, sizeof(float) * pad * B);
+			memcpy(dr + (size_t)pad * B, sx + (size_t)r * w * B,
+			       sizeof(float) * w * B);
+			memset(dr + (size_t)(pad + w) * B, 0, sizeof(float) * pad * B);
 		}
-	}
-}
-
-/* col2im: accumulate col[K][nb*P] into dx images [b0, b0+nb) (zeroed
- * first by the caller). */
-SIMD_CLONES static void
-col2im(const conv_geom *g, const float *col, int batch, int b0, int nb,
-       float *dx)
-{
-	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
-	const int ho = g->ho, wo = g->wo, P = ho * wo;
-	const size_t ld = (size_t)nb * P;
-	const size_t plane = (size_t)H * W, cstride = (size_t)batch * plane;
-	for (int ci = 0; ci < g->cin; ci++) {
-		for (int ki = 0; ki < k; ki++) {
-			for (int kj = 0; kj < k; kj++) {
-				const float *row = col + (size_t)((ci * k + ki) * k + kj) * ld;
-				int ow_lo, ow_hi;
-				ow_range(g, kj, &ow_lo, &ow_hi);
-				for (int bi = 0; bi < nb; bi++) {
-					float *img = dx + ci * cstride + (size_t)(b0 + bi) * plane;
-					const float *src = row + (size_t)bi * P;
-					for (int oh = 0; oh < ho; oh++) {
-						int ih = oh * s - pad + ki;
-						if (ih < 0 || ih >= H)
-							continue;
-						float *d = img + (size_t)ih * W - pad + kj;
-						const float *c = src + oh * wo;
-						for (int ow = ow_lo; ow < ow_hi; ow++)
-							d[ow * s] += c[ow];
-					}
-				}
-			}
-		}
+		memset(d + (size_t)(pad + h) * rowB, 0, sizeof(float) * pad * rowB);
 	}
 }
 
 struct conv_args {
-	backend *be;
 	const conv_geom *g;
-	const float *x, *w, *b, *y;
-	float *yout, *dy, *dx, *dw, *db;
+	const conv_kern *kern;
+	const float *x, *w, *y;
+	float *xp, *dy, *dyd, *db;
+	cjob cj;  /* the forward, or the input gradient */
+	wjob wj;  /* the weight gradient */
 	int batch, relu;
 };
 
-static int
-conv_chunk(const conv_geom *g)
-{
-	long per = (long)g->cin * g->k * g->k * g->ho * g->wo;
-	long c = COL_CHUNK_FLOATS / (per > 0 ? per : 1);
-	return (int)SL_MAX(1, c);
-}
-
-/* Direct convolution for one input channel and small kernels (LeNet's
- * conv1: K = 25, Cout = 6 is too thin for a GEMM). Stride 1, output rows up
- * to DW wide. Each image is first copied into a zero-padded tile so the
- * inner loops have constant trip counts and no bounds: the compiler turns
- * them into straight vector code at -O2, and the target clones pick AVX2 or
- * AVX-512 where the CPU has them (the default clone is plain x86-64). */
-#define DW 32  /* output row width handled by the direct kernels */
-#define DPW 48 /* padded tile row: DW + k - 1 <= DPW */
-#define DPH 64 /* padded tile rows */
-
-
-static int
-conv_is_direct(const conv_geom *g)
-{
-	return g->cin == 1 && g->stride == 1 && g->k <= 7 && g->cout <= 16 &&
-	       g->wo <= DW && g->w + g->pad <= DPW &&
-	       g->ho + g->k - 1 <= DPH;
-}
-
-/* tile[r][c] = image[r - pad][c - pad], zero outside */
 static void
-pad_tile(const conv_geom *g, const float *img, float tile[DPH][DPW])
-{
-	const int H = g->h, W = g->w, pad = g->pad;
-	const int rows = g->ho + g->k - 1;
-	for (int r = 0; r < rows; r++) {
-		int ih = r - pad;
-		float *t = tile[r];
-		memset(t, 0, sizeof(float) * DPW);
-		if (ih >= 0 && ih < H)
-			memcpy(t + pad, img + (size_t)ih * W, sizeof(float) * W);
-	}
-}
-
-SIMD_CLONES static void
-conv_direct_fwd(const conv_geom *g, const float *x, const float *w,
-		const float *b, float *y, int batch, int b0, int b1, int relu)
-{
-	const int k = g->k, ho = g->ho, wo = g->wo, P = ho * wo;
-	float tile[DPH][DPW];
-	float acc[DW];
-	for (int bi = b0; bi < b1; bi++) {
-		pad_tile(g, x + (size_t)bi * g->h * g->w, tile);
-		for (int co = 0; co < g->cout; co++) {
-			const float *wk = w + (size_t)co * k * k;
-			float *out = y + ((size_t)co * batch + bi) * P;
-			for (int oh = 0; oh < ho; oh++) {
-				for (int i = 0; i < DW; i++)
-					acc[i] = b[co];
-				for (int ki = 0; ki < k; ki++) {
-					const float *row = tile[oh + ki];
-					for (int kj = 0; kj < k; kj++) {
-						const float wv = wk[ki * k + kj];
-						const float *src = row + kj;
-						for (int i = 0; i < DW; i++)
-							acc[i] += wv * src[i];
-					}
-				}
-				if (relu)
-					for (int i = 0; i < DW; i++)
-						acc[i] = acc[i] > 0.0f ? acc[i] : 0.0f;
-				memcpy(out + oh * wo, acc, sizeof(float) * wo);
-			}
-		}
-	}
-}
-
-SIMD_CLONES static void
-conv_fwd_part(void *p, int tid, int nt)
+pad_part(void *p, int tid, int nt)
 {
 	struct conv_args *a = p;
 	const conv_geom *g = a->g;
-	long b0, b1;
-	team_split(a->batch, tid, nt, &b0, &b1);
-	if (b1 <= b0)
-		return;
-	if (conv_is_direct(g)) {
-		conv_direct_fwd(g, a->x, a->w, a->b, a->yout, a->batch, (int)b0,
-				(int)b1, a->relu);
-		return;
-	}
-	cpu_ctx *c = CTX(a->be);
-	const int K = g->cin * g->k * g->k, P = g->ho * g->wo;
-	const int chunk = conv_chunk(g);
-	float *col = grow(&c->scratch[tid], &c->scratch_cap[tid],
-			  (size_t)K * P * chunk);
-	const size_t ldy = (size_t)a->batch * P;
-	for (long bs = b0; bs < b1; bs += chunk) {
-		int nb = (int)SL_MIN(chunk, b1 - bs);
-		im2col(g, a->x, a->batch, (int)bs, nb, col);
-		float *y = a->yout + (size_t)bs * P;
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->cout,
-			    nb * P, K, 1.0f, a->w, K, col, nb * P, 0.0f, y,
-			    (int)ldy);
-		for (int co = 0; co < g->cout; co++) {
-			float *r = y + co * ldy, bv = a->b[co];
-			int n = nb * P;
-			if (a->relu) {
-				for (int j = 0; j < n; j++) {
-					float v = r[j] + bv;
-					r[j] = v > 0.0f ? v : 0.0f;
-				}
-			} else {
-				for (int j = 0; j < n; j++)
-					r[j] += bv;
-			}
-		}
-	}
+	long c0, c1;
+	team_split(g->cin, tid, nt, &c0, &c1);
+	pad_channels(a->x, a->xp, g->h, g->w, g->pad, a->batch, (int)c0, (int)c1);
+}
+
+static void
+fwd_part(void *p, int tid, int nt)
+{
+	struct conv_args *a = p;
+	long r0, r1;
+	team_split(a->cj.ho, tid, nt, &r0, &r1);
+	if (r1 > r0)
+		a->kern->fwd_rows(&a->cj, (int)r0, (int)r1);
+}
+
+/* the padded input (x itself without padding) */
+static const float *
+padded_input(backend *be, struct conv_args *a)
+{
+	const conv_geom *g = a->g;
+	if (!g->pad)
+		return a->x;
+	cpu_ctx *c = CTX(be);
+	size_t n = (size_t)g->cin * (g->h + 2 * g->pad) * (g->w + 2 * g->pad) * a->batch;
+	a->xp = grow(&c->buf[0], &c->buf_cap[0], n);
+	team_run(c->team, pad_part, a);
+	return a->xp;
 }
 
 void
 cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	     const float *b, float *y, int batch, int relu)
 {
-	struct conv_args a = {.be = be, .g = g, .x = x, .w = w, .b = b,
-			      .yout = y, .batch = batch, .relu = relu};
-	team_run(CTX(be)->team, conv_fwd_part, &a);
+	struct conv_args a = {.g = g, .kern = kern_for(batch), .x = x,
+			      .batch = batch};
+	a.cj = (cjob){.x = padded_input(be, &a), .w = w, .bias = b, .y = y,
+		      .cin = g->cin, .hp = g->h + 2 * g->pad,
+		      .wp = g->w + 2 * g->pad, .cout = g->cout, .ho = g->ho,
+		      .wo = g->wo, .k = g->k, .s = g->stride, .B = batch,
+		      .relu = relu, .nz_r0 = g->pad, .nz_r1 = g->pad + g->h,
+		      .nz_c0 = g->pad, .nz_c1 = g->pad + g->w};
+	team_run(CTX(be)->team, fwd_part, &a);
 }
 
-/* Direct weight gradient for the direct path (no dx: first layer):
- * dw[co][ki][kj] = sum dy[co][oh][ow] tile[oh + ki][ow + kj], accumulated
- * per tap as DW-wide vectors and reduced once per call. */
-SIMD_CLONES static void
-conv_direct_bwd_w(const conv_geom *g, const float *x, const float *dy,
-		  float *dw, float *db, int batch, int b0, int b1)
-{
-	const int k = g->k, ho = g->ho, wo = g->wo, P = ho * wo, kk = k * k;
-	const int cout = g->cout;
-	float tile[DPH][DPW];
-	float dd[DW];
-	float accw[16][49][DW]; /* cout <= 16, k <= 7 (conv_is_direct) */
-	float bsum[16] = {0};
-	for (int co = 0; co < cout; co++)
-		memset(accw[co], 0, sizeof(float) * (size_t)kk * DW);
-	for (int bi = b0; bi < b1; bi++) {
-		pad_tile(g, x + (size_t)bi * g->h * g->w, tile);
-		for (int co = 0; co < cout; co++) {
-			const float *d = dy + ((size_t)co * batch + bi) * P;
-			for (int oh = 0; oh < ho; oh++) {
-				for (int i = 0; i < DW; i++)
-					dd[i] = i < wo ? d[oh * wo + i] : 0.0f;
-				for (int i = 0; i < DW; i++)
-					bsum[co] += dd[i];
-				for (int ki = 0; ki < k; ki++) {
-					const float *row = tile[oh + ki];
-					for (int kj = 0; kj < k; kj++) {
-						float *a = accw[co][ki * k + kj];
-						const float *src = row + kj;
-						for (int i = 0; i < DW; i++)
-							a[i] += dd[i] * src[i];
-					}
-				}
-			}
-		}
-	}
-	for (int co = 0; co < cout; co++) {
-		db[co] += bsum[co];
-		for (int t = 0; t < kk; t++) {
-			float sacc = 0.0f;
-			for (int i = 0; i < DW; i++)
-				sacc += accw[co][t][i];
-			dw[(size_t)co * kk + t] += sacc;
-		}
-	}
-}
-
-SIMD_CLONES static void
-conv_bwd_part(void *p, int tid, int nt)
+/* The backward's first pass, per output channel: dy masked by relu'(y),
+ * db, and the dilated, zero-padded copy of dy the input gradient reads:
+ * dyd[co][oh s + q][ow s + q] = dy[co][oh][ow] with q = k - 1 - pad, in a
+ * (h + k - 1) x (w + k - 1) plane. */
+static void
+bwd_prep_part(void *p, int tid, int nt)
 {
 	struct conv_args *a = p;
 	const conv_geom *g = a->g;
-	cpu_ctx *c = CTX(a->be);
-	const int K = g->cin * g->k * g->k, P = g->ho * g->wo;
-	const size_t ldy = (size_t)a->batch * P;
-	float *part = grow(&c->part[tid], &c->part_cap[tid],
-			   (size_t)g->cout * (K + 1));
-	float *pdw = part, *pdb = part + (size_t)g->cout * K;
-	memset(part, 0, sizeof(float) * (size_t)g->cout * (K + 1));
-	long b0, b1;
-	team_split(a->batch, tid, nt, &b0, &b1);
-	if (b1 <= b0)
-		return;
-	if (a->relu) {
-		for (int co = 0; co < g->cout; co++) {
-			float *d = a->dy + co * ldy + (size_t)b0 * P;
-			const float *y = a->y + co * ldy + (size_t)b0 * P;
-			size_t n = (size_t)(b1 - b0) * P;
-			for (size_t j = 0; j < n; j++)
-				d[j] = y[j] > 0.0f ? d[j] : 0.0f;
+	const int B = a->batch, k = g->k, s = g->stride;
+	const size_t P = (size_t)g->ho * g->wo, n = P * B;
+	long c0, c1;
+	team_split(g->cout, tid, nt, &c0, &c1);
+	for (long co = c0; co < c1; co++) {
+		float *d = a->dy + co * n;
+		if (a->relu) {
+			const float *yc = a->y + co * n;
+			for (size_t i = 0; i < n; i++)
+				d[i] = yc[i] > 0.0f ? d[i] : 0.0f;
+		}
+		float part[16] = {0}, sum = 0.0f;
+		size_t i = 0;
+		for (; i + 16 <= n; i += 16)
+			for (int l = 0; l < 16; l++)
+				part[l] += d[i + l];
+		for (; i < n; i++)
+			sum += d[i];
+		for (int l = 0; l < 16; l++)
+			sum += part[l];
+		a->db[co] = sum;
+		if (!a->dyd)
+			continue;
+		const int hd = g->h + k - 1, wd = g->w + k - 1, q = k - 1 - g->pad;
+		float *dd = a->dyd + co * (size_t)hd * wd * B;
+		memset(dd, 0, sizeof(float) * (size_t)hd * wd * B);
+		for (int oh = 0; oh < g->ho; oh++) {
+			int r = oh * s + q;
+			if (r < 0 || r >= hd)
+				continue;
+			for (int ow = 0; ow < g->wo; ow++) {
+				int col = ow * s + q;
+				if (col < 0 || col >= wd)
+					continue;
+				memcpy(dd + ((size_t)r * wd + col) * B,
+				       d + ((size_t)oh * g->wo + ow) * B, sizeof(float) * B);
+			}
 		}
 	}
-	if (conv_is_direct(g) && !a->dx) {
-		conv_direct_bwd_w(g, a->x, a->dy, pdw, pdb, a->batch, (int)b0,
-				  (int)b1);
-		return;
+	if (g->pad) {
+		team_split(g->cin, tid, nt, &c0, &c1);
+		pad_channels(a->x, a->xp, g->h, g->w, g->pad, B, (int)c0, (int)c1);
 	}
-	const int chunk = conv_chunk(g);
-	float *col = grow(&c->scratch[tid], &c->scratch_cap[tid],
-			  (size_t)K * P * chunk);
-	for (long bs = b0; bs < b1; bs += chunk) {
-		int nb = (int)SL_MIN(chunk, b1 - bs);
-		const float *dy = a->dy + (size_t)bs * P;
-		im2col(g, a->x, a->batch, (int)bs, nb, col);
-		cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, g->cout, K,
-			    nb * P, 1.0f, dy, (int)ldy, col, nb * P, 1.0f, pdw,
-			    K);
-		for (int co = 0; co < g->cout; co++) {
-			const float *r = dy + co * ldy;
-			float s = 0.0f;
-			for (int j = 0; j < nb * P; j++)
-				s += r[j];
-			pdb[co] += s;
-		}
-		if (a->dx) {
-			/* col is free again: reuse it for dcol = w^T dy */
-			cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, K,
-				    nb * P, g->cout, 1.0f, a->w, K, dy, (int)ldy,
-				    0.0f, col, nb * P);
-			size_t plane = (size_t)g->h * g->w;
-			for (int ci = 0; ci < g->cin; ci++)
-				memset(a->dx + ((size_t)ci * a->batch + bs) * plane,
-				       0, sizeof(float) * nb * plane);
-			col2im(g, col, a->batch, (int)bs, nb, a->dx);
-		}
-	}
+}
+
+static void
+dw_part(void *p, int tid, int nt)
+{
+	struct conv_args *a = p;
+	const wjob *j = &a->wj;
+	const int cbs = even_block(j->cout, a->kern->cbw);
+	const int rbs = even_block(j->k, a->kern->rbw);
+	long n = (long)((j->cout + cbs - 1) / cbs) * j->cin * ((j->k + rbs - 1) / rbs);
+	long i0, i1;
+	team_split(n, tid, nt, &i0, &i1);
+	if (i1 > i0)
+		a->kern->dw_items(j, i0, i1);
 }
 
 void
@@ -354,24 +320,44 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	     int batch, int relu)
 {
 	cpu_ctx *c = CTX(be);
-	struct conv_args a = {.be = be, .g = g, .x = x, .w = w, .y = y,
-			      .dy = dy, .dx = dx, .dw = dw, .db = db,
-			      .batch = batch, .relu = relu};
-	team_run(c->team, conv_bwd_part, &a);
-	const int K = g->cin * g->k * g->k;
-	const size_t n = (size_t)g->cout * K;
-	memcpy(dw, c->part[0], sizeof(float) * n);
-	memcpy(db, c->part[0] + n, sizeof(float) * g->cout);
-	for (int t = 1; t < team_size(c->team); t++) {
-		const float *pp = c->part[t];
-		for (size_t i = 0; i < n; i++)
-			dw[i] += pp[i];
+	const int k = g->k, pad = g->pad, B = batch;
+	const int hp = g->h + 2 * pad, wp = g->w + 2 * pad;
+	struct conv_args a = {.g = g, .kern = kern_for(batch), .x = x, .w = w,
+			      .y = y, .dy = dy, .db = db, .batch = batch,
+			      .relu = relu};
+	if (pad)
+		a.xp = grow(&c->buf[0], &c->buf_cap[0], (size_t)g->cin * hp * wp * B);
+	const int hd = g->h + k - 1, wd = g->w + k - 1, q = k - 1 - pad;
+	float *wt = NULL;
+	if (dx) {
+		a.dyd = grow(&c->buf[1], &c->buf_cap[1], (size_t)g->cout * hd * wd * B);
+		/* wt[ci][co][r][s] = w[co][ci][k-1-r][k-1-s] */
+		const size_t kk = (size_t)k * k;
+		wt = grow(&c->buf[2], &c->buf_cap[2], kk * g->cin * g->cout);
 		for (int co = 0; co < g->cout; co++)
-			db[co] += pp[n + co];
+			for (int ci = 0; ci < g->cin; ci++)
+				for (size_t t = 0; t < kk; t++)
+					wt[((size_t)ci * g->cout + co) * kk + t] =
+						w[((size_t)co * g->cin + ci) * kk + kk - 1 - t];
 	}
+	team_run(c->team, bwd_prep_part, &a);
+	a.wj = (wjob){.x = pad ? a.xp : x, .dy = dy, .dw = dw, .cin = g->cin,
+		      .hp = hp, .wp = wp, .cout = g->cout, .ho = g->ho,
+		      .wo = g->wo, .k = k, .s = g->stride, .B = B,
+		      .nz_r0 = pad, .nz_r1 = pad + g->h, .nz_c0 = pad,
+		      .nz_c1 = pad + g->w};
+	team_run(c->team, dw_part, &a);
+	if (!dx)
+		return;
+	a.cj = (cjob){.x = a.dyd, .w = wt, .bias = NULL, .y = dx,
+		      .cin = g->cout, .hp = hd, .wp = wd, .cout = g->cin,
+		      .ho = g->h, .wo = g->w, .k = k, .s = 1, .B = B, .relu = 0,
+		      .nz_r0 = q, .nz_r1 = q + (g->ho - 1) * g->stride + 1,
+		      .nz_c0 = q, .nz_c1 = q + (g->wo - 1) * g->stride + 1};
+	team_run(c->team, fwd_part, &a);
 }
 
-/* ---- pooling, relu, layout ------------------------------------------- */
+/* ---- pooling --------------------------------------------------------- */
 
 struct pool_args {
 	const conv_geom *g;
@@ -379,56 +365,17 @@ struct pool_args {
 	float *y, *dx;
 	const int32_t *carg;
 	int32_t *arg;
+	const conv_kern *kern;
 	int batch;
 };
 
-SIMD_CLONES static void
+static void
 maxpool_fwd_part(void *p, int tid, int nt)
 {
 	struct pool_args *a = p;
-	const conv_geom *g = a->g;
-	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
-	const int ho = g->ho, wo = g->wo;
-	long p0, p1;
-	team_split((long)g->cin * a->batch, tid, nt, &p0, &p1);
-	if (k == 2 && s == 2 && pad == 0) {
-		/* the common case: 2x2 windows, stride 2, no padding */
-		for (long pl = p0; pl < p1; pl++) {
-			const float *x = a->x + (size_t)pl * H * W;
-			float *y = a->y + (size_t)pl * ho * wo;
-			int32_t *ag = a->arg + (size_t)pl * ho * wo;
-			for (int oh = 0; oh < ho; oh++) {
-				const float *r0 = x + (size_t)(2 * oh) * W;
-				const float *r1 = r0 + W;
-				/* the reference's order (the first of equal maxima, a
-				 * NaN kept where it comes first) as selects, not
-				 * branches: random data mispredicts half of them */
-				const int32_t base = 2 * oh * W;
-				for (int ow = 0; ow < wo; ow++) {
-					int c = 2 * ow;
-					float m = r0[c], v;
-					int32_t off = 0;
-					int t;
-					v = r0[c + 1];
-					t = v > m;
-					m = t ? v : m;
-					off = t ? 1 : off;
-					v = r1[c];
-					t = v > m;
-					m = t ? v : m;
-					off = t ? W : off;
-					v = r1[c + 1];
-					t = v > m;
-					m = t ? v : m;
-					off = t ? W + 1 : off;
-					y[oh * wo + ow] = m;
-					ag[oh * wo + ow] = base + c + off;
-				}
-			}
-		}
-		return;
-	}
-	host_maxpool_planes(g, a->x, a->y, a->arg, p0, p1);
+	long c0, c1;
+	team_split(a->g->cin, tid, nt, &c0, &c1);
+	a->kern->pool_fwd(a->g, a->x, a->y, a->arg, a->batch, (int)c0, (int)c1);
 }
 
 void
@@ -436,7 +383,7 @@ cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x, float *y,
 		int32_t *arg, int batch)
 {
 	struct pool_args a = {.g = g, .x = x, .y = y, .arg = arg,
-			      .batch = batch};
+			      .kern = kern_for(batch), .batch = batch};
 	team_run(CTX(be)->team, maxpool_fwd_part, &a);
 }
 
@@ -444,9 +391,15 @@ static void
 maxpool_bwd_part(void *p, int tid, int nt)
 {
 	struct pool_args *a = p;
-	long p0, p1;
-	team_split((long)a->g->cin * a->batch, tid, nt, &p0, &p1);
-	host_maxpool_bwd_planes(a->g, a->dy, a->carg, a->dx, p0, p1);
+	const conv_geom *g = a->g;
+	long c0, c1;
+	team_split(g->cin, tid, nt, &c0, &c1);
+	if (g->k <= g->stride) /* windows that do not overlap */
+		a->kern->pool_bwd_tiled(g, a->dy, a->carg, a->dx, a->batch,
+					(int)c0, (int)c1);
+	else
+		host_maxpool_bwd(g, a->dy, a->carg, a->dx, a->batch, (int)c0,
+				 (int)c1);
 }
 
 void
@@ -454,7 +407,6 @@ cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 		const int32_t *arg, float *dx, int batch)
 {
 	struct pool_args a = {.g = g, .dy = dy, .carg = arg, .dx = dx,
-			      .batch = batch};
+			      .kern = kern_for(batch), .batch = batch};
 	team_run(CTX(be)->team, maxpool_bwd_part, &a);
 }
-

@@ -1,5 +1,5 @@
 /* backend_cpu_impl.h - what the CPU backend's files share: the context
- * (the thread team and per-thread scratch), the SIMD clones attribute and
+ * (the thread team and its scratch buffers), the SIMD clones attribute and
  * the ops each file contributes to the table in backend_cpu.c. Private to
  * backend_cpu*.c. */
 #ifndef SL_BACKEND_CPU_IMPL_H
@@ -33,15 +33,12 @@
 #else
 #define SIMD_CLONES
 #endif
-#define COL_CHUNK_FLOATS 65536 /* im2col chunk: ~256 KiB, stays in L2 */
 
 typedef struct cpu_ctx {
 	team *team;
 	int nt;
-	float *scratch[CPU_MAX_THREADS]; /* per-thread im2col buffers */
-	size_t scratch_cap[CPU_MAX_THREADS];
-	float *part[CPU_MAX_THREADS]; /* per-thread partial dw|db (conv) */
-	size_t part_cap[CPU_MAX_THREADS];
+	float *buf[3]; /* convolution: padded input, dilated dy, flipped w */
+	size_t buf_cap[3];
 } cpu_ctx;
 
 static inline cpu_ctx *
@@ -50,8 +47,9 @@ CTX(backend *be)
 	return (cpu_ctx *)be->ctx;
 }
 
-/* Grow a per-thread buffer; only called by its own thread. Allocation
- * happens in the first step only (sizes do not change after). */
+/* Grow a scratch buffer; called by the thread that calls team_run,
+ * before it. Allocation happens in the first step only (sizes do not
+ * change after). */
 static inline float *
 grow(float **buf, size_t *cap, size_t n)
 {
@@ -74,5 +72,8 @@ void cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x,
 		     float *y, int32_t *arg, int batch);
 void cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 		     const int32_t *arg, float *dx, int batch);
+/* the ISA level of the convolution kernel a batch runs: "x86-64-v4",
+ * "x86-64-v3", "sse" or "scalar" */
+const char *cpu_conv_kernel(int batch);
 
 #endif

@@ -96,47 +96,52 @@ host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
 		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
-/* [C][B][P] <-> [B][C][P], p floats a block */
+/* [C][P][B] <-> [B][C][P]: a transpose of the (C P) x B matrix, in tiles
+ * of 16 x 16 so both sides are read and written a cache line at a time. */
+#define TT 16
 static void
-transpose_cb(const float *x, float *y, int c, int b, int p, int to_bcp)
+transpose_rows(const float *x, float *y, size_t rows, size_t cols)
 {
-	for (int ci = 0; ci < c; ci++)
-		for (int bi = 0; bi < b; bi++) {
-			size_t cb = ((size_t)ci * b + bi) * p;
-			size_t bc = ((size_t)bi * c + ci) * p;
-			memcpy(y + (to_bcp ? bc : cb), x + (to_bcp ? cb : bc),
-			       sizeof(float) * p);
+	for (size_t r0 = 0; r0 < rows; r0 += TT)
+		for (size_t c0 = 0; c0 < cols; c0 += TT) {
+			size_t r1 = r0 + TT < rows ? r0 + TT : rows;
+			size_t c1 = c0 + TT < cols ? c0 + TT : cols;
+			for (size_t r = r0; r < r1; r++)
+				for (size_t c = c0; c < c1; c++)
+					y[c * rows + r] = x[r * cols + c];
 		}
 }
 
 void
-host_cbp_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
+host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
 {
 	(void)be;
-	transpose_cb(x, y, c, b, p, 1);
+	transpose_rows(x, y, (size_t)c * p, (size_t)b);
 }
 
 void
-host_bcp_to_cbp(backend *be, const float *x, float *y, int c, int b, int p)
+host_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
 {
 	(void)be;
-	transpose_cb(x, y, c, b, p, 0);
+	transpose_rows(x, y, (size_t)b, (size_t)c * p);
 }
 
+/* Max pooling on [C][H][W][B], the batch innermost: every output takes the
+ * first maximum of its window in row order (strictly greater replaces, so
+ * a NaN that comes first stays), lane by lane. */
 void
-host_maxpool_planes(const conv_geom *g, const float *x, float *y,
-		    int32_t *arg, long p0, long p1)
+host_maxpool_fwd(const conv_geom *g, const float *x, float *y, int32_t *arg,
+		 int batch, int c0, int c1)
 {
 	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
-	const int ho = g->ho, wo = g->wo;
-	for (long pl = p0; pl < p1; pl++) {
-		const float *xp = x + (size_t)pl * H * W;
-		float *yp = y + (size_t)pl * ho * wo;
-		int32_t *ap = arg + (size_t)pl * ho * wo;
+	const int ho = g->ho, wo = g->wo, B = batch;
+	for (int c = c0; c < c1; c++)
 		for (int oh = 0; oh < ho; oh++)
 			for (int ow = 0; ow < wo; ow++) {
-				float best = -INFINITY;
-				int32_t bi = -1;
+				size_t o = (((size_t)c * ho + oh) * wo + ow) * B;
+				float *yo = y + o;
+				int32_t *ao = arg + o;
+				int first = 1;
 				for (int ki = 0; ki < k; ki++) {
 					int ih = oh * s - pad + ki;
 					if (ih < 0 || ih >= H)
@@ -145,32 +150,48 @@ host_maxpool_planes(const conv_geom *g, const float *x, float *y,
 						int iw = ow * s - pad + kj;
 						if (iw < 0 || iw >= W)
 							continue;
-						float v = xp[ih * W + iw];
-						if (bi < 0 || v > best) {
-							best = v;
-							bi = ih * W + iw;
+						const int32_t pos = ih * W + iw;
+						const float *xv = x + ((size_t)c * H * W + pos) * B;
+						if (first) {
+							for (int b = 0; b < B; b++) {
+								yo[b] = xv[b];
+								ao[b] = pos;
+							}
+							first = 0;
+							continue;
+						}
+						for (int b = 0; b < B; b++) {
+							int t = xv[b] > yo[b];
+							yo[b] = t ? xv[b] : yo[b];
+							ao[b] = t ? pos : ao[b];
 						}
 					}
 				}
-				yp[oh * wo + ow] = best;
-				ap[oh * wo + ow] = bi;
+				if (first) /* a window of padding alone */
+					for (int b = 0; b < B; b++) {
+						yo[b] = -INFINITY;
+						ao[b] = -1;
+					}
 			}
-	}
 }
 
 void
-host_maxpool_bwd_planes(const conv_geom *g, const float *dy,
-			const int32_t *arg, float *dx, long p0, long p1)
+host_maxpool_bwd(const conv_geom *g, const float *dy, const int32_t *arg,
+		 float *dx, int batch, int c0, int c1)
 {
 	const size_t in = (size_t)g->h * g->w, out = (size_t)g->ho * g->wo;
-	for (long pl = p0; pl < p1; pl++) {
-		float *d = dx + (size_t)pl * in;
-		const float *dyp = dy + (size_t)pl * out;
-		const int32_t *ap = arg + (size_t)pl * out;
-		memset(d, 0, sizeof(float) * in);
+	const size_t B = (size_t)batch;
+	for (int c = c0; c < c1; c++) {
+		float *d = dx + (size_t)c * in * B;
+		const float *dyc = dy + (size_t)c * out * B;
+		const int32_t *ac = arg + (size_t)c * out * B;
+		memset(d, 0, sizeof(float) * in * B);
 		for (size_t j = 0; j < out; j++)
-			if (ap[j] >= 0)
-				d[ap[j]] += dyp[j];
+			for (size_t b = 0; b < B; b++) {
+				int32_t a = ac[j * B + b];
+				if (a >= 0)
+					d[(size_t)a * B + b] += dyc[j * B + b];
+			}
 	}
 }
 

@@ -27,17 +27,18 @@ int host_all_finite(backend *be, const float *x, size_t n);
 void host_relu_fwd(backend *be, const float *x, float *y, size_t n);
 void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
 		   size_t n);
-void host_cbp_to_bcp(backend *be, const float *x, float *y, int c, int b,
+void host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b,
 		     int p);
-void host_bcp_to_cbp(backend *be, const float *x, float *y, int c, int b,
+void host_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b,
 		     int p);
-/* max pooling of planes [p0, p1) of [C][B][H][W] (any window, stride,
- * padding; the first of equal maxima in row order wins), and its
- * backward: dx planes zeroed, then dy added at each argmax */
-void host_maxpool_planes(const conv_geom *g, const float *x, float *y,
-			 int32_t *arg, long p0, long p1);
-void host_maxpool_bwd_planes(const conv_geom *g, const float *dy,
-			     const int32_t *arg, float *dx, long p0, long p1);
+/* max pooling of channels [c0, c1) of [C][H][W][B] (any window, stride,
+ * padding; the first of equal maxima in row order wins; arg holds the
+ * offset ih W + iw of each output's maximum in its plane), and its
+ * backward: dx channels zeroed, then dy added at each argmax */
+void host_maxpool_fwd(const conv_geom *g, const float *x, float *y,
+		      int32_t *arg, int batch, int c0, int c1);
+void host_maxpool_bwd(const conv_geom *g, const float *dy, const int32_t *arg,
+		      float *dx, int batch, int c0, int c1);
 /* the softmax_xent op (backend.h), with exp and log supplied: sums and
  * the loss in double, exp_fn(z - max) summed in class order */
 double host_softmax_xent(const float *logits, const uint8_t *labels,

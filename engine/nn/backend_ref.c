@@ -189,7 +189,11 @@ ref_linear_bwd(backend *be, const float *x, const float *w, const float *y,
 
 /* ---- convolution ----------------------------------------------------- */
 
-/* Weights are w[co][(ci k + ki) k + kj]; activations [C][B][H][W]. */
+/* Weights are w[co][(ci k + ki) k + kj]; activations [C][H][W][B] (the
+ * batch innermost). Each sum runs in the order it did when activations
+ * were [C][B][H][W], so the bits are those of every earlier release. */
+#define AT(c, h, w, H, W, B, b) ((((size_t)(c) * (H) + (h)) * (W) + (w)) * (B) + (b))
+
 static void
 ref_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	     const float *b, float *y, int batch, int relu)
@@ -197,14 +201,12 @@ ref_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	(void)be;
 	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
 	const int ho = g->ho, wo = g->wo, K = g->cin * k * k;
-	const size_t plane = (size_t)H * W, P = (size_t)ho * wo;
 	for (int co = 0; co < g->cout; co++)
 		for (int bi = 0; bi < batch; bi++)
 			for (int oh = 0; oh < ho; oh++)
 				for (int ow = 0; ow < wo; ow++) {
 					double acc = 0.0;
 					for (int ci = 0; ci < g->cin; ci++) {
-						const float *img = x + ((size_t)ci * batch + bi) * plane;
 						const float *wk = w + (size_t)co * K + (size_t)ci * k * k;
 						for (int ki = 0; ki < k; ki++) {
 							int ih = oh * s - pad + ki;
@@ -215,12 +217,12 @@ ref_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 								if (iw < 0 || iw >= W)
 									continue;
 								acc += (double)wk[ki * k + kj] *
-								       (double)img[(size_t)ih * W + iw];
+								       (double)x[AT(ci, ih, iw, H, W, batch, bi)];
 							}
 						}
 					}
 					float v = (float)acc + b[co];
-					y[((size_t)co * batch + bi) * P + (size_t)oh * wo + ow] =
+					y[AT(co, oh, ow, ho, wo, batch, bi)] =
 						relu && !(v > 0.0f) ? 0.0f : v;
 				}
 }
@@ -244,21 +246,20 @@ ref_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	(void)be;
 	const int H = g->h, W = g->w, k = g->k, s = g->stride, pad = g->pad;
 	const int ho = g->ho, wo = g->wo, K = g->cin * k * k;
-	const size_t plane = (size_t)H * W, P = (size_t)ho * wo;
+	const size_t P = (size_t)ho * wo;
 	if (relu)
 		relu_mask(dy, y, (size_t)g->cout * batch * P);
 	for (int co = 0; co < g->cout; co++) {
 		double sb = 0.0;
-		for (size_t j = 0; j < (size_t)batch * P; j++)
-			sb += dy[(size_t)co * batch * P + j];
+		for (int bi = 0; bi < batch; bi++)
+			for (size_t j = 0; j < P; j++)
+				sb += dy[((size_t)co * P + j) * batch + bi];
 		db[co] = (float)sb;
 		for (int ci = 0; ci < g->cin; ci++)
 			for (int ki = 0; ki < k; ki++)
 				for (int kj = 0; kj < k; kj++) {
 					double acc = 0.0;
 					for (int bi = 0; bi < batch; bi++) {
-						const float *img = x + ((size_t)ci * batch + bi) * plane;
-						const float *d = dy + ((size_t)co * batch + bi) * P;
 						for (int oh = 0; oh < ho; oh++) {
 							int ih = oh * s - pad + ki;
 							if (ih < 0 || ih >= H)
@@ -267,8 +268,8 @@ ref_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 								int iw = ow * s - pad + kj;
 								if (iw < 0 || iw >= W)
 									continue;
-								acc += (double)d[(size_t)oh * wo + ow] *
-								       (double)img[(size_t)ih * W + iw];
+								acc += (double)dy[AT(co, oh, ow, ho, wo, batch, bi)] *
+								       (double)x[AT(ci, ih, iw, H, W, batch, bi)];
 							}
 						}
 					}
@@ -283,7 +284,6 @@ ref_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 				for (int iw = 0; iw < W; iw++) {
 					double acc = 0.0;
 					for (int co = 0; co < g->cout; co++) {
-						const float *d = dy + ((size_t)co * batch + bi) * P;
 						const float *wk = w + (size_t)co * K + (size_t)ci * k * k;
 						for (int ki = 0; ki < k; ki++) {
 							int oh = conv_src(ih, ki, s, pad, ho);
@@ -294,12 +294,11 @@ ref_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 								if (ow < 0)
 									continue;
 								acc += (double)wk[ki * k + kj] *
-								       (double)d[(size_t)oh * wo + ow];
+								       (double)dy[AT(co, oh, ow, ho, wo, batch, bi)];
 							}
 						}
 					}
-					dx[((size_t)ci * batch + bi) * plane + (size_t)ih * W + iw] =
-						(float)acc;
+					dx[AT(ci, ih, iw, H, W, batch, bi)] = (float)acc;
 				}
 }
 
@@ -379,7 +378,7 @@ ref_maxpool_fwd(backend *be, const conv_geom *g, const float *x, float *y,
 		int32_t *arg, int batch)
 {
 	(void)be;
-	host_maxpool_planes(g, x, y, arg, 0, (long)g->cin * batch);
+	host_maxpool_fwd(g, x, y, arg, batch, 0, g->cin);
 }
 
 static void
@@ -387,7 +386,7 @@ ref_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 		const int32_t *arg, float *dx, int batch)
 {
 	(void)be;
-	host_maxpool_bwd_planes(g, dy, arg, dx, 0, (long)g->cin * batch);
+	host_maxpool_bwd(g, dy, arg, dx, batch, 0, g->cin);
 }
 
 static const backend_ops ref_ops = {
@@ -404,8 +403,8 @@ static const backend_ops ref_ops = {
 	.maxpool_bwd = ref_maxpool_bwd,
 	.relu_fwd = host_relu_fwd,
 	.relu_bwd = host_relu_bwd,
-	.cbp_to_bcp = host_cbp_to_bcp,
-	.bcp_to_cbp = host_bcp_to_cbp,
+	.cpb_to_bcp = host_cpb_to_bcp,
+	.bcp_to_cpb = host_bcp_to_cpb,
 	.softmax_xent = ref_softmax_xent,
 	.sgd = ref_sgd,
 	.dc_grad = ref_dc_grad,

@@ -23,7 +23,7 @@ static int
 dense_setup(layer *l, char *err)
 {
 	int in = (int)shape_size(l->in);
-	if (l->in.cb && l->in.c > 1)
+	if (l->in.cb)
 		return sl_fail(err, SL_EINVAL,
 			       "model: dense layer after a %dx%dx%d feature map needs a flatten",
 			       l->in.c, l->in.h, l->in.w);
@@ -87,9 +87,9 @@ static const layer_ops dense_ops = {"dense", dense_setup, dense_init,
 static int
 conv_setup(layer *l, char *err)
 {
-	if (!l->in.cb && l->in.c > 1)
+	if (!l->in.cb)
 		return sl_fail(err, SL_EINVAL,
-			       "model: conv layer needs a channel-major input");
+			       "model: conv layer needs a feature-map input, not a dense layer's");
 	if (l->k < 1 || l->stride < 1 || l->pad < 0 || l->units < 1)
 		return sl_fail(err, SL_EINVAL, "model: bad conv parameters");
 	int ho = conv_out_dim(l->in.h, l->k, l->stride, l->pad);
@@ -146,9 +146,9 @@ static const layer_ops conv_ops = {"conv2d", conv_setup, conv_init,
 static int
 pool_setup(layer *l, char *err)
 {
-	if (!l->in.cb && l->in.c > 1)
+	if (!l->in.cb)
 		return sl_fail(err, SL_EINVAL,
-			       "model: maxpool needs a channel-major input");
+			       "model: maxpool needs a feature-map input, not a dense layer's");
 	if (l->k < 1 || l->stride < 1 || l->pad < 0 || l->pad >= l->k)
 		return sl_fail(err, SL_EINVAL, "model: bad maxpool parameters");
 	int ho = conv_out_dim(l->in.h, l->k, l->stride, l->pad);
@@ -235,7 +235,7 @@ flatten_forward(layer *l, backend *be, const float *p, const float *x,
 {
 	(void)p;
 	if (l->in.cb)
-		be->ops->cbp_to_bcp(be, x, y, l->in.c, batch, l->in.h * l->in.w);
+		be->ops->cpb_to_bcp(be, x, y, l->in.c, batch, l->in.h * l->in.w);
 	else
 		be->ops->copy(be, y, x, sizeof(float) * shape_size(l->in) * batch);
 }
@@ -248,7 +248,7 @@ flatten_backward(layer *l, backend *be, const float *p, const float *x,
 	if (!dx)
 		return;
 	if (l->in.cb)
-		be->ops->bcp_to_cbp(be, dy, dx, l->in.c, batch, l->in.h * l->in.w);
+		be->ops->bcp_to_cpb(be, dy, dx, l->in.c, batch, l->in.h * l->in.w);
 	else
 		be->ops->copy(be, dx, dy, sizeof(float) * shape_size(l->in) * batch);
 }
@@ -564,13 +564,21 @@ model_load_batch(model *m, const float *x, const uint8_t *y,
 	int host = m->be->ops->host_memory;
 	float *stage = host ? dst : malloc(sizeof(float) * (size_t)batch * dim);
 	SL_ASSERT(stage != NULL);
-	if (m->input.cb && m->input.c > 1) {
-		int c = m->input.c, p = m->input.h * m->input.w;
-		for (int b = 0; b < batch; b++)
-			for (int ci = 0; ci < c; ci++)
-				memcpy(stage + ((size_t)ci * batch + b) * p,
-				       x + (size_t)idx[b] * dim + (size_t)ci * p,
-				       sizeof(float) * p);
+	if (m->input.cb) {
+		/* [C][H][W][B]: image b's value j goes to j * batch + b,
+		 * 16 images at a time so each image's cache line is read
+		 * once and each output line written whole */
+		for (int b0 = 0; b0 < batch; b0 += 16) {
+			const int nb = SL_MIN(16, batch - b0);
+			const float *src[16];
+			for (int b = 0; b < nb; b++)
+				src[b] = x + (size_t)idx[b0 + b] * dim;
+			for (int j = 0; j < dim; j++) {
+				float *d = stage + (size_t)j * batch + b0;
+				for (int b = 0; b < nb; b++)
+					d[b] = src[b][j];
+			}
+		}
 	} else {
 		for (int b = 0; b < batch; b++)
 			memcpy(stage + (size_t)b * dim, x + (size_t)idx[b] * dim,

@@ -27,11 +27,11 @@ typedef enum layer_kind {
 	LAYER_CONV,
 	LAYER_MAXPOOL,
 	LAYER_RELU,
-	LAYER_FLATTEN, /* [C][B][H][W] -> [B][C*H*W] */
+	LAYER_FLATTEN, /* [C][H][W][B] -> [B][C*H*W] */
 } layer_kind;
 
-/* Per-sample shape; cb = 1 when the activation is channel-major
- * [C][B][H][W], 0 when it is [B][C*H*W]. */
+/* Per-sample shape; cb = 1 when the activation is a feature map stored
+ * [C][H][W][B] (the batch innermost), 0 when it is [B][C*H*W]. */
 typedef struct shape {
 	int c, h, w;
 	int cb;

@@ -1,0 +1,324 @@
+/* conv_kern.h - the direct convolution kernels on [C][H][W][B], written
+ * once and compiled once per ISA level: backend_cpu_conv.c includes this
+ * file several times, each time with
+ *   KN(name)  the name with the level's suffix,
+ *   VW        floats per vector (16 AVX-512, 8 AVX2, 4 SSE, 1 scalar),
+ *   KTARGET   the level's target attribute (empty for the baseline),
+ *   CBF, OBF  the forward's register block: output channels x columns,
+ *   CBW, RBW, KNW  the weight gradient's block: output channels x rows
+ *             of taps x columns of taps.
+ * The blocks are sized to the level's register file (32 vector registers
+ * with AVX-512, 16 below), which is why one blocking is not compiled for
+ * every level: an AVX-512 blocking built for AVX2 spills.
+ *
+ * A vector holds one pixel of VW consecutive images. A batch that is not a
+ * multiple of VW ends with a vector that overlaps the one before it: the
+ * forward writes those lanes twice with the same value, and the weight
+ * gradient masks them out. Callers pass batches of at least VW.
+ *
+ * The inner block functions take their block sizes as arguments that are
+ * constants at every call (always_inline), so each (cb, ob) pair compiles
+ * to straight code with the accumulators in registers. The file undefines
+ * its parameters at its end. */
+
+_Static_assert(CBF >= 1 && CBF <= 6 && OBF >= 1 && OBF <= 8 && CBW >= 1 &&
+		       CBW <= 4 && RBW >= 1 && RBW <= 5 && KNW >= 1 && KNW <= 7,
+	       "conv_kern.h: block sizes out of range");
+
+typedef float KN(vf) __attribute__((vector_size(VW * 4)));
+typedef float KN(vfu) __attribute__((vector_size(VW * 4), aligned(4)));
+typedef int32_t KN(vi) __attribute__((vector_size(VW * 4)));
+typedef int32_t KN(viu) __attribute__((vector_size(VW * 4), aligned(4)));
+
+#define VLD(p) (*(const KN(vfu) *)(p))
+#define VST(p, v) (*(KN(vfu) *)(p) = (v))
+
+/* start of vector v of nv over a batch of B (the last overlaps) */
+static inline int
+KN(vstart)(int v, int B)
+{
+	return (v + 1) * VW <= B ? v * VW : B - VW;
+}
+
+/* ---- forward: y[co][oh][ow][b] = act(b[co] + sum x . w) --------------- */
+
+static inline __attribute__((always_inline)) KTARGET void
+KN(fwd_block)(const int cb, const int ob, const cjob *j, int co, int oh,
+	      int ow, int b)
+{
+	const int k = j->k, s = j->s, B = j->B;
+	const int kk = k * k, K = j->cin * kk;
+	const size_t rowB = (size_t)j->wp * B, chB = (size_t)j->hp * rowB;
+	KN(vf) acc[6][8];
+#pragma GCC unroll 6
+	for (int c = 0; c < cb; c++) {
+		float bv = j->bias ? j->bias[co + c] : 0.0f;
+#pragma GCC unroll 8
+		for (int o = 0; o < ob; o++)
+			acc[c][o] = (KN(vf)){0} + bv;
+	}
+	const float *xb = j->x + (size_t)(oh * s) * rowB + (size_t)(ow * s) * B + b;
+	const float *wb = j->w + (size_t)co * K;
+	/* the taps that can meet a nonzero input (the rest read padding) */
+	const int ki0 = SL_MAX(0, j->nz_r0 - oh * s), ki1 = SL_MIN(k, j->nz_r1 - oh * s);
+	const int kj0 = SL_MAX(0, j->nz_c0 - (ow + ob - 1) * s);
+	const int kj1 = SL_MIN(k, j->nz_c1 - ow * s);
+	for (int ci = 0; ci < j->cin; ci++)
+		for (int ki = ki0; ki < ki1; ki++) {
+			const float *xr = xb + ci * chB + ki * rowB;
+			const float *wr = wb + ci * kk + ki * k;
+			for (int kj = kj0; kj < kj1; kj++) {
+				KN(vf) xv[8];
+#pragma GCC unroll 8
+				for (int o = 0; o < ob; o++)
+					xv[o] = VLD(xr + (size_t)(o * s + kj) * B);
+#pragma GCC unroll 6
+				for (int c = 0; c < cb; c++) {
+					const float wv = wr[(size_t)c * K + kj];
+#pragma GCC unroll 8
+					for (int o = 0; o < ob; o++)
+						acc[c][o] += xv[o] * wv;
+				}
+			}
+		}
+	const KN(vf) zero = {0};
+#pragma GCC unroll 6
+	for (int c = 0; c < cb; c++)
+#pragma GCC unroll 8
+		for (int o = 0; o < ob; o++) {
+			KN(vf) v = acc[c][o];
+			if (j->relu) /* NaN -> 0, as the reference */
+				v = (KN(vf))((KN(vi))v & (KN(vi))(v > zero));
+			VST(j->y + ((((size_t)(co + c) * j->ho + oh) * j->wo + ow + o) * B + b), v);
+		}
+}
+
+#define KN_FWD_OB(C)                                                          \
+	switch (ob) {                                                          \
+	case 1: KN(fwd_block)(C, 1, j, co, oh, ow, b); break;                   \
+	case 2: if (OBF >= 2) KN(fwd_block)(C, 2, j, co, oh, ow, b); break;     \
+	case 3: if (OBF >= 3) KN(fwd_block)(C, 3, j, co, oh, ow, b); break;     \
+	case 4: if (OBF >= 4) KN(fwd_block)(C, 4, j, co, oh, ow, b); break;     \
+	case 5: if (OBF >= 5) KN(fwd_block)(C, 5, j, co, oh, ow, b); break;     \
+	case 6: if (OBF >= 6) KN(fwd_block)(C, 6, j, co, oh, ow, b); break;     \
+	case 7: if (OBF >= 7) KN(fwd_block)(C, 7, j, co, oh, ow, b); break;     \
+	default: if (OBF >= 8) KN(fwd_block)(C, 8, j, co, oh, ow, b); break;    \
+	}
+
+/* output rows [oh0, oh1) of every channel */
+static KTARGET void
+KN(fwd_rows)(const cjob *j, int oh0, int oh1)
+{
+	const int nv = (j->B + VW - 1) / VW;
+	const int cbs = even_block(j->cout, CBF), obs = even_block(j->wo, OBF);
+	for (int oh = oh0; oh < oh1; oh++)
+		for (int co = 0; co < j->cout; co += cbs) {
+			const int cb = SL_MIN(cbs, j->cout - co);
+			for (int ow = 0; ow < j->wo; ow += obs) {
+				const int ob = SL_MIN(obs, j->wo - ow);
+				for (int v = 0; v < nv; v++) {
+					const int b = KN(vstart)(v, j->B);
+					switch (cb) {
+					case 1: KN_FWD_OB(1) break;
+					case 2: if (CBF >= 2) { KN_FWD_OB(2) } break;
+					case 3: if (CBF >= 3) { KN_FWD_OB(3) } break;
+					case 4: if (CBF >= 4) { KN_FWD_OB(4) } break;
+					case 5: if (CBF >= 5) { KN_FWD_OB(5) } break;
+					default: if (CBF >= 6) { KN_FWD_OB(6) } break;
+					}
+				}
+			}
+		}
+}
+#undef KN_FWD_OB
+
+/* ---- weight gradient: dw[co][ci][ki][kj] = sum dy . x ------------------ */
+
+/* Taps [ki0, ki0 + kr) x [kj0, kj0 + kn) for channels co..co+cb-1 and
+ * input channel ci, summed over every output pixel and image: one pass
+ * per vector of images, with the block's sums in registers (each dy
+ * vector loaded feeds kr kn cb multiply-adds, so the pass reads its
+ * planes from L2 at a rate the core can follow). The last vector's lanes
+ * that the one before it already summed are dropped. */
+static inline __attribute__((always_inline)) KTARGET void
+KN(dw_block)(const int cb, const int kr, const int kn, const wjob *j, int co,
+	     int ci, int ki0, int kj0)
+{
+	const int s = j->s, B = j->B, k = j->k, nv = (B + VW - 1) / VW;
+	const size_t rowB = (size_t)j->wp * B, chB = (size_t)j->hp * rowB;
+	const size_t dchB = (size_t)j->ho * j->wo * B, sB = (size_t)s * B;
+	const float *x0 = j->x + ci * chB + (size_t)ki0 * rowB + (size_t)kj0 * B;
+	const float *d0 = j->dy + (size_t)co * dchB;
+	/* the output pixels whose taps can meet a nonzero input */
+	const int oh0 = SL_MAX(0, cdiv(j->nz_r0 - (ki0 + kr - 1), s));
+	const int oh1 = SL_MIN(j->ho, cdiv(j->nz_r1 - ki0, s));
+	const int ow0 = SL_MAX(0, cdiv(j->nz_c0 - (kj0 + kn - 1), s));
+	const int ow1 = SL_MIN(j->wo, cdiv(j->nz_c1 - kj0, s));
+	float tot[4][5][7] = {{{0}}};
+	for (int v = 0; v < nv; v++) {
+		const int b = KN(vstart)(v, B);
+		KN(vf) acc[4][5][7];
+#pragma GCC unroll 4
+		for (int c = 0; c < cb; c++)
+#pragma GCC unroll 5
+			for (int r = 0; r < kr; r++)
+#pragma GCC unroll 7
+				for (int t = 0; t < kn; t++)
+					acc[c][r][t] = (KN(vf)){0};
+		for (int oh = oh0; oh < oh1; oh++) {
+			const float *xr = x0 + (size_t)(oh * s) * rowB + ow0 * sB + b;
+			const float *dr = d0 + ((size_t)oh * j->wo + ow0) * B + b;
+			for (int ow = ow0; ow < ow1; ow++, xr += sB, dr += B) {
+				KN(vf) d[4];
+#pragma GCC unroll 4
+				for (int c = 0; c < cb; c++)
+					d[c] = VLD(dr + c * dchB);
+#pragma GCC unroll 5
+				for (int r = 0; r < kr; r++)
+#pragma GCC unroll 7
+					for (int t = 0; t < kn; t++) {
+						const KN(vf) xv = VLD(xr + r * rowB + (size_t)t * B);
+#pragma GCC unroll 4
+						for (int c = 0; c < cb; c++)
+							acc[c][r][t] += d[c] * xv;
+					}
+			}
+		}
+		const int skip = v == nv - 1 ? nv * VW - B : 0;
+#pragma GCC unroll 4
+		for (int c = 0; c < cb; c++)
+#pragma GCC unroll 5
+			for (int r = 0; r < kr; r++)
+#pragma GCC unroll 7
+				for (int t = 0; t < kn; t++)
+					for (int l = skip; l < VW; l++)
+						tot[c][r][t] += acc[c][r][t][l];
+	}
+	for (int c = 0; c < cb; c++)
+		for (int r = 0; r < kr; r++)
+			for (int t = 0; t < kn; t++)
+				j->dw[(((size_t)(co + c) * j->cin + ci) * k + ki0 + r) * k +
+				      kj0 + t] = tot[c][r][t];
+}
+
+#define KN_DW_KN(C, R)                                                        \
+	switch (kn) {                                                          \
+	case 1: KN(dw_block)(C, R, 1, j, co, ci, ki0, kj0); break;              \
+	case 2: if (KNW >= 2) KN(dw_block)(C, R, 2, j, co, ci, ki0, kj0); break; \
+	case 3: if (KNW >= 3) KN(dw_block)(C, R, 3, j, co, ci, ki0, kj0); break; \
+	case 4: if (KNW >= 4) KN(dw_block)(C, R, 4, j, co, ci, ki0, kj0); break; \
+	case 5: if (KNW >= 5) KN(dw_block)(C, R, 5, j, co, ci, ki0, kj0); break; \
+	case 6: if (KNW >= 6) KN(dw_block)(C, R, 6, j, co, ci, ki0, kj0); break; \
+	default: if (KNW >= 7) KN(dw_block)(C, R, 7, j, co, ci, ki0, kj0); break; \
+	}
+#define KN_DW_KR(C)                                                           \
+	switch (kr) {                                                          \
+	case 1: KN_DW_KN(C, 1) break;                                          \
+	case 2: if (RBW >= 2) { KN_DW_KN(C, 2) } break;                        \
+	case 3: if (RBW >= 3) { KN_DW_KN(C, 3) } break;                        \
+	case 4: if (RBW >= 4) { KN_DW_KN(C, 4) } break;                        \
+	default: if (RBW >= 5) { KN_DW_KN(C, 5) } break;                       \
+	}
+
+/* Work items [i0, i1) of dw_count(): (ci, block of tap rows, block of
+ * channels), the channel block fastest so a thread's share mixes full
+ * and short blocks. */
+static KTARGET void
+KN(dw_items)(const wjob *j, long i0, long i1)
+{
+	const int cbs = even_block(j->cout, CBW), rbs = even_block(j->k, RBW);
+	const long ncb = (j->cout + cbs - 1) / cbs, nrb = (j->k + rbs - 1) / rbs;
+	for (long it = i0; it < i1; it++) {
+		const int co = (int)(it % ncb) * cbs;
+		const int ki0 = (int)(it / ncb % nrb) * rbs, ci = (int)(it / ncb / nrb);
+		const int cb = SL_MIN(cbs, j->cout - co), kr = SL_MIN(rbs, j->k - ki0);
+		const int kns = even_block(j->k, KNW);
+		for (int kj0 = 0; kj0 < j->k; kj0 += kns) {
+			const int kn = SL_MIN(kns, j->k - kj0);
+			switch (cb) {
+			case 1: KN_DW_KR(1) break;
+			case 2: if (CBW >= 2) { KN_DW_KR(2) } break;
+			case 3: if (CBW >= 3) { KN_DW_KR(3) } break;
+			default: if (CBW >= 4) { KN_DW_KR(4) } break;
+			}
+		}
+	}
+}
+#undef KN_DW_KN
+#undef KN_DW_KR
+
+/* ---- max pooling ------------------------------------------------------- */
+
+/* Channels [c0, c1): the first maximum of each window in row order, lane
+ * by lane, as selects (random data would mispredict branches). */
+static KTARGET void
+KN(pool_fwd)(const conv_geom *g, const float *x, float *y, int32_t *arg,
+	     int B, int c0, int c1)
+{
+	const int H = g->h, W = g->w, nv = (B + VW - 1) / VW;
+	for (int c = c0; c < c1; c++)
+		for (int oh = 0; oh < g->ho; oh++)
+			for (int ow = 0; ow < g->wo; ow++) {
+				const size_t o = (((size_t)c * g->ho + oh) * g->wo + ow) * B;
+				int ih0, ih1, iw0, iw1;
+				pool_window(g, oh, ow, &ih0, &ih1, &iw0, &iw1);
+				for (int v = 0; v < nv; v++) {
+					const int b = KN(vstart)(v, B);
+					const float *xc = x + (size_t)c * H * W * B + b;
+					KN(vf) m = VLD(xc + ((size_t)ih0 * W + iw0) * B);
+					KN(vi) a = (KN(vi)){0} + (ih0 * W + iw0);
+					for (int ih = ih0; ih < ih1; ih++)
+						for (int iw = ih == ih0 ? iw0 + 1 : iw0; iw < iw1; iw++) {
+							const KN(vf) xv = VLD(xc + ((size_t)ih * W + iw) * B);
+							const KN(vi) t = xv > m;
+							m = (KN(vf))(((KN(vi))xv & t) | ((KN(vi))m & ~t));
+							a = (((KN(vi)){0} + (ih * W + iw)) & t) | (a & ~t);
+						}
+					VST(y + o + b, m);
+					*(KN(viu) *)(arg + o + b) = a;
+				}
+			}
+}
+
+/* Windows that do not overlap (k <= stride): each input pixel takes the
+ * gradient of the one output whose maximum it was, or zero. */
+static KTARGET void
+KN(pool_bwd_tiled)(const conv_geom *g, const float *dy, const int32_t *arg,
+		   float *dx, int B, int c0, int c1)
+{
+	const int H = g->h, W = g->w, nv = (B + VW - 1) / VW;
+	for (int c = c0; c < c1; c++) {
+		float *dc = dx + (size_t)c * H * W * B;
+		memset(dc, 0, sizeof(float) * H * W * B);
+		for (int oh = 0; oh < g->ho; oh++)
+			for (int ow = 0; ow < g->wo; ow++) {
+				const size_t o = (((size_t)c * g->ho + oh) * g->wo + ow) * B;
+				int ih0, ih1, iw0, iw1;
+				pool_window(g, oh, ow, &ih0, &ih1, &iw0, &iw1);
+				for (int v = 0; v < nv; v++) {
+					const int b = KN(vstart)(v, B);
+					const KN(vi) a = *(const KN(viu) *)(arg + o + b);
+					const KN(vi) d = (KN(vi))VLD(dy + o + b);
+					for (int ih = ih0; ih < ih1; ih++)
+						for (int iw = iw0; iw < iw1; iw++) {
+							const KN(vi) t = a == ((KN(vi)){0} + (ih * W + iw));
+							VST(dc + ((size_t)ih * W + iw) * B + b, (KN(vf))(d & t));
+						}
+				}
+			}
+	}
+}
+
+static const conv_kern KN(kern) = {VW, CBW, RBW, KN(fwd_rows), KN(dw_items),
+				    KN(pool_fwd), KN(pool_bwd_tiled)};
+
+#undef VLD
+#undef VST
+#undef KN
+#undef VW
+#undef KTARGET
+#undef CBF
+#undef OBF
+#undef CBW
+#undef RBW
+#undef KNW

@@ -155,13 +155,6 @@ kern_for(int batch)
 	return batch >= 4 ? &kern_sse : &kern_s1;
 }
 
-const char *
-cpu_conv_kernel(int batch)
-{
-	int vw = kern_for(batch)->vw;
-	return vw == 16 ? "x86-64-v4" : vw == 8 ? "x86-64-v3" : vw == 4 ? "sse" : "scalar";
-}
-
 /* ---- convolution ------------------------------------------------------ */
 
 /* xp[c][r][col][B] = x[c][r - pad][col - pad][B], zero outside, for

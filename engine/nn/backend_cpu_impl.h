@@ -72,8 +72,5 @@ void cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x,
 		     float *y, int32_t *arg, int batch);
 void cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 		     const int32_t *arg, float *dx, int batch);
-/* the ISA level of the convolution kernel a batch runs: "x86-64-v4",
- * "x86-64-v3", "sse" or "scalar" */
-const char *cpu_conv_kernel(int batch);
 
 #endif

@@ -67,10 +67,13 @@ set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *e
 		double d = json_number_value(v);
 		if (!field_in_range(f, d))
 			return field_range_fail(f, path, d, err);
-		/* a real past what the field stores (1e20 for a u64): converting
-		 * it would be undefined (found by tests/fuzz/config_fuzz.c) */
-		if (f->store == FS_U64 && !(d < 0x1p64))
-			return sl_fail(err, SL_EINVAL, "%s: must be an integer below 2^64, got %.10g",
+		/* a real past what a JSON integer carries (1e20, or 1.6e19 for
+		 * a u64): converting it would be undefined, and a value from
+		 * 2^63 up could not be written back to the log as an integer
+		 * (both found by tests/fuzz/config_fuzz.c); the command line
+		 * has the same limit */
+		if (f->store == FS_U64 && !(d < 0x1p63))
+			return sl_fail(err, SL_EINVAL, "%s: must be an integer below 2^63, got %.10g",
 				       path, d);
 		field_set(f, base, d);
 		return 0;

@@ -95,8 +95,9 @@ static const struct {
 	{"{\"seed\": -1}", "seed: must be an integer >= 0, got -1"},
 	/* found by tests/fuzz/config_fuzz.c: a real too large for a u64 field
 	 * was converted anyway (undefined behaviour) */
-	{"{\"stop\": {\"steps\": 7.7e32}}", "stop.steps: must be an integer below 2^64, got 7.7e+32"},
-	{"{\"seed\": 18446744073709551616.0}", "seed: must be an integer below 2^64"},
+	{"{\"stop\": {\"steps\": 7.7e32}}", "stop.steps: must be an integer below 2^63, got 7.7e+32"},
+	{"{\"seed\": 18446744073709551616.0}", "seed: must be an integer below 2^63"},
+	{"{\"seed\": 15555555555555555555.035}", "seed: must be an integer below 2^63, got 1.555555556e+19"},
 	{"{\"stop\": {\"epoch\": 3}}", "stop.epoch: unknown field"},
 	{"{\"stop\": {\"epochs\": -1}}", "stop.epochs: must be in [0, 1000000000], got -1"},
 	{"{\"stop\": {\"target_acc\": 1.5}}", "stop.target_acc: must be in [0, 1], got 1.5"},

@@ -292,9 +292,12 @@ START_TEST(ref_pool_relu_layout)
 {
 	/* no arithmetic beyond comparisons and copies: equal to the bit */
 	pair p = mk_pair(4);
-	const conv_geom gs[] = {geom(3, 8, 10, 0, 2, 2, 0), geom(2, 7, 7, 0, 3, 2, 1)};
+	/* windows that tile the image, windows that leave a last row and
+	 * column uncovered, overlapping windows with padding */
+	const conv_geom gs[] = {geom(3, 8, 10, 0, 2, 2, 0), geom(2, 7, 9, 0, 2, 2, 0),
+				geom(2, 7, 7, 0, 3, 2, 1)};
 	const int batch = 19;
-	for (int t = 0; t < 2; t++) {
+	for (int t = 0; t < 3; t++) {
 		const conv_geom *g = &gs[t];
 		size_t nx = (size_t)g->cin * batch * g->h * g->w;
 		size_t ny = (size_t)g->cin * batch * g->ho * g->wo;

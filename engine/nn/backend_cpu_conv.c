@@ -184,7 +184,7 @@ struct conv_args {
 	const conv_geom *g;
 	const conv_kern *kern;
 	const float *x, *w, *y;
-	float *xp, *dy, *dyd, *db;
+	float *xp, *dy, *dyd, *db, *dx; /* dx: the input gradient, or NULL */
 	cjob cj;  /* the forward, or the input gradient */
 	wjob wj;  /* the weight gradient */
 	int batch, relu;
@@ -239,53 +239,88 @@ cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	team_run(CTX(be)->team, fwd_part, &a);
 }
 
-/* The backward's first pass, per output channel: dy masked by relu'(y),
- * db, and the dilated, zero-padded copy of dy the input gradient reads:
- * dyd[co][oh s + q][ow s + q] = dy[co][oh][ow] with q = k - 1 - pad, in a
- * (h + k - 1) x (w + k - 1) plane. */
-static void
-bwd_prep_part(void *p, int tid, int nt)
+/* dy masked by relu'(y) (when relu) and summed into db, in one pass */
+SIMD_CLONES static float
+mask_and_sum(float *d, const float *y, size_t n)
 {
-	struct conv_args *a = p;
-	const conv_geom *g = a->g;
-	const int B = a->batch, k = g->k, s = g->stride;
-	const size_t P = (size_t)g->ho * g->wo, n = P * B;
-	long c0, c1;
-	team_split(g->cout, tid, nt, &c0, &c1);
-	for (long co = c0; co < c1; co++) {
-		float *d = a->dy + co * n;
-		if (a->relu) {
-			const float *yc = a->y + co * n;
-			for (size_t i = 0; i < n; i++)
-				d[i] = yc[i] > 0.0f ? d[i] : 0.0f;
+	float part[16] = {0}, sum = 0.0f;
+	size_t i = 0;
+	if (y) {
+		for (; i + 16 <= n; i += 16)
+			for (int l = 0; l < 16; l++) {
+				float v = y[i + l] > 0.0f ? d[i + l] : 0.0f;
+				d[i + l] = v;
+				part[l] += v;
+			}
+		for (; i < n; i++) {
+			d[i] = y[i] > 0.0f ? d[i] : 0.0f;
+			sum += d[i];
 		}
-		float part[16] = {0}, sum = 0.0f;
-		size_t i = 0;
+	} else {
 		for (; i + 16 <= n; i += 16)
 			for (int l = 0; l < 16; l++)
 				part[l] += d[i + l];
 		for (; i < n; i++)
 			sum += d[i];
-		for (int l = 0; l < 16; l++)
-			sum += part[l];
-		a->db[co] = sum;
-		if (!a->dyd)
-			continue;
-		const int hd = g->h + k - 1, wd = g->w + k - 1, q = k - 1 - g->pad;
-		float *dd = a->dyd + co * (size_t)hd * wd * B;
-		memset(dd, 0, sizeof(float) * (size_t)hd * wd * B);
+	}
+	for (int l = 0; l < 16; l++)
+		sum += part[l];
+	return sum;
+}
+
+/* dyd[r][c] = dy[(r - q) / s][(c - q) / s] where that is a whole output
+ * pixel, zero elsewhere: one channel of an hd x wd plane */
+static void
+dilate_channel(const conv_geom *g, const float *d, float *dd, int q, int B)
+{
+	const int k = g->k, s = g->stride, hd = g->h + k - 1, wd = g->w + k - 1;
+	const size_t pix = sizeof(float) * B;
+	if (s == 1 && q >= 0 && q + g->wo <= wd && q + g->ho <= hd) {
+		/* the common case: a border of zeros around dy's rows */
+		memset(dd, 0, pix * (size_t)q * wd);
 		for (int oh = 0; oh < g->ho; oh++) {
-			int r = oh * s + q;
-			if (r < 0 || r >= hd)
-				continue;
-			for (int ow = 0; ow < g->wo; ow++) {
-				int col = ow * s + q;
-				if (col < 0 || col >= wd)
-					continue;
-				memcpy(dd + ((size_t)r * wd + col) * B,
-				       d + ((size_t)oh * g->wo + ow) * B, sizeof(float) * B);
-			}
+			float *row = dd + (size_t)(oh + q) * wd * B;
+			memset(row, 0, pix * q);
+			memcpy(row + (size_t)q * B, d + (size_t)oh * g->wo * B, pix * g->wo);
+			memset(row + (size_t)(q + g->wo) * B, 0, pix * (wd - q - g->wo));
 		}
+		memset(dd + (size_t)(q + g->ho) * wd * B, 0,
+		       pix * (size_t)(hd - q - g->ho) * wd);
+		return;
+	}
+	memset(dd, 0, pix * (size_t)hd * wd);
+	for (int oh = 0; oh < g->ho; oh++) {
+		int r = oh * s + q;
+		if (r < 0 || r >= hd)
+			continue;
+		for (int ow = 0; ow < g->wo; ow++) {
+			int col = ow * s + q;
+			if (col >= 0 && col < wd)
+				memcpy(dd + ((size_t)r * wd + col) * B,
+				       d + ((size_t)oh * g->wo + ow) * B, pix);
+		}
+	}
+}
+
+/* The backward's first pass, per output channel: dy masked by relu'(y),
+ * db, and the dilated, zero-padded copy of dy the input gradient reads
+ * (q = k - 1 - pad; the input gradient is the forward over it); per input
+ * channel, the padded input the weight gradient reads. */
+static void
+bwd_prep_part(void *p, int tid, int nt)
+{
+	struct conv_args *a = p;
+	const conv_geom *g = a->g;
+	const int B = a->batch;
+	const size_t n = (size_t)g->ho * g->wo * B;
+	const size_t nd = (size_t)(g->h + g->k - 1) * (g->w + g->k - 1) * B;
+	long c0, c1;
+	team_split(g->cout, tid, nt, &c0, &c1);
+	for (long co = c0; co < c1; co++) {
+		float *d = a->dy + co * n;
+		a->db[co] = mask_and_sum(d, a->relu ? a->y + co * n : NULL, n);
+		if (a->dyd)
+			dilate_channel(g, d, a->dyd + co * nd, g->k - 1 - g->pad, B);
 	}
 	if (g->pad) {
 		team_split(g->cin, tid, nt, &c0, &c1);
@@ -305,6 +340,8 @@ dw_part(void *p, int tid, int nt)
 	team_split(n, tid, nt, &i0, &i1);
 	if (i1 > i0)
 		a->kern->dw_items(j, i0, i1);
+	if (a->dx) /* and a share of the input gradient's rows */
+		fwd_part(p, tid, nt);
 }
 
 void
@@ -339,15 +376,15 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 		      .wo = g->wo, .k = k, .s = g->stride, .B = B,
 		      .nz_r0 = pad, .nz_r1 = pad + g->h, .nz_c0 = pad,
 		      .nz_c1 = pad + g->w};
+	if (dx)
+		a.cj = (cjob){.x = a.dyd, .w = wt, .bias = NULL, .y = dx,
+			      .cin = g->cout, .hp = hd, .wp = wd, .cout = g->cin,
+			      .ho = g->h, .wo = g->w, .k = k, .s = 1, .B = B,
+			      .relu = 0, .nz_r0 = q,
+			      .nz_r1 = q + (g->ho - 1) * g->stride + 1, .nz_c0 = q,
+			      .nz_c1 = q + (g->wo - 1) * g->stride + 1};
+	a.dx = dx;
 	team_run(c->team, dw_part, &a);
-	if (!dx)
-		return;
-	a.cj = (cjob){.x = a.dyd, .w = wt, .bias = NULL, .y = dx,
-		      .cin = g->cout, .hp = hd, .wp = wd, .cout = g->cin,
-		      .ho = g->h, .wo = g->w, .k = k, .s = 1, .B = B, .relu = 0,
-		      .nz_r0 = q, .nz_r1 = q + (g->ho - 1) * g->stride + 1,
-		      .nz_c0 = q, .nz_c1 = q + (g->wo - 1) * g->stride + 1};
-	team_run(c->team, fwd_part, &a);
 }
 
 /* ---- pooling --------------------------------------------------------- */

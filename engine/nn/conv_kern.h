@@ -135,16 +135,18 @@ KN(fwd_rows)(const cjob *j, int oh0, int oh1)
 /* ---- weight gradient: dw[co][ci][ki][kj] = sum dy . x ------------------ */
 
 /* Taps [ki0, ki0 + kr) x [kj0, kj0 + kn) for channels co..co+cb-1 and
- * input channel ci, summed over every output pixel and image: one pass
- * per vector of images, with the block's sums in registers (each dy
- * vector loaded feeds kr kn cb multiply-adds, so the pass reads its
- * planes from L2 at a rate the core can follow). The last vector's lanes
- * that the one before it already summed are dropped. */
+ * input channel ci, summed over every output pixel and image, the
+ * block's sums in registers. The images are the innermost loop, so a
+ * pixel's vectors are read one after another and every cache line
+ * brought in is used whole (lanes hold different images, and the sum
+ * over lanes comes once at the end). The last vector's lanes that the one
+ * before it already summed are masked out. */
 static inline __attribute__((always_inline)) KTARGET void
 KN(dw_block)(const int cb, const int kr, const int kn, const wjob *j, int co,
 	     int ci, int ki0, int kj0)
 {
 	const int s = j->s, B = j->B, k = j->k, nv = (B + VW - 1) / VW;
+	const int nfull = B / VW;
 	const size_t rowB = (size_t)j->wp * B, chB = (size_t)j->hp * rowB;
 	const size_t dchB = (size_t)j->ho * j->wo * B, sB = (size_t)s * B;
 	const float *x0 = j->x + ci * chB + (size_t)ki0 * rowB + (size_t)kj0 * B;
@@ -154,51 +156,50 @@ KN(dw_block)(const int cb, const int kr, const int kn, const wjob *j, int co,
 	const int oh1 = SL_MIN(j->ho, cdiv(j->nz_r1 - ki0, s));
 	const int ow0 = SL_MAX(0, cdiv(j->nz_c0 - (kj0 + kn - 1), s));
 	const int ow1 = SL_MIN(j->wo, cdiv(j->nz_c1 - kj0, s));
-	float tot[4][5][7] = {{{0}}};
-	for (int v = 0; v < nv; v++) {
-		const int b = KN(vstart)(v, B);
-		KN(vf) acc[4][5][7];
+	KN(vi) keep;
+	for (int l = 0; l < VW; l++)
+		keep[l] = l < nv * VW - B ? 0 : -1;
+	KN(vf) acc[4][5][7];
 #pragma GCC unroll 4
-		for (int c = 0; c < cb; c++)
+	for (int c = 0; c < cb; c++)
 #pragma GCC unroll 5
-			for (int r = 0; r < kr; r++)
+		for (int r = 0; r < kr; r++)
 #pragma GCC unroll 7
-				for (int t = 0; t < kn; t++)
-					acc[c][r][t] = (KN(vf)){0};
-		for (int oh = oh0; oh < oh1; oh++) {
-			const float *xr = x0 + (size_t)(oh * s) * rowB + ow0 * sB + b;
-			const float *dr = d0 + ((size_t)oh * j->wo + ow0) * B + b;
-			for (int ow = ow0; ow < ow1; ow++, xr += sB, dr += B) {
+			for (int t = 0; t < kn; t++)
+				acc[c][r][t] = (KN(vf)){0};
+	for (int oh = oh0; oh < oh1; oh++) {
+		const float *xr = x0 + (size_t)(oh * s) * rowB + ow0 * sB;
+		const float *dr = d0 + ((size_t)oh * j->wo + ow0) * B;
+		for (int ow = ow0; ow < ow1; ow++, xr += sB, dr += B)
+			for (int v = 0; v < nv; v++) {
+				const int b = KN(vstart)(v, B);
 				KN(vf) d[4];
 #pragma GCC unroll 4
-				for (int c = 0; c < cb; c++)
-					d[c] = VLD(dr + c * dchB);
+				for (int c = 0; c < cb; c++) {
+					d[c] = VLD(dr + c * dchB + b);
+					if (v == nfull)
+						d[c] = (KN(vf))((KN(vi))d[c] & keep);
+				}
 #pragma GCC unroll 5
 				for (int r = 0; r < kr; r++)
 #pragma GCC unroll 7
 					for (int t = 0; t < kn; t++) {
-						const KN(vf) xv = VLD(xr + r * rowB + (size_t)t * B);
+						const KN(vf) xv = VLD(xr + r * rowB + (size_t)t * B + b);
 #pragma GCC unroll 4
 						for (int c = 0; c < cb; c++)
 							acc[c][r][t] += d[c] * xv;
 					}
 			}
-		}
-		const int skip = v == nv - 1 ? nv * VW - B : 0;
-#pragma GCC unroll 4
-		for (int c = 0; c < cb; c++)
-#pragma GCC unroll 5
-			for (int r = 0; r < kr; r++)
-#pragma GCC unroll 7
-				for (int t = 0; t < kn; t++)
-					for (int l = skip; l < VW; l++)
-						tot[c][r][t] += acc[c][r][t][l];
 	}
 	for (int c = 0; c < cb; c++)
 		for (int r = 0; r < kr; r++)
-			for (int t = 0; t < kn; t++)
+			for (int t = 0; t < kn; t++) {
+				float sum = 0.0f;
+				for (int l = 0; l < VW; l++)
+					sum += acc[c][r][t][l];
 				j->dw[(((size_t)(co + c) * j->cin + ci) * k + ki0 + r) * k +
-				      kj0 + t] = tot[c][r][t];
+				      kj0 + t] = sum;
+			}
 }
 
 #define KN_DW_KN(C, R)                                                        \
@@ -287,9 +288,13 @@ KN(pool_bwd_tiled)(const conv_geom *g, const float *dy, const int32_t *arg,
 		   float *dx, int B, int c0, int c1)
 {
 	const int H = g->h, W = g->w, nv = (B + VW - 1) / VW;
+	/* windows that tile the image write every pixel: nothing to clear */
+	const int tiles = g->pad == 0 && g->k == g->stride && g->ho * g->k == H &&
+			  g->wo * g->k == W;
 	for (int c = c0; c < c1; c++) {
 		float *dc = dx + (size_t)c * H * W * B;
-		memset(dc, 0, sizeof(float) * H * W * B);
+		if (!tiles)
+			memset(dc, 0, sizeof(float) * H * W * B);
 		for (int oh = 0; oh < g->ho; oh++)
 			for (int ow = 0; ow < g->wo; ow++) {
 				const size_t o = (((size_t)c * g->ho + oh) * g->wo + ow) * B;

@@ -440,3 +440,36 @@ cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 			      .kern = kern_for(batch), .batch = batch};
 	team_run(CTX(be)->team, maxpool_bwd_part, &a);
 }
+
+/* ---- the flatten transposes, split by 16-row tiles --------------------- */
+
+struct tr_args {
+	const float *x;
+	float *y;
+	size_t rows, cols;
+};
+
+static void
+transpose_part(void *p, int tid, int nt)
+{
+	struct tr_args *a = p;
+	long t0, t1;
+	team_split((long)((a->rows + 15) / 16), tid, nt, &t0, &t1);
+	size_t hi = SL_MIN((size_t)t1 * 16, a->rows);
+	if ((size_t)t0 * 16 < hi)
+		host_transpose(a->x, a->y, a->rows, a->cols, (size_t)t0 * 16, hi);
+}
+
+void
+cpu_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
+{
+	struct tr_args a = {x, y, (size_t)c * p, (size_t)b};
+	team_run(CTX(be)->team, transpose_part, &a);
+}
+
+void
+cpu_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
+{
+	struct tr_args a = {x, y, (size_t)b, (size_t)c * p};
+	team_run(CTX(be)->team, transpose_part, &a);
+}

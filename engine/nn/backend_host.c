@@ -99,12 +99,13 @@ host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
 /* [C][P][B] <-> [B][C][P]: a transpose of the (C P) x B matrix, in tiles
  * of 16 x 16 so both sides are read and written a cache line at a time. */
 #define TT 16
-static void
-transpose_rows(const float *x, float *y, size_t rows, size_t cols)
+void
+host_transpose(const float *x, float *y, size_t rows, size_t cols,
+	       size_t lo, size_t hi)
 {
-	for (size_t r0 = 0; r0 < rows; r0 += TT)
+	for (size_t r0 = lo; r0 < hi; r0 += TT)
 		for (size_t c0 = 0; c0 < cols; c0 += TT) {
-			size_t r1 = r0 + TT < rows ? r0 + TT : rows;
+			size_t r1 = r0 + TT < hi ? r0 + TT : hi;
 			size_t c1 = c0 + TT < cols ? c0 + TT : cols;
 			for (size_t r = r0; r < r1; r++)
 				for (size_t c = c0; c < c1; c++)
@@ -116,14 +117,14 @@ void
 host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
 {
 	(void)be;
-	transpose_rows(x, y, (size_t)c * p, (size_t)b);
+	host_transpose(x, y, (size_t)c * p, (size_t)b, 0, (size_t)c * p);
 }
 
 void
 host_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
 {
 	(void)be;
-	transpose_rows(x, y, (size_t)b, (size_t)c * p);
+	host_transpose(x, y, (size_t)b, (size_t)c * p, 0, (size_t)b);
 }
 
 /* Max pooling on [C][H][W][B], the batch innermost: every output takes the

@@ -27,6 +27,10 @@ int host_all_finite(backend *be, const float *x, size_t n);
 void host_relu_fwd(backend *be, const float *x, float *y, size_t n);
 void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
 		   size_t n);
+/* y (cols x rows) = x (rows x cols) transposed, rows [lo, hi) of x only
+ * (lo a multiple of 16, for callers that split the work) */
+void host_transpose(const float *x, float *y, size_t rows, size_t cols,
+		    size_t lo, size_t hi);
 void host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b,
 		     int p);
 void host_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b,

@@ -159,6 +159,34 @@ cpu_softmax_xent(backend *be, const float *logits, const uint8_t *labels,
 				 correct, exp, log);
 }
 
+/* all_finite over the team: each thread checks a 16-aligned share */
+struct finite_args {
+	const float *x;
+	size_t n;
+	int ok[CPU_MAX_THREADS];
+};
+
+static void
+finite_part(void *p, int tid, int nt)
+{
+	struct finite_args *a = p;
+	long lo, hi;
+	team_split((long)((a->n + 15) / 16), tid, nt, &lo, &hi);
+	size_t i0 = (size_t)lo * 16, i1 = SL_MIN((size_t)hi * 16, a->n);
+	a->ok[tid] = i1 <= i0 || host_all_finite(NULL, a->x + i0, i1 - i0);
+}
+
+static int
+cpu_all_finite(backend *be, const float *x, size_t n)
+{
+	struct finite_args a = {.x = x, .n = n};
+	team_run(CTX(be)->team, finite_part, &a);
+	int ok = 1;
+	for (int t = 0; t < team_size(CTX(be)->team); t++)
+		ok &= a.ok[t];
+	return ok;
+}
+
 struct sgd_args {
 	float *w, *m;
 	const float *g;
@@ -268,7 +296,7 @@ static const backend_ops cpu_ops = {
 	.dc_grad = cpu_dc_grad,
 	.axpy = cpu_axpy,
 	.scal = cpu_scal,
-	.all_finite = host_all_finite,
+	.all_finite = cpu_all_finite,
 };
 
 int

@@ -515,6 +515,46 @@ START_TEST(all_finite_finds_every_nonfinite)
 }
 END_TEST
 
+START_TEST(gather_both_layouts)
+{
+	/* the batch's input from scattered images, [B][dim] and [dim][B],
+	 * against the definition: batches around the 16-image blocks, a dim
+	 * that is not a multiple of the 16-value split, 1 and 3 threads */
+	enum { N = 50, DIM = 37 };
+	float *x = malloc(sizeof(float) * N * DIM), *y = malloc(sizeof(float) * (N * DIM + 1));
+	uint32_t idx[N];
+	ck_assert(x && y);
+	for (int i = 0; i < N * DIM; i++)
+		x[i] = (float)i;
+	for (int c = 0; rc_at(c / 2); c++) {
+		backend *be = open_be(rc_at(c / 2), c % 2 ? 3 : 1);
+		const int batches[] = {1, 15, 16, 17, 33, N};
+		for (int bi = 0; bi < 6; bi++) {
+			int B = batches[bi];
+			for (int b = 0; b < B; b++)
+				idx[b] = (uint32_t)((b * 7 + 3) % N); /* a permutation */
+			for (int inner = 0; inner < 2; inner++) {
+				for (int i = 0; i <= N * DIM; i++)
+					y[i] = -1.0f;
+				backend_gather(be, y, x, idx, B, DIM, inner);
+				for (int b = 0; b < B; b++)
+					for (int j = 0; j < DIM; j++) {
+						float got = inner ? y[j * B + b] : y[b * DIM + j];
+						ck_assert_msg(got == x[idx[b] * DIM + j],
+							      "%s: batch %d inner %d: image %d value %d",
+							      rc_at(c / 2), B, inner, b, j);
+					}
+				ck_assert_msg(y[B * DIM] == -1.0f, "%s: wrote past the batch",
+					      rc_at(c / 2));
+			}
+		}
+		backend_free(be);
+	}
+	free(x);
+	free(y);
+}
+END_TEST
+
 static Suite *
 backend_suite(void)
 {
@@ -533,6 +573,7 @@ backend_suite(void)
 	tcase_add_test(rf, ref_updates);
 	tcase_add_test(rf, ref_bits_pinned);
 	tcase_add_test(rf, all_finite_finds_every_nonfinite);
+	tcase_add_test(rf, gather_both_layouts);
 	suite_add_tcase(s, rf);
 	return s;
 }

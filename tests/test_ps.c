@@ -416,6 +416,53 @@ START_TEST(rule_table_lookup)
 }
 END_TEST
 
+START_TEST(lent_team_applies_the_same_bits)
+{
+	/* ps_lend: a worker's 3-thread team applies the update (asgd with
+	 * momentum, and ssgd's averaged round) with the same bits as the
+	 * server's one thread, on a model big enough to be split */
+	enum { N = 200003 };
+	backend *be = cpu(), *team;
+	ck_assert_int_eq(backend_cpu_new(3, &team), 0);
+	float *w0 = malloc(sizeof(float) * N), *g = malloc(sizeof(float) * N);
+	ck_assert(w0 && g);
+	for (int i = 0; i < N; i++) {
+		w0[i] = (float)((i * 37) % 101) / 7.0f;
+		g[i] = (float)((i * 11) % 17) / 3.0f - 2.5f;
+	}
+	const char *rules[] = {"asgd", "ssgd"};
+	for (int k = 0; k < 2; k++) {
+		ps_layer layers[] = {{0, 1000}, {1000, N - 1000}};
+		ps *a, *b;
+		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &a), 0);
+		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &b), 0);
+		rule_params def = {0};
+		ps_set_rule(a, rule_find(rules[k]), &def);
+		ps_set_rule(b, rule_find(rules[k]), &def);
+		ps_set_opt(a, 0.01f, 0.9f, 0);
+		ps_set_opt(b, 0.01f, 0.9f, 0);
+		for (int s = 0; s < 4; s++) {
+			ps_grad pg = {.worker = s % 2, .v_read = ps_version(a), .g = g, .batch = 1};
+			ps_push(a, &pg, 2, NULL);
+			ps_lend(b, team);
+			ps_push(b, &pg, 2, NULL);
+			ps_lend(b, NULL);
+		}
+		ck_assert_uint_eq(ps_version(a), k ? 2 : 4);
+		ck_assert_uint_eq(ps_version(b), ps_version(a));
+		ck_assert_msg(memcmp(ps_weights(a), ps_weights(b), sizeof(float) * N) == 0,
+			      "%s: the lent team's update differs", rules[k]);
+		ck_assert(ps_weights(a)[N - 1] != w0[N - 1]);
+		ps_free(a);
+		ps_free(b);
+	}
+	free(w0);
+	free(g);
+	backend_free(team);
+	backend_free(be);
+}
+END_TEST
+
 static Suite *
 ps_suite(void)
 {
@@ -434,6 +481,7 @@ ps_suite(void)
 	tcase_add_test(tc, rule_table_lookup);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
 	tcase_add_test(tc, host_payloads_are_staged);
+	tcase_add_test(tc, lent_team_applies_the_same_bits);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -105,3 +105,13 @@ backend_free(backend *be)
 	if (be)
 		be->ops->destroy(be);
 }
+
+void
+backend_gather(backend *be, float *dst, const float *x, const uint32_t *idx,
+	       int batch, int dim, int inner)
+{
+	if (be->ops->gather)
+		be->ops->gather(be, dst, x, idx, batch, dim, inner);
+	else
+		host_gather(dst, x, idx, batch, dim, inner, 0, inner ? dim : batch);
+}

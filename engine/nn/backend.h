@@ -91,6 +91,14 @@ typedef struct backend_ops {
 	void (*bcp_to_cpb)(backend *, const float *x, float *y, int c, int b,
 			   int p);
 
+	/* The batch's input, gathered from the dataset's images x[i * dim]
+	 * for i = idx[0..batch) into host memory dst: [B][dim], or with
+	 * inner set [dim][B] (the batch innermost, for conv models). A
+	 * host-side op (dst is the model's input or a staging copy), so NULL
+	 * is allowed: the model gathers on its own thread. */
+	void (*gather)(backend *, float *dst, const float *x,
+		       const uint32_t *idx, int batch, int dim, int inner);
+
 	/* Softmax cross-entropy over logits[B x K] with labels. Returns the
 	 * mean loss; dlogits (may be NULL) = (softmax - onehot) / B; *correct
 	 * (may be NULL) = number of argmax hits. */
@@ -152,6 +160,9 @@ int backend_check_name(const char *device, char *err);
 const backend_class *backend_class_at(int i);
 /* The device name of an opened backend (its class's name). */
 const char *backend_name(const backend *be);
+/* ops->gather where the backend has one, else the same on this thread */
+void backend_gather(backend *be, float *dst, const float *x,
+		    const uint32_t *idx, int batch, int dim, int inner);
 void backend_free(backend *be);
 
 /* The cpu backend directly (bench and tests that measure it): OpenBLAS

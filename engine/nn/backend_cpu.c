@@ -291,6 +291,7 @@ static const backend_ops cpu_ops = {
 	.relu_bwd = host_relu_bwd,
 	.cpb_to_bcp = cpu_cpb_to_bcp,
 	.bcp_to_cpb = cpu_bcp_to_cpb,
+	.gather = cpu_gather,
 	.softmax_xent = cpu_softmax_xent,
 	.sgd = cpu_sgd,
 	.dc_grad = cpu_dc_grad,

@@ -473,3 +473,32 @@ cpu_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
 	struct tr_args a = {x, y, (size_t)b, (size_t)c * p};
 	team_run(CTX(be)->team, transpose_part, &a);
 }
+
+/* ---- the batch's input, split by images or by 16 input values -------- */
+
+struct gather_args {
+	float *dst;
+	const float *x;
+	const uint32_t *idx;
+	int batch, dim, inner;
+};
+
+static void
+gather_part(void *p, int tid, int nt)
+{
+	struct gather_args *a = p;
+	int n = a->inner ? a->dim : a->batch, unit = a->inner ? 16 : 1;
+	long u0, u1;
+	team_split((long)((n + unit - 1) / unit), tid, nt, &u0, &u1);
+	int lo = (int)SL_MIN(u0 * unit, (long)n), hi = (int)SL_MIN(u1 * unit, (long)n);
+	if (lo < hi)
+		host_gather(a->dst, a->x, a->idx, a->batch, a->dim, a->inner, lo, hi);
+}
+
+void
+cpu_gather(backend *be, float *dst, const float *x, const uint32_t *idx,
+	   int batch, int dim, int inner)
+{
+	struct gather_args a = {dst, x, idx, batch, dim, inner};
+	team_run(CTX(be)->team, gather_part, &a);
+}

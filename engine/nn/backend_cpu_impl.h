@@ -73,6 +73,8 @@ void cpu_maxpool_fwd(backend *be, const conv_geom *g, const float *x,
 void cpu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 		     const int32_t *arg, float *dx, int batch);
 /* the flatten layer's transposes (backend.h), on the team */
+void cpu_gather(backend *be, float *dst, const float *x, const uint32_t *idx,
+		int batch, int dim, int inner);
 void cpu_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b,
 		    int p);
 void cpu_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b,

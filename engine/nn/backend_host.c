@@ -113,6 +113,33 @@ host_transpose(const float *x, float *y, size_t rows, size_t cols,
 		}
 }
 
+/* The part [lo, hi) of a batch gather (backend.h, gather): images lo..hi
+ * for [B][dim]; for [dim][B], input values lo..hi of every image, 16
+ * images at a time so each image's cache line is read once and each
+ * output line written whole. */
+void
+host_gather(float *dst, const float *x, const uint32_t *idx, int batch,
+	    int dim, int inner, int lo, int hi)
+{
+	if (!inner) {
+		for (int b = lo; b < hi; b++)
+			memcpy(dst + (size_t)b * dim, x + (size_t)idx[b] * dim,
+			       sizeof(float) * (size_t)dim);
+		return;
+	}
+	for (int b0 = 0; b0 < batch; b0 += 16) {
+		const int nb = batch - b0 < 16 ? batch - b0 : 16;
+		const float *src[16];
+		for (int b = 0; b < nb; b++)
+			src[b] = x + (size_t)idx[b0 + b] * dim;
+		for (int j = lo; j < hi; j++) {
+			float *d = dst + (size_t)j * batch + b0;
+			for (int b = 0; b < nb; b++)
+				d[b] = src[b][j];
+		}
+	}
+}
+
 void
 host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
 {

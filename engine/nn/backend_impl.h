@@ -31,6 +31,8 @@ void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,
  * (lo a multiple of 16, for callers that split the work) */
 void host_transpose(const float *x, float *y, size_t rows, size_t cols,
 		    size_t lo, size_t hi);
+void host_gather(float *dst, const float *x, const uint32_t *idx, int batch,
+		 int dim, int inner, int lo, int hi);
 void host_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b,
 		     int p);
 void host_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b,

@@ -564,26 +564,8 @@ model_load_batch(model *m, const float *x, const uint8_t *y,
 	int host = m->be->ops->host_memory;
 	float *stage = host ? dst : malloc(sizeof(float) * (size_t)batch * dim);
 	SL_ASSERT(stage != NULL);
-	if (m->input.cb) {
-		/* [C][H][W][B]: image b's value j goes to j * batch + b,
-		 * 16 images at a time so each image's cache line is read
-		 * once and each output line written whole */
-		for (int b0 = 0; b0 < batch; b0 += 16) {
-			const int nb = SL_MIN(16, batch - b0);
-			const float *src[16];
-			for (int b = 0; b < nb; b++)
-				src[b] = x + (size_t)idx[b0 + b] * dim;
-			for (int j = 0; j < dim; j++) {
-				float *d = stage + (size_t)j * batch + b0;
-				for (int b = 0; b < nb; b++)
-					d[b] = src[b][j];
-			}
-		}
-	} else {
-		for (int b = 0; b < batch; b++)
-			memcpy(stage + (size_t)b * dim, x + (size_t)idx[b] * dim,
-			       sizeof(float) * dim);
-	}
+	/* a conv model's input is [C][H][W][B], the batch innermost */
+	backend_gather(m->be, stage, x, idx, batch, dim, m->input.cb);
 	for (int b = 0; b < batch; b++)
 		m->labels[b] = y[idx[b]];
 	if (!host) {

@@ -10,6 +10,7 @@
 
 struct ps {
 	backend *be;
+	backend *ex;     /* runs the update arithmetic: be, or a lender's (ps_lend) */
 	size_t n;
 	int n_layers;
 	ps_layer *layers;
@@ -56,7 +57,7 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	ps *p = calloc(1, sizeof(*p));
 	if (!p)
 		return -SL_ENOMEM;
-	p->be = be;
+	p->be = p->ex = be;
 	p->n = n;
 	p->n_layers = n_layers;
 	p->max_workers = max_workers;
@@ -262,10 +263,17 @@ ps_pull(ps *p, int worker, float *dst, uint64_t *have)
 }
 
 void
+ps_lend(ps *p, backend *be)
+{
+	p->ex = be && be != p->be && be->ops == p->be->ops &&
+			be->ops->host_memory ? be : p->be;
+}
+
+void
 ps_step(ps *p, const float *g, size_t off, float lr)
 {
 	writable(p);
-	p->be->ops->sgd(p->be, p->w + off, g + off, p->mom ? p->mom + off : NULL,
+	p->ex->ops->sgd(p->ex, p->w + off, g + off, p->mom ? p->mom + off : NULL,
 			p->n - off, lr, p->mu, p->wd);
 	p->v++;
 }
@@ -313,7 +321,7 @@ ps_worker_state(ps *p, int worker)
 static void
 apply_round(ps *p)
 {
-	backend *be = p->be;
+	backend *be = p->ex;
 	writable(p);
 	for (int l = 0; l < p->n_layers; l++) {
 		int c = p->layer_count[l];
@@ -332,7 +340,7 @@ apply_round(ps *p)
 int
 ps_round_add(ps *p, const ps_grad *g, int round_size)
 {
-	backend *be = p->be;
+	backend *be = p->ex;
 	be->ops->axpy(be, p->n - g->off, 1.0f, g->g + g->off, p->acc + g->off);
 	for (int l = 0; l < p->n_layers; l++)
 		if (p->layers[l].off >= g->off)

@@ -122,6 +122,13 @@ int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
 
 /* One optimiser step (momentum, weight decay) with g on [off, n) at
  * learning rate lr; the version advances. */
+/* Run the update arithmetic (sgd, axpy, scal of ps_step and the sync
+ * rules' rounds) on `be` until the next call: a worker's backend of the
+ * same kind in host memory, so its compute team applies the update it
+ * pushes instead of the server's one thread. The arithmetic is
+ * elementwise, so the result is the same on any team. NULL, or any other
+ * backend, gives the server's own back. */
+void ps_lend(ps *p, backend *be);
 void ps_step(ps *p, const float *g, size_t off, float lr);
 /* Add g to the pending round, per layer; when the round holds round_size
  * gradients, apply each layer's average over its senders. 1 if applied. */

@@ -304,7 +304,9 @@ step_push_grad(run *r, worker *w)
 	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
 		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
 	ps_result res;
+	ps_lend(r->ps, w->be); /* the worker's team applies it (lock held) */
 	ps_push(r->ps, &g, step_round_size(r), &res);
+	ps_lend(r->ps, NULL);
 	if ((r->rule->flags & RULE_WAIT) && !res.applied) {
 		/* wait for the round */
 		w->waiting = 1;

@@ -39,7 +39,7 @@ set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *e
 				       path, jtype(v));
 		const char *s = json_string_value(v);
 		int k = field_choice_index(f, s);
-		if (field_choice(f, 0) && k < 0) {
+		if (field_choice(f, 0) && k == -1) {
 			field_choices_str(f, list, sizeof(list));
 			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)",
 				       path, s, list);

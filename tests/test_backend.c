@@ -75,11 +75,15 @@ START_TEST(registry_auto_and_classes)
 		if (avail) {
 			ck_assert_msg(rc == 0, "%s: %s", c->name, err);
 			ck_assert_str_eq(backend_name(be), c->name);
-			/* host memory: alloc is zeroed and plainly writable */
-			ck_assert_int_eq(be->ops->host_memory, 1);
-			float *p = be->ops->alloc(be, 64);
-			ck_assert(p[0] == 0.0f && p[15] == 0.0f);
-			p[3] = 1.5f;
+			/* host memory: alloc is zeroed and plainly writable;
+			 * refdev's (a stand-in device) only through upload and
+			 * download */
+			ck_assert_int_eq(be->ops->host_memory, !c->hidden);
+			float *p = be->ops->alloc(be, 64), h[16];
+			be->ops->download(be, h, p, sizeof(h));
+			ck_assert(h[0] == 0.0f && h[15] == 0.0f);
+			if (!c->hidden)
+				p[3] = 1.5f;
 			be->ops->free(be, p);
 			backend_free(be);
 		} else {
@@ -92,7 +96,7 @@ START_TEST(registry_auto_and_classes)
 			ck_assert_int_eq(c->auto_pick, 0);
 		}
 	}
-	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(n, 4);
 	ck_assert_int_eq(seen_ref, 1);
 	ck_assert_ptr_null(backend_class_at(-1));
 }

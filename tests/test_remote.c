@@ -163,6 +163,34 @@ START_TEST(remote_computes_as_a_local_worker)
 }
 END_TEST
 
+START_TEST(a_device_server_stages_the_wire)
+{
+	/* the daemon's backend in device memory (refdev, which faults on any
+	 * direct host access): the weights a remote worker receives are
+	 * downloaded first and its gradient uploaded after, and the run is
+	 * the one on ref, bit for bit */
+	uint64_t h[2];
+	const char *dev[] = {"ref", "refdev"};
+	for (int k = 0; k < 2; k++) {
+		run_config c = wall("asgd", 1);
+		snprintf(c.device, sizeof(c.device), "%s", dev[k]);
+		c.stop_steps = 40;
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+		fake f;
+		fake_init(&f, &c, 0);
+		int id = -1;
+		run_snapshot *s = with_remote(&c, &f, &h[k], &id);
+		ck_assert_str_eq(s->device, dev[k]);
+		ck_assert_str_eq(s->stop_reason, "steps");
+		ck_assert_int_eq(f.calls, 40);
+		run_snapshot_put(s);
+		fake_free(&f);
+	}
+	ck_assert_uint_eq(h[0], h[1]);
+}
+END_TEST
+
 START_TEST(partial_backprop_reaches_the_remote)
 {
 	run_config c = wall("asgd", 1);
@@ -313,7 +341,8 @@ remote_suite(void)
 {
 	const run_case cases[] = {
 		{"seam", NULL, {remote_computes_as_a_local_worker,
-				partial_backprop_reaches_the_remote, a_lost_remote_leaves_the_run,
+				partial_backprop_reaches_the_remote, a_device_server_stages_the_wire,
+				a_lost_remote_leaves_the_run,
 				refusals, the_ledger_survives_a_checkpoint, NULL}},
 	};
 	return run_suite_of("remote", cases, sizeof(cases) / sizeof(cases[0]));

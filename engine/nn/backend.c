@@ -30,6 +30,7 @@ static const backend_class *const classes[] = {
 	&cuda_class,
 	&backend_cpu_class,
 	&backend_ref_class,
+	&backend_refdev_class,
 };
 #define N_CLASSES ((int)(sizeof(classes) / sizeof(classes[0])))
 
@@ -56,7 +57,8 @@ backend_check_name(const char *device, char *err)
 	char names[128] = "auto";
 	size_t len = strlen(names);
 	for (int i = 0; i < N_CLASSES && len < sizeof(names); i++)
-		len += (size_t)snprintf(names + len, sizeof(names) - len, ", %s",
+		if (!classes[i]->hidden)
+			len += (size_t)snprintf(names + len, sizeof(names) - len, ", %s",
 					classes[i]->name);
 	return sl_fail(err, SL_EINVAL, "device: unknown \"%s\" (expected %s)",
 		       device, names);

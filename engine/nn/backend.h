@@ -145,6 +145,7 @@ typedef struct backend_class {
 	/* open with nthreads (>= 1) compute threads; 0 or -SL_E* */
 	int (*open)(int nthreads, backend **out);
 	int auto_pick; /* a candidate of "auto" (in table order) */
+	int hidden;    /* opened by name but not listed (refdev: for tests) */
 } backend_class;
 
 /* Open the backend named by a run's "device": a class name, or "auto" (the

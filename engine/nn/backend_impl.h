@@ -8,6 +8,9 @@
 
 extern const backend_class backend_cpu_class; /* engine/nn/backend_cpu.c */
 extern const backend_class backend_ref_class; /* engine/nn/backend_ref.c */
+extern const backend_class backend_refdev_class; /* engine/nn/backend_refdev.c */
+/* ref's table, which refdev calls with its pointers moved back */
+extern const backend_ops backend_ref_ops;
 
 /* engine/nn/backend_host.c: ops shared by the host-memory backends. Memory
  * (zeroed 64-byte aligned allocations, memmove copies, no-op sync): */

@@ -389,7 +389,7 @@ ref_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
 	host_maxpool_bwd(g, dy, arg, dx, batch, 0, g->cin);
 }
 
-static const backend_ops ref_ops = {
+const backend_ops backend_ref_ops = {
 	.name = "ref",
 	HOST_MEMORY_OPS,
 	.destroy = ref_destroy,
@@ -426,7 +426,7 @@ ref_open(int nthreads, backend **out)
 		free(c);
 		return -SL_ENOMEM;
 	}
-	be->ops = &ref_ops;
+	be->ops = &backend_ref_ops;
 	be->ctx = c;
 	*out = be;
 	return 0;

@@ -35,6 +35,7 @@ struct ps {
 	int n_old, cap_old;
 	float *spare;
 	float *stage;    /* host payloads, staged into a device server's memory */
+	float *stage_bak;/* ... and a held gradient's backup (DC-ASGD) */
 	int oom;         /* a copy could not be made: written in place */
 	const rule_class *rule;
 	rule_params rp;
@@ -99,6 +100,7 @@ ps_free(ps *p)
 	free(p->old);
 	be->ops->free(be, p->spare);
 	be->ops->free(be, p->stage);
+	be->ops->free(be, p->stage_bak);
 	be->ops->free(be, p->mom);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
@@ -349,21 +351,22 @@ ps_round_add(ps *p, const ps_grad *g, int round_size)
 	if (p->round < (round_size < 1 ? 1 : round_size))
 		return 0;
 	apply_round(p);
+	p->be->ops->sync(p->be);
 	return 1;
 }
 
-/* the payload where the server's backend can read it: in place, or
- * staged into the server's memory (a host payload, a device server) */
+/* host floats [off, n) of src where the server's backend can read them:
+ * in place, or staged into *buf in the server's memory (a host payload, a
+ * device server) */
 static const float *
-payload(ps *p, const ps_grad *g)
+staged(ps *p, float **buf, const float *src, size_t off, int host)
 {
-	if (!g->host || p->be->ops->host_memory)
-		return g->g;
-	if (!p->stage && !(p->stage = balloc(p, p->n)))
+	if (!src || !host || p->be->ops->host_memory)
+		return src;
+	if (!*buf && !(*buf = balloc(p, p->n)))
 		return NULL;
-	p->be->ops->upload(p->be, p->stage + g->off, g->g + g->off,
-			   sizeof(float) * (p->n - g->off));
-	return p->stage;
+	p->be->ops->upload(p->be, *buf + off, src + off, sizeof(float) * (p->n - off));
+	return *buf;
 }
 
 static void elastic(ps *p, const float *x, float alpha, float *diff, int host);
@@ -377,8 +380,10 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 	    !g->g || (g->kind != PS_GRADIENT && g->off) ||
 	    (g->kind == PS_ELASTIC && !g->reply) || (unsigned)g->kind > PS_ELASTIC)
 		return -SL_EINVAL;
-	const float *data = payload(p, g);
-	if (!data)
+	const float *data = staged(p, &p->stage, g->g, g->off, g->host);
+	/* a held gradient's backup is whole: DC-ASGD reads it from off on */
+	const float *bak = staged(p, &p->stage_bak, g->bak, 0, g->host);
+	if (!data || (g->bak && !bak))
 		return -SL_ENOMEM;
 	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
 	if (g->kind == PS_MODEL) {
@@ -389,6 +394,8 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 	} else if (p->rule->server_push) {
 		ps_grad m = *g;
 		m.g = data;
+		m.bak = bak;
+		m.host = 0;
 		int rc = p->rule->server_push(p, &m, round_size, &r);
 		if (rc < 0)
 			return rc;
@@ -396,6 +403,9 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 		ps_step(p, data, g->off, p->lr);
 		r.applied = 1;
 	}
+	/* done before the caller lets go of the lock: another backend (a
+	 * worker's stream, the evaluator's) may read the weights next */
+	p->be->ops->sync(p->be);
 	if (res)
 		*res = r;
 	return 0;

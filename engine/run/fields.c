@@ -108,12 +108,23 @@ static const field_desc rp_f[] = {
 };
 const field_table fields_rule_params = {rp_f, NF(rp_f)};
 
-/* the device field's values: "auto", then the backend classes' names */
+/* the device field's values: "auto", then the backend classes' names
+ * (the hidden ones, last in the table, are not listed) */
 static const char *
 device_choice(int i)
 {
 	const backend_class *b = i > 0 ? backend_class_at(i - 1) : NULL;
-	return i == 0 ? "auto" : b ? b->name : NULL;
+	return i == 0 ? "auto" : b && !b->hidden ? b->name : NULL;
+}
+
+/* the hidden classes, accepted but not listed */
+static const char *
+device_hidden(int i)
+{
+	for (int k = 0, n = 0; backend_class_at(k); k++)
+		if (backend_class_at(k)->hidden && n++ == i)
+			return backend_class_at(k)->name;
+	return NULL;
 }
 
 /* the rule field's values: the rule classes' names */
@@ -196,7 +207,7 @@ static const field_desc run_f[] = {
 	     "fashion-mnist, idx:<dir>, cifar10:<dir> or synthetic:<n>"),
 	{.key = "device", .type = FT_STRING, .store = FS_STR, .off = CO(device),
 	 .size = sizeof(((run_config *)0)->device), .choice_fn = device_choice,
-	 .def_str = "auto", .doc = "where the model trains"},
+	 .hidden_fn = device_hidden, .def_str = "auto", .doc = "where the model trains"},
 	{.key = "rule", .type = FT_STRING, .store = FS_STR, .off = CO(rule),
 	 .size = sizeof(((run_config *)0)->rule), .choice_fn = rule_choice,
 	 .def_str = "asgd", .flags = FD_MUTABLE,
@@ -307,6 +318,9 @@ field_choice_index(const field_desc *f, const char *s)
 	for (int i = 0; (c = field_choice(f, i)); i++)
 		if (!strcmp(c, s))
 			return i;
+	for (int i = 0; f->hidden_fn && (c = f->hidden_fn(i)); i++)
+		if (!strcmp(c, s))
+			return -2 - i;
 	return -1;
 }
 
@@ -435,7 +449,7 @@ check_one(const field_desc *f, const field_table *t, const void *base,
 	switch (f->store) {
 	case FS_STR: {
 		const char *s = (const char *)base + f->off;
-		if (field_choice(f, 0) && field_choice_index(f, s) < 0) {
+		if (field_choice(f, 0) && field_choice_index(f, s) == -1) {
 			field_choices_str(f, list, sizeof(list));
 			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)", p,
 				       s, list);

@@ -64,6 +64,9 @@ typedef struct field_desc {
 	const void *choices;
 	size_t stride;
 	const char *(*choice_fn)(int i); /* instead: the i-th or NULL */
+	/* values also accepted but never listed (the device field's refdev,
+	 * for tests): the i-th or NULL; their index is -2 - i */
+	const char *(*hidden_fn)(int i);
 	double def;            /* numbers, booleans, FS_ENUM's index */
 	const char *def_str;   /* FS_STR */
 	/* checked and echoed only while sibling when_key's FS_ENUM value is in

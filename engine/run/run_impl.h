@@ -95,6 +95,8 @@ typedef struct worker {
 	/* a remote worker (run_join_remote): its compute is elsewhere */
 	const run_remote_ops *remote;
 	void *remote_ctx;
+	float *remote_io;   /* host copies of its weights and gradient (2 n)
+			     * when the backend is a device's */
 	int remote_left;  /* its owner was told (left()): the slot is free */
 	int remote_slot;  /* a remote worker's slot: kept for remote workers,
 			   * never revived as a local one (checkpoints keep it) */

@@ -226,10 +226,25 @@ int
 step_compute_remote(run *r, worker *w)
 {
 	double loss = NAN;
-	int rc = w->remote->compute(w->remote_ctx, w->cw, r->n_params, w->v_read, w->idx,
-				    w->batch_n, w->depth, w->grad_off, w->m->grads, &loss);
+	/* the wire carries host memory: a device backend's weights go down
+	 * first and the gradient comes back up */
+	backend *be = w->be;
+	const float *cw = w->cw;
+	float *g = w->m->grads;
+	size_t n = r->n_params, off = w->grad_off;
+	if (!be->ops->host_memory) {
+		if (!w->remote_io && !(w->remote_io = malloc(sizeof(float) * 2 * n)))
+			return run_fail(r, -SL_ENOMEM, "out of memory for a remote worker's copies");
+		be->ops->download(be, w->remote_io, cw, sizeof(float) * n);
+		cw = w->remote_io;
+		g = w->remote_io + n;
+	}
+	int rc = w->remote->compute(w->remote_ctx, cw, n, w->v_read, w->idx,
+				    w->batch_n, w->depth, off, g, &loss);
 	if (rc < 0)
 		return rc;
+	if (g != w->m->grads)
+		be->ops->upload(be, w->m->grads + off, g + off, sizeof(float) * (n - off));
 	w->loss = loss;
 	double f = model_step_flops(w->m, w->depth) * w->batch_n;
 	w->flops += f;
@@ -397,7 +412,8 @@ step_hold(run *r, worker *w, double due)
 		return run_fail(r, -SL_ENOMEM,
 				"out of memory holding a gradient at the server");
 	}
-	memcpy(h->g + off, w->m->grads + off, sizeof(float) * (r->n_params - off));
+	w->be->ops->download(w->be, h->g + off, w->m->grads + off,
+			     sizeof(float) * (r->n_params - off));
 	if (bak)
 		r->be_ps->ops->download(r->be_ps, h->bak, bak,
 					sizeof(float) * r->n_params);
@@ -433,7 +449,7 @@ step_release_held(run *r, int force)
 		}
 		ps_grad g = {.worker = h->worker, .seq = h->seq, .v_read = h->v_read,
 			     .off = h->off, .batch = h->batch, .g = h->g,
-			     .bak = h->bak};
+			     .bak = h->bak, .host = 1};
 		ps_result res;
 		ps_push(r->ps, &g, step_round_size(r), &res);
 		r->samples += (uint64_t)h->batch;

@@ -21,6 +21,7 @@ worker_free(worker *w)
 		be->ops->free(be, w->tmp);
 	}
 	model_free(w->m);
+	free(w->remote_io);
 	free(w->idx);
 	free(w);
 }

@@ -40,10 +40,10 @@ APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev tmux gnuplot-nox \
 	openmpi-bin iproute2
 
-.PHONY: all deps run test unit integration bench results results-quick bench-compare bench-accuracy asan valgrind fuzz \
+.PHONY: cuda-plugin all deps run test unit integration bench bench-gpu results results-quick bench-compare bench-accuracy asan valgrind fuzz \
 	fuzz-build fuzz-bins install install-files uninstall clean help
 
-all: $(BUILD)/stalelab
+all: $(BUILD)/stalelab cuda-plugin
 
 help:
 	@echo "make deps           install the Debian packages (apt-get; quick when present)"
@@ -52,6 +52,7 @@ help:
 	@echo "                    (make run PORT=9000 ARGS=\"--demo\" for another port, flags)"
 	@echo "make test           Check suites and integration tests (with the dashboard's browser test)"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
+	@echo "make bench-gpu      the cuda backend against the cpu one (a GPU machine; tests/gpu.sh)"
 	@echo "make results        the seeds' results reproduced: docs/results.md, docs/results/ (under 60 min)"
 	@echo "make results-quick  the same experiments, small: checks only (part of make test)"
 	@echo "make bench-compare  this engine vs an earlier commit's (BASE=rev), side by side"
@@ -119,6 +120,32 @@ $(WEB_OBJ): $(BUILD)/gen/web_assets.c daemon/web.h
 $(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ) $(TUI_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
+# The cuda backend: the plugin stalelab-cuda.so (engine/cuda/), built where
+# nvcc is found, even on a machine with no GPU; it links the CUDA runtime
+# statically and cuBLAS shared (found through its rpath), never the driver
+# library, so it loads anywhere and says itself whether it can run. The
+# binary links no CUDA library and looks for the plugin beside itself,
+# then in PLUGIN_DIR.
+NVCC       ?= $(shell command -v nvcc 2>/dev/null)
+CUDA_SO    := $(BUILD)/stalelab-cuda.so
+CUDA_SRC   := $(wildcard engine/cuda/*.cu engine/cuda/*.cuh)
+CUDA_LIB    = $(dir $(realpath $(NVCC)))../lib64
+NVCC_FLAGS := -O2 -std=c++17 -shared --Werror all-warnings \
+	-Xcompiler -fPIC,-fvisibility=hidden,-Wall,-Wextra,-Werror \
+	-gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+	-gencode arch=compute_75,code=compute_75 -Iengine/nn
+PLUGIN_DIR  = $(PREFIX)/lib/stalelab
+$(BUILD)/engine/nn/backend.o: ALL_CFLAGS += -DSL_PLUGIN_DIR='"$(PLUGIN_DIR)"'
+ifneq ($(NVCC),)
+cuda-plugin: $(CUDA_SO)
+$(CUDA_SO): $(CUDA_SRC) engine/nn/backend.h engine/nn/backend_plugin.h
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCC_FLAGS) -o $@ engine/cuda/backend_cuda.cu -lcublas -Xlinker -rpath,$(CUDA_LIB)
+else
+cuda-plugin:
+	@echo "nvcc not found: the cuda plugin (stalelab-cuda.so) is skipped; the cpu and ref backends are built"
+endif
+
 $(BUILD)/tests/%: $(BUILD)/tests/%.o $(ENGINE_OBJ) $(DAEMON_LIB_OBJ) $(TUI_OBJ)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(CHECK_LIBS) $(LDLIBS)
 
@@ -140,6 +167,13 @@ test: deps
 bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
+
+# the cuda backend's figures: each model at batch 64 and 256 against the cpu
+# backend in the same run, the server's update, 1 / 8 / 64 workers
+# (tests/gpu.sh runs it on a GPU machine; elsewhere it says why it cannot)
+SECONDS_PER ?= 2
+bench-gpu: all
+	$(BUILD)/stalelab bench --device cuda -b 64,256 -S $(SECONDS_PER)
 
 # this tree's engine against BASE (a commit), side by side in one run
 BASE ?= HEAD~1
@@ -216,12 +250,15 @@ install-files:
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
 		$(DESTDIR)$(PREFIX)/share/stalelab $(DESTDIR)$(PREFIX)/share/doc/stalelab
 	install -m 755 $(BUILD)/stalelab $(DESTDIR)$(PREFIX)/bin/stalelab
+	if [ -f $(CUDA_SO) ]; then install -d $(DESTDIR)$(PLUGIN_DIR) && \
+		install -m 755 $(CUDA_SO) $(DESTDIR)$(PLUGIN_DIR)/; fi
 	install -m 644 docs/stalelab.1 $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
 	install -m 644 docs/stalelab.service $(DESTDIR)$(PREFIX)/share/stalelab/stalelab.service
 	install -m 644 README.md $(DOCS) $(DESTDIR)$(PREFIX)/share/doc/stalelab/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stalelab $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
+	rm -rf $(DESTDIR)$(PLUGIN_DIR)
 	rm -rf $(DESTDIR)$(PREFIX)/share/stalelab $(DESTDIR)$(PREFIX)/share/doc/stalelab
 
 clean:

@@ -158,6 +158,8 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "rule", json_string(s->cfg.rule));
 	json_object_set_new(o, "clock", json_string(s->cfg.clock));
 	json_object_set_new(o, "device", json_string(s->device));
+	if (s->device_note[0])
+		json_object_set_new(o, "device_note", json_string(s->device_note));
 	if (strcmp(s->device, "ref")) { /* the kernels a cpu run uses, and why */
 		const char *kernel, *config, *isa, *lib;
 		backend_cpu_blas(&kernel, &config, &isa);

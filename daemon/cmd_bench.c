@@ -8,8 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "dataset.h"
-#include "model.h"
+#include "cmd_bench.h"
 #include "ps.h"
 #include "run.h"
 
@@ -33,6 +32,11 @@ static const char bench_usage[] =
 	"  -P, --profile      only the parameter server's time per update on this\n"
 	"                     machine, as the run object's \"server_ms\" for the\n"
 	"                     virtual clock (docs/rules.md, \"Communication\")\n"
+	"  -D, --device NAME  a device backend instead (cuda): samples/s per model\n"
+	"                     and batch next to the cpu backend's in the same run,\n"
+	"                     the fraction of the device's FP32 peak, the server's\n"
+	"                     time per update, asgd with 1, 8 and 64 workers\n"
+	"  -b, --batch LIST   with --device: the batch sizes (default 64,256)\n"
 	"  -h, --help         this text\n";
 
 static int
@@ -43,8 +47,8 @@ cmp_double(const void *a, const void *b)
 }
 
 /* Train for about `seconds`, in windows of ~0.25 s; median samples/s. */
-static double
-measure(model *m, const dataset *tr, double seconds)
+double
+bench_measure(model *m, const dataset *tr, double seconds)
 {
 	enum { WIN = 64 };
 	double sps[WIN];
@@ -83,14 +87,13 @@ measure(model *m, const dataset *tr, double seconds)
 	return sps[nw / 2];
 }
 
-/* The parameter server alone: asgd pushes of a model-sized gradient;
- * updates per second (0 when it could not be measured) */
-static double
-ps_rate(model *m, double seconds, int quiet)
+double
+bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 {
 	backend *be;
 	double ups = 0;
-	if (backend_cpu_new(1, &be) < 0)
+	char err[SL_ERR_LEN];
+	if (backend_open(device, 1, &be, err) < 0)
 		return 0;
 	layer_info info[MODEL_MAX_LAYERS];
 	ps_layer layers[MODEL_MAX_LAYERS];
@@ -99,7 +102,8 @@ ps_rate(model *m, double seconds, int quiet)
 		if (info[i].n_params)
 			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params};
 	float *w = calloc(m->n_params, sizeof(float));
-	float *g = calloc(m->n_params, sizeof(float));
+	/* a gradient in the server's memory, as a worker's on its device */
+	float *g = be->ops->alloc(be, sizeof(float) * m->n_params);
 	ps *p = NULL;
 	if (w && g && ps_new(be, m->n_params, w, layers, np, 4, &p) == 0) {
 		rule_params rp = {0};
@@ -123,18 +127,20 @@ ps_rate(model *m, double seconds, int quiet)
 	}
 	ps_free(p);
 	free(w);
-	free(g);
+	be->ops->free(be, g);
 	backend_free(be);
 	return ups;
 }
 
-/* The whole engine: asgd, nw workers, wall clock, no delay, for ~seconds. */
-static void
-async_rate(const dataset_pair *d, const char *spec, int nw, double seconds)
+void
+bench_async_rate(const dataset_pair *d, const char *spec, const char *device, int batch,
+		 int nw, double seconds)
 {
 	run_config c;
 	config_defaults(&c);
 	snprintf(c.model, sizeof(c.model), "%s", spec);
+	snprintf(c.device, sizeof(c.device), "%s", device);
+	c.batch = batch;
 	c.workers = nw;
 	c.eval_every = 0;
 	c.stop_seconds = seconds;
@@ -149,9 +155,11 @@ async_rate(const dataset_pair *d, const char *spec, int nw, double seconds)
 	printf("  asgd %d worker%s: %9.0f samples/s  %8.0f updates/s  staleness %.2f\n",
 	       nw, nw == 1 ? " " : "s", s->samples_per_s, s->updates_per_s,
 	       stale_mean(&s->stale));
-	printf("{\"bench\":\"async\",\"model\":\"%s\",\"rule\":\"asgd\",\"workers\":%d,"
-	       "\"samples_per_s\":%.1f,\"updates_per_s\":%.1f,\"staleness_mean\":%.3f}\n",
-	       spec, nw, s->samples_per_s, s->updates_per_s, stale_mean(&s->stale));
+	printf("{\"bench\":\"async\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%d,"
+	       "\"rule\":\"asgd\",\"workers\":%d,\"samples_per_s\":%.1f,"
+	       "\"updates_per_s\":%.1f,\"staleness_mean\":%.3f}\n",
+	       spec, s->device, batch, nw, s->samples_per_s, s->updates_per_s,
+	       stale_mean(&s->stale));
 	fflush(stdout);
 	run_snapshot_put(s);
 	run_free(r);
@@ -159,7 +167,7 @@ async_rate(const dataset_pair *d, const char *spec, int nw, double seconds)
 
 /* Per-layer time of one step, from a profiled run of ~seconds/2. */
 static void
-print_layers(model *m, double seconds)
+print_layers(model *m, double seconds, int team_threads)
 {
 	memset(m->prof_fwd, 0, sizeof(m->prof_fwd));
 	memset(m->prof_bwd, 0, sizeof(m->prof_bwd));
@@ -186,6 +194,28 @@ print_layers(model *m, double seconds)
 	}
 	printf("  %-3s %-8s %11.1f %11s %6.1f%%\n", "", "loss",
 	       m->prof_loss / steps * 1e6, "", 100 * m->prof_loss / total);
+	/* each convolution pass per core against sgemm on a 1024 square, one
+	 * thread: how close the direct kernels come to the machine's GEMM */
+	double sq = 0;
+	int threads = team_threads;
+	for (int i = 0; i < m->n_layers; i++) {
+		const layer *l = &m->layers[i];
+		if (strcmp(l->ops->name, "conv2d"))
+			continue;
+		if (sq == 0)
+			sq = backend_cpu_sgemm_gflops(1024, 1024, 1024, 1, seconds / 8);
+		if (!(sq > 0))
+			break;
+		double ff = l->flops_fwd * B, fb = (l->flops_bwd_w + (i ? l->flops_bwd_x : 0)) * B;
+		double gf = ff / (m->prof_fwd[i] / steps) * 1e-9 / threads;
+		double gb = fb / (m->prof_bwd[i] / steps) * 1e-9 / threads;
+		printf("  %-3d %-8s per core: forward %6.1f GFLOP/s (%.2fx sgemm 1024), backward "
+		       "%6.1f (%.2fx); sgemm 1024, 1 thread: %.1f\n", i, l->ops->name, gf, gf / sq,
+		       gb, gb / sq, sq);
+		printf("{\"bench\":\"conv_pass\",\"model\":\"%s\",\"layer\":%d,"
+		       "\"fwd_gflops_per_core\":%.2f,\"bwd_gflops_per_core\":%.2f,"
+		       "\"sgemm1024_gflops\":%.2f}\n", m->spec, i, gf, gb, sq);
+	}
 	/* the divergence check every step makes: one pass over the gradient */
 	backend *be = m->be;
 	long n = 0, bad = 0;
@@ -271,16 +301,19 @@ cmd_bench(int argc, char **argv)
 		{"layers", no_argument, NULL, 'L'},
 		{"async", no_argument, NULL, 'A'},
 		{"profile", no_argument, NULL, 'P'},
+		{"device", required_argument, NULL, 'D'},
+		{"batch", required_argument, NULL, 'b'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *only = NULL, *dspec = "fashion-mnist";
+	const char *only = NULL, *dspec = "fashion-mnist", *device = NULL;
+	int batches[8] = {64, 256}, n_batches = 2;
 	int threads = cli_ncpu(), opt, layers = 0, async = 0, profile = 0;
 	double seconds = 4;
 	unsigned long long u;
 	optind = 1;
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAPh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAPD:b:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'm': only = optarg; break;
 		case 'd': dspec = optarg; break;
@@ -300,6 +333,25 @@ cmd_bench(int argc, char **argv)
 		case 'L': layers = 1; break;
 		case 'A': async = 1; break;
 		case 'P': profile = 1; break;
+		case 'D': device = optarg; break;
+		case 'b': {
+			n_batches = 0;
+			char *save = NULL, buf[128];
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (n_batches == 8 || cli_u64(t, &u) < 0 || u < 1 || u > 4096) {
+					fprintf(stderr, "stalelab bench: --batch: expected up to 8 "
+						"sizes in 1..4096, comma-separated, got \"%s\"\n", optarg);
+					return 2;
+				}
+				batches[n_batches++] = (int)u;
+			}
+			if (!n_batches) {
+				fprintf(stderr, "stalelab bench: --batch: expected a size\n");
+				return 2;
+			}
+			break;
+		}
 		case 'h': fputs(bench_usage, stdout); return 0;
 		default: return cli_bad_option("bench", opt, argv);
 		}
@@ -323,6 +375,12 @@ cmd_bench(int argc, char **argv)
 		n_models = 1;
 	}
 	int code = 0;
+	if (device && strcmp(device, "cpu")) {
+		code = bench_device(device, &d, models, n_models, batches, n_batches, threads,
+				    seconds);
+		ds_pair_free(&d);
+		return code;
+	}
 	{ /* which kernels ran, and why (engine/nn/blas_pick.h) */
 		const char *kernel, *config, *isa, *lib;
 		backend_cpu_blas(&kernel, &config, &isa);
@@ -352,7 +410,7 @@ cmd_bench(int argc, char **argv)
 			break;
 		}
 		if (profile) {
-			double ups = ps_rate(m, seconds, 1);
+			double ups = bench_ps_rate(m, "cpu", seconds, 1);
 			if (ups > 0) {
 				printf("%-20s the server applies an update in %.4f ms here: "
 				       "\"server_ms\": %.4f\n", models[i], 1e3 / ups, 1e3 / ups);
@@ -367,7 +425,7 @@ cmd_bench(int argc, char **argv)
 		}
 		int mnk[3];
 		main_gemm(m, mnk);
-		double sps = measure(m, &d.train, seconds);
+		double sps = bench_measure(m, &d.train, seconds);
 		double gf = sps * model_step_flops(m, 0) * 1e-9;
 		double ref = backend_cpu_sgemm_gflops(mnk[0], mnk[1], mnk[2], threads,
 						      seconds / 2);
@@ -385,11 +443,11 @@ cmd_bench(int argc, char **argv)
 		       "\"step_mflop_per_sample\":%.4f,\"gemm_ceiling_samples_per_s\":%.1f}\n",
 		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6, ceil_sps);
 		if (layers)
-			print_layers(m, seconds);
+			print_layers(m, seconds, threads);
 		if (async) {
-			ps_rate(m, seconds, 0);
+			bench_ps_rate(m, "cpu", seconds, 0);
 			for (int nw = 1; nw <= 4; nw *= 2)
-				async_rate(&d, models[i], nw, seconds);
+				bench_async_rate(&d, models[i], "cpu", 64, nw, seconds);
 		}
 		fflush(stdout);
 		model_free(m);

@@ -186,6 +186,8 @@ cmd_run(int argc, char **argv)
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
 			cfg.model, data.name, data.train.n, data.test.n, s0->cfg.rule,
 			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg.clock, device);
+		if (s0->device_note[0])
+			fprintf(stderr, "stalelab run: %s\n", s0->device_note);
 		if (resume_path)
 			fprintf(stderr, "stalelab run: resuming %s at v %llu, epoch %.2f%s\n",
 				resume_path, (unsigned long long)s0->v, s0->epoch,

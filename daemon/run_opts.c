@@ -41,7 +41,7 @@ static const char run_usage[] =
 	"                        (default mlp:784-256-128-10)\n"
 	"  -d, --dataset SPEC    fashion-mnist | idx:DIR | cifar10:DIR |\n"
 	"                        synthetic:N (default fashion-mnist)\n"
-	"      --device NAME     auto | cpu | ref | cuda (auto: cuda if built, else cpu;\n"
+	"      --device NAME     auto | cpu | ref | cuda (auto: cuda where a GPU answers, else cpu;\n"
 	"                        ref: the portable reference path, slow)\n"
 	"      --rule NAME       update rule (default asgd)\n"
 	"  -w, --workers N       workers (default 1)\n"

@@ -56,7 +56,7 @@ static const char serve_usage[] =
 	"                          an event stream that is read lives on)\n"
 	"  -l, --log FILE          JSON-Lines log of the runs (appended)\n"
 	"      --log-format F      jsonl (default) or csv\n"
-	"      --device NAME       auto | cpu | ref | cuda (auto: cuda if built, else cpu)\n"
+	"      --device NAME       auto | cpu | ref | cuda (auto: cuda where a GPU answers, else cpu)\n"
 	"      --resume FILE       start from a checkpoint instead of a run object\n"
 	"      --checkpoint-on-exit FILE\n"
 	"                          write a checkpoint on SIGINT/SIGTERM\n"

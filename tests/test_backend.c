@@ -1,7 +1,9 @@
 /* test_backend.c - the backend registry (names, auto, refusals) and the
  * reference backend against the cpu backend op by op on random inputs;
  * the reference backend's bits pinned on a fixed step. */
+#include <dlfcn.h>
 #include <math.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "model.h"
@@ -43,23 +45,115 @@ START_TEST(registry_names)
 	const char *ok[] = {"auto", "cpu", "ref", "cuda"};
 	for (int i = 0; i < 4; i++)
 		ck_assert_int_eq(backend_check_name(ok[i], err), 0);
-	/* cuda is a known name that this binary cannot open */
-	ck_assert_int_eq(backend_open("cuda", 1, &be, err), -SL_EUNSUP);
-	ck_assert_ptr_null(be);
-	ck_assert_str_eq(err, "device: the cuda backend is not built in this binary (use cpu, ref or auto)");
+	/* cuda is a known name; where it cannot run, the refusal says why */
+	int rc = backend_open("cuda", 1, &be, err);
+	if (rc == 0) {
+		backend_free(be);
+	} else {
+		ck_assert_int_eq(rc, -SL_EUNSUP);
+		ck_assert_ptr_null(be);
+		ck_assert_msg(!strncmp(err, "device: cuda: ", 14), "%s", err);
+	}
 	ck_assert_int_eq(backend_open("cpu", 0, &be, err), -SL_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "threads"));
 }
 END_TEST
 
+/* the suite's build directory's plugin: BUILD/tests/test_backend ->
+ * BUILD/stalelab-cuda.so */
+static int
+built_plugin(char *path, size_t len)
+{
+	char exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n <= 0)
+		return 0;
+	exe[n] = 0;
+	for (int up = 0; up < 2; up++) {
+		char *s = strrchr(exe, '/');
+		if (!s)
+			return 0;
+		*s = 0;
+	}
+	snprintf(path, len, "%.4000s/stalelab-cuda.so", exe);
+	return access(path, R_OK) == 0;
+}
+
+START_TEST(cuda_plugin_says_why_not)
+{
+	const backend_class *cuda = backend_class_at(0);
+	ck_assert_str_eq(cuda->name, "cuda");
+	char why[SL_ERR_LEN], path[4096];
+	/* nothing at the path given */
+	setenv("STALELAB_CUDA_PLUGIN", "/nonexistent/stalelab-cuda.so", 1);
+	ck_assert_int_eq(cuda->probe(why), 0);
+	ck_assert_str_eq(why, "device: cuda: no plugin at /nonexistent/stalelab-cuda.so "
+			      "(STALELAB_CUDA_PLUGIN)");
+	/* not a shared object: the loader's own words, naming the file */
+	char bad[] = "/tmp/sl-plugin-XXXXXX";
+	int fd = mkstemp(bad);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "not an ELF file\n", 16), 16);
+	close(fd);
+	setenv("STALELAB_CUDA_PLUGIN", bad, 1);
+	ck_assert_int_eq(cuda->probe(why), 0);
+	ck_assert_msg(!strncmp(why, "device: cuda: ", 14) && strstr(why, bad), "%s", why);
+	unlink(bad);
+	/* a shared object that is not a plugin (libm, found through cos) */
+	Dl_info di;
+	double (*volatile c)(double) = cos;
+	ck_assert(dladdr(*(void **)&c, &di) && di.dli_fname);
+	setenv("STALELAB_CUDA_PLUGIN", di.dli_fname, 1);
+	ck_assert_int_eq(cuda->probe(why), 0);
+	ck_assert_msg(strstr(why, "has no sl_plugin_init"), "%s", why);
+	/* the plugin built here: where no NVIDIA driver is installed (no
+	 * kernel driver, no libcuda), its own check says so, in words */
+	if (!built_plugin(path, sizeof(path))) {
+		printf("cuda_plugin_says_why_not: skipped the plugin's own check: %s was not "
+		       "built (no nvcc on this machine)\n", path);
+		unsetenv("STALELAB_CUDA_PLUGIN");
+		return;
+	}
+	setenv("STALELAB_CUDA_PLUGIN", path, 1);
+	void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	int driverless = !drv && access("/proc/driver/nvidia/version", F_OK) != 0;
+	if (drv)
+		dlclose(drv);
+	int n = cuda->probe(why);
+	if (driverless) {
+		ck_assert_int_eq(n, 0);
+		ck_assert_msg(!strncmp(why, "device: cuda: no NVIDIA driver (the plugin's CUDA runtime is ", 61),
+			      "%s", why);
+		backend *be = (backend *)1;
+		char err[SL_ERR_LEN];
+		ck_assert_int_eq(backend_open("cuda", 1, &be, err), -SL_EUNSUP);
+		ck_assert_ptr_null(be);
+		ck_assert_str_eq(err, why);
+	} else if (!n) {
+		ck_assert_msg(!strncmp(why, "device: cuda: ", 14), "%s", why);
+	}
+	unsetenv("STALELAB_CUDA_PLUGIN");
+}
+END_TEST
+
 START_TEST(registry_auto_and_classes)
 {
-	/* auto skips cuda (not built) and never picks ref */
+	/* auto passes cuda over where it cannot run, saying why, and never
+	 * picks ref */
 	backend *be = open_be("cpu", 1);
 	backend_free(be);
-	char err[SL_ERR_LEN];
+	char err[SL_ERR_LEN], why[SL_ERR_LEN];
+	const int cuda_here = backend_class_at(0)->probe(why);
 	ck_assert_int_eq(backend_open("auto", 2, &be, err), 0);
-	ck_assert_str_eq(backend_name(be), "cpu");
+	if (cuda_here) {
+		ck_assert_str_eq(backend_name(be), "cuda");
+		ck_assert_str_eq(err, "");
+	} else {
+		ck_assert_str_eq(backend_name(be), "cpu");
+		char want[2 * SL_ERR_LEN];
+		snprintf(want, sizeof(want), "device auto: %s; using cpu", why + 8);
+		ck_assert_str_eq(err, want);
+	}
 	backend_free(be);
 	/* every class: named once, described, opens iff its probe says so,
 	 * and the opened backend carries the class's name */
@@ -69,7 +163,7 @@ START_TEST(registry_auto_and_classes)
 		ck_assert_int_eq(backend_check_name(c->name, err), 0);
 		for (int j = 0; j < n; j++)
 			ck_assert_str_ne(backend_class_at(j)->name, c->name);
-		char why[SL_ERR_LEN] = "";
+		why[0] = 0;
 		int avail = c->probe(why);
 		int rc = backend_open(c->name, 1, &be, err);
 		if (avail) {
@@ -78,11 +172,12 @@ START_TEST(registry_auto_and_classes)
 			/* host memory: alloc is zeroed and plainly writable;
 			 * refdev's (a stand-in device) only through upload and
 			 * download */
-			ck_assert_int_eq(be->ops->host_memory, !c->hidden);
+			const int device = c->hidden || !strcmp(c->name, "cuda");
+			ck_assert_int_eq(be->ops->host_memory, !device);
 			float *p = be->ops->alloc(be, 64), h[16];
 			be->ops->download(be, h, p, sizeof(h));
 			ck_assert(h[0] == 0.0f && h[15] == 0.0f);
-			if (!c->hidden)
+			if (!device)
 				p[3] = 1.5f;
 			be->ops->free(be, p);
 			backend_free(be);
@@ -566,6 +661,7 @@ backend_suite(void)
 	TCase *tc = tcase_create("registry");
 	tcase_add_test(tc, registry_names);
 	tcase_add_test(tc, registry_auto_and_classes);
+	tcase_add_test(tc, cuda_plugin_says_why_not);
 	suite_add_tcase(s, tc);
 	TCase *rf = tcase_create("ref");
 	tcase_set_timeout(rf, 60);

@@ -1,27 +1,114 @@
 /* backend.c - the backend registry: one table of classes, opened by the
  * name a run config gives as "device". Adding a backend is one file that
  * defines its class (engine/backend_<name>.c) and one row here. */
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend_impl.h"
+#include "backend_plugin.h"
 #include "sl.h"
 
-/* The CUDA backend will be a dlopen'ed plugin; this binary has none, and
- * the probe says so. */
+/* ---- plugins -------------------------------------------------------------
+ * The cuda backend is a plugin, stalelab-cuda.so (engine/cuda/), built where
+ * nvcc is and loaded on demand. It is looked for in $STALELAB_CUDA_PLUGIN
+ * when set (a path; nothing else is tried), else beside the executable,
+ * else in SL_PLUGIN_DIR (where make install puts it). The loader keeps no
+ * state of its own: dlopen counts references, RTLD_NODELETE keeps the
+ * library (and the CUDA runtime inside it) mapped for the process's life,
+ * so each probe and open asks it again at the cost of a lookup. */
+#ifndef SL_PLUGIN_DIR
+#define SL_PLUGIN_DIR "/usr/local/lib/stalelab"
+#endif
+#define CUDA_PLUGIN "stalelab-cuda.so"
+
+/* the plugin's table, or NULL with why saying what was tried and why it
+ * failed (SL_ERR_LEN) */
+static const sl_plugin *
+plugin_load(const char *file, char *why)
+{
+	char tried[3][PATH_MAX];
+	int nt = 0;
+	const char *env = getenv("STALELAB_CUDA_PLUGIN");
+	if (env && *env) {
+		snprintf(tried[nt++], PATH_MAX, "%s", env);
+	} else {
+		char exe[PATH_MAX];
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+		if (n > 0) {
+			exe[n] = 0;
+			char *slash = strrchr(exe, '/');
+			if (slash)
+				*slash = 0;
+			snprintf(tried[nt++], PATH_MAX, "%.*s/%s", PATH_MAX - 64, exe, file);
+		}
+		snprintf(tried[nt++], PATH_MAX, "%s/%s", SL_PLUGIN_DIR, file);
+	}
+	char last[SL_ERR_LEN] = "";
+	for (int i = 0; i < nt; i++) {
+		if (access(tried[i], F_OK) != 0)
+			continue;
+		void *h = dlopen(tried[i], RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+		if (!h) {
+			snprintf(last, sizeof(last), "%s", dlerror());
+			continue;
+		}
+		sl_plugin_init_fn init;
+		*(void **)&init = dlsym(h, SL_PLUGIN_INIT);
+		const sl_plugin *pl = init ? init() : NULL;
+		if (!pl) {
+			snprintf(last, sizeof(last), "%.160s has no %s", tried[i], SL_PLUGIN_INIT);
+		} else if (pl->api_version != SL_PLUGIN_API || pl->ops_size != sizeof(backend_ops)) {
+			snprintf(last, sizeof(last),
+				 "%.120s was built for another revision (plugin api %d, %zu-byte "
+				 "ops; this binary: %d, %zu)", tried[i], pl->api_version, pl->ops_size,
+				 SL_PLUGIN_API, sizeof(backend_ops));
+		} else {
+			dlclose(h); /* a reference less; NODELETE keeps it mapped */
+			return pl;
+		}
+		dlclose(h);
+	}
+	if (last[0])
+		sl_fail(why, SL_EUNSUP, "device: cuda: %s", last);
+	else if (env && *env)
+		sl_fail(why, SL_EUNSUP, "device: cuda: no plugin at %.160s (STALELAB_CUDA_PLUGIN)", env);
+	else
+		sl_fail(why, SL_EUNSUP,
+			"device: cuda: %s is not installed (looked beside the binary and in %s; "
+			"it is built where nvcc is found)", file, SL_PLUGIN_DIR);
+	return NULL;
+}
+
 static int
 cuda_probe(char *why)
 {
-	sl_fail(why, SL_EUNSUP,
-		"device: the cuda backend is not built in this binary (use cpu, ref or auto)");
+	const sl_plugin *pl = plugin_load(CUDA_PLUGIN, why);
+	if (!pl)
+		return 0;
+	char msg[SL_ERR_LEN - 32] = "";
+	if (pl->score(msg, sizeof(msg)) > 0)
+		return 1;
+	sl_fail(why, SL_EUNSUP, "device: cuda: %s", msg[0] ? msg : "not usable here");
 	return 0;
+}
+
+static int
+cuda_open(int nthreads, backend **out)
+{
+	char why[SL_ERR_LEN];
+	const sl_plugin *pl = plugin_load(CUDA_PLUGIN, why);
+	return pl ? pl->open(nthreads, out) : -SL_EUNSUP;
 }
 
 static const backend_class cuda_class = {
 	.name = "cuda",
-	.about = "NVIDIA GPU (a plugin; not built in this binary)",
+	.about = "NVIDIA GPU: cuBLAS and our kernels (the plugin stalelab-cuda.so)",
 	.probe = cuda_probe,
-	.open = NULL,
+	.open = cuda_open,
 	.auto_pick = 1,
 };
 
@@ -88,10 +175,23 @@ backend_open(const char *device, int nthreads, backend **out, char *err)
 		return sl_fail(err, SL_EINVAL, "threads: must be >= 1");
 	if (strcmp(device, "auto"))
 		return open_class(find(device), nthreads, out, err);
-	char why[SL_ERR_LEN];
-	for (int i = 0; i < N_CLASSES; i++)
-		if (classes[i]->auto_pick && classes[i]->probe(why))
-			return open_class(classes[i], nthreads, out, err);
+	/* err says why the classes before the one opened were passed over */
+	char why[SL_ERR_LEN], note[SL_ERR_LEN] = "";
+	for (int i = 0; i < N_CLASSES; i++) {
+		if (!classes[i]->auto_pick)
+			continue;
+		if (classes[i]->probe(why)) {
+			rc = open_class(classes[i], nthreads, out, err);
+			if (rc == 0 && err)
+				snprintf(err, SL_ERR_LEN, "%s%s%s", note, note[0] ? "; using " : "",
+					 note[0] ? classes[i]->name : "");
+			return rc;
+		}
+		/* "device: cuda: no NVIDIA driver" -> "device auto: cuda: ..." */
+		const char *w = strncmp(why, "device: ", 8) ? why : why + 8;
+		if (!note[0])
+			snprintf(note, sizeof(note), "device auto: %.200s", w);
+	}
 	return sl_fail(err, SL_EUNSUP, "device: auto found no backend to open");
 }
 

@@ -2,7 +2,7 @@
  * context, opened by name through the registry (backend_open) once per
  * worker. Backends: cpu (OpenBLAS and SIMD kernels, engine/nn/backend_cpu.c),
  * ref (plain C loops, the same bits on every x86-64, engine/nn/backend_ref.c),
- * cuda (a plugin, not built yet). Layers, models and update rules call
+ * cuda (a plugin, engine/cuda/, loaded at run time). Layers, models and update rules call
  * be->ops->X(be, ...) and never a BLAS or CUDA function directly, so a CUDA
  * backend (a dlopen'ed plugin) drops in behind the same table.
  *
@@ -124,6 +124,13 @@ typedef struct backend_ops {
 	 * infinite (the divergence check of every step: one pass, no
 	 * arithmetic on the values, so it never raises a false alarm). */
 	int (*all_finite)(backend *, const float *x, size_t n);
+
+	/* Optional (NULL: none). One line naming what runs the ops: a GPU's
+	 * name, its memory in use and in all. */
+	void (*describe)(backend *, char *buf, size_t len);
+	/* The device's FP32 peak in GFLOP/s, computed from what it reports
+	 * (units x lanes x 2 x clock), for the bench's "fraction of peak". */
+	double (*peak_gflops)(backend *);
 } backend_ops;
 
 struct backend {
@@ -151,7 +158,9 @@ typedef struct backend_class {
 /* Open the backend named by a run's "device": a class name, or "auto" (the
  * first available class marked auto_pick: cuda, else cpu). Returns 0, or
  * -SL_EINVAL for an unknown name, -SL_EUNSUP for one this binary or machine
- * cannot open, -SL_ENOMEM; err names the device field. */
+ * cannot open, -SL_ENOMEM; err names the device field. On success with
+ * "auto", err (when not NULL) is "" or the line that says why a class was
+ * passed over ("device auto: cuda: no NVIDIA driver (...); using cpu"). */
 int backend_open(const char *device, int nthreads, backend **out, char *err);
 /* Is device a name backend_open knows ("auto" or a class)? 0, or
  * -SL_EINVAL with a message listing the names. Says nothing of whether the

@@ -6,6 +6,7 @@
  * cblas.h. */
 #include <cblas.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -270,6 +271,15 @@ cpu_scal(backend *be, size_t n, float a, float *y)
 static void cpu_destroy(backend *be);
 
 static void
+cpu_describe(backend *be, char *buf, size_t len)
+{
+	const char *kernel, *config, *isa;
+	backend_cpu_blas(&kernel, &config, &isa);
+	snprintf(buf, len, "OpenBLAS %s, our kernels %s, %d thread%s", kernel ? kernel : "?",
+		 isa, team_size(CTX(be)->team), team_size(CTX(be)->team) == 1 ? "" : "s");
+}
+
+static void
 cpu_set_threads(backend *be, int n)
 {
 	team_set_active(CTX(be)->team, n);
@@ -298,6 +308,7 @@ static const backend_ops cpu_ops = {
 	.axpy = cpu_axpy,
 	.scal = cpu_scal,
 	.all_finite = cpu_all_finite,
+	.describe = cpu_describe,
 };
 
 int

@@ -205,6 +205,7 @@ build_snapshot(run *r)
 	s->state = r->state;
 	s->cfg = r->cfg;
 	s->device = backend_name(r->be_eval);
+	snprintf(s->device_note, sizeof(s->device_note), "%s", r->device_note);
 	s->t = run_now(r);
 	s->train_s = run_train_seconds(r);
 	s->v = ps_version(r->ps);

@@ -177,7 +177,9 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	/* the device as named ("auto" resolved once), then the same class
 	 * for the server and every worker */
 	rc = backend_open(cfg->device, cfg->threads ? cfg->threads : r->ncpu,
-			  &r->be_eval, err);
+			  &r->be_eval, r->device_note);
+	if (rc < 0)
+		sl_fail(err, -rc, "%s", r->device_note);
 	if (rc == 0)
 		rc = backend_open(backend_name(r->be_eval), 1, &r->be_ps, err);
 	if (rc < 0)

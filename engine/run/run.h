@@ -132,6 +132,7 @@ typedef struct run_snapshot {
 	run_state state;
 	run_config cfg;      /* the run object with every live change applied */
 	const char *device;  /* the opened backend ("auto" resolved): cpu, ref */
+	char device_note[SL_ERR_LEN]; /* why "auto" passed a class over, or "" */
 	double t, train_s, epoch;
 	uint64_t v, samples;
 	double samples_per_s, updates_per_s;

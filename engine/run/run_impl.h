@@ -133,6 +133,7 @@ struct run {
 	int ncpu;
 	backend *be_ps;   /* parameter server arithmetic (one thread) */
 	backend *be_eval; /* evaluation; all compute on the virtual clock */
+	char device_note[SL_ERR_LEN]; /* "auto" passed a class over: why */
 	model *evm;
 	ps *ps;
 	const rule_class *rule;

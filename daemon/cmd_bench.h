@@ -1,0 +1,27 @@
+/* cmd_bench.h - the measurements `stalelab bench` shares between the cpu
+ * figures (cmd_bench.c) and a device's (cmd_bench_device.c). */
+#ifndef SL_CMD_BENCH_H
+#define SL_CMD_BENCH_H
+
+#include "dataset.h"
+#include "model.h"
+
+/* One worker's training, plain SGD at lr 0.05, the model's batch_cap per
+ * step, for about `seconds` in windows of ~0.25 s: the median samples/s. */
+double bench_measure(model *m, const dataset *tr, double seconds);
+/* The parameter server alone on `device`: asgd pushes of a model-sized
+ * gradient already in its memory; updates per second (0: not measured).
+ * Prints its line and JSON unless quiet. */
+double bench_ps_rate(model *m, const char *device, double seconds, int quiet);
+/* The whole engine: asgd, nw workers of `batch` on `device`, wall clock,
+ * no delay, for about `seconds`; prints its line and JSON. */
+void bench_async_rate(const dataset_pair *d, const char *spec, const char *device, int batch,
+		      int nw, double seconds);
+/* `stalelab bench --device NAME`: each model at each batch on the device
+ * next to the cpu backend (threads), the fraction of the device's peak,
+ * the server's update time, asgd with 1, 8, 64 workers. 0, or the exit
+ * status of a failure (its line printed). */
+int bench_device(const char *device, const dataset_pair *d, const char *const *models,
+		 int n_models, const int *batches, int n_batches, int threads, double seconds);
+
+#endif

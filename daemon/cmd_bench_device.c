@@ -1,0 +1,100 @@
+/* cmd_bench_device.c - `stalelab bench --device NAME`: the figures of a
+ * device backend (cuda), each next to the cpu backend's measured in the
+ * same run: samples/s of one worker per model and batch, the TFLOP/s that
+ * is and the fraction of the device's FP32 peak (computed from what the
+ * device reports), the server's time per update, and asgd with 1, 8 and
+ * 64 workers, one stream each. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cmd_bench.h"
+
+/* one worker of spec at batch B on be: samples/s, or -1 (printed) */
+static double
+one_worker(backend *be, const dataset_pair *d, const char *spec, int B, double seconds)
+{
+	model *m;
+	char err[SL_ERR_LEN];
+	if (model_new(spec, d->train.c, d->train.h, d->train.w, d->train.classes, B, 1, be, &m,
+		      err) < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		return -1;
+	}
+	double sps = bench_measure(m, &d->train, seconds);
+	model_free(m);
+	return sps;
+}
+
+int
+bench_device(const char *device, const dataset_pair *d, const char *const *models,
+	     int n_models, const int *batches, int n_batches, int threads, double seconds)
+{
+	backend *dev, *cpu;
+	char err[SL_ERR_LEN], about[256] = "";
+	if (backend_open(device, 1, &dev, err) < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		return 2;
+	}
+	if (backend_open("cpu", threads, &cpu, err) < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		backend_free(dev);
+		return 1;
+	}
+	if (dev->ops->describe)
+		dev->ops->describe(dev, about, sizeof(about));
+	double peak = dev->ops->peak_gflops ? dev->ops->peak_gflops(dev) : 0;
+	printf("%s%s%s", backend_name(dev), about[0] ? ": " : "", about);
+	if (peak > 0)
+		printf("; FP32 peak %.1f TFLOP/s (multiprocessors x lanes x 2 x clock)\n",
+		       peak * 1e-3);
+	else
+		printf(" (it reports no peak)\n");
+	printf("{\"bench\":\"device\",\"device\":\"%s\",\"about\":\"%s\",\"peak_gflops\":%.1f}\n",
+	       backend_name(dev), about, peak);
+	int code = 0;
+	for (int i = 0; i < n_models && !code; i++) {
+		for (int b = 0; b < n_batches; b++) {
+			const int B = batches[b];
+			double sd = one_worker(dev, d, models[i], B, seconds);
+			double sc = one_worker(cpu, d, models[i], B, seconds);
+			if (sd < 0 || sc < 0) {
+				code = 2;
+				break;
+			}
+			model *m; /* for the step's FLOPs */
+			if (model_new(models[i], d->train.c, d->train.h, d->train.w, d->train.classes,
+				      B, 1, cpu, &m, err) < 0) {
+				code = 2;
+				break;
+			}
+			double gf = sd * model_step_flops(m, 0) * 1e-9;
+			char of_peak[32] = "";
+			if (peak > 0)
+				snprintf(of_peak, sizeof(of_peak), " (%.1f%% of peak)", 100 * gf / peak);
+			printf("%-20s batch %-4d %s %10.0f samples/s %7.3f TFLOP/s%s"
+			       "   cpu %2d thr %9.0f samples/s   ratio %.1f\n",
+			       models[i], B, backend_name(dev), sd, gf * 1e-3, of_peak, threads, sc,
+			       sc > 0 ? sd / sc : 0);
+			printf("{\"bench\":\"device_train\",\"device\":\"%s\",\"model\":\"%s\","
+			       "\"batch\":%d,\"samples_per_s\":%.1f,\"gflops\":%.2f,"
+			       "\"peak_gflops\":%.1f,\"cpu_threads\":%d,\"cpu_samples_per_s\":%.1f,"
+			       "\"ratio\":%.3f}\n", backend_name(dev), m->spec, B, sd, gf, peak,
+			       threads, sc, sc > 0 ? sd / sc : 0);
+			if (b == 0) {
+				double ups = bench_ps_rate(m, device, seconds, 1);
+				printf("%-20s the server's update on %s: %.4f ms (%.0f updates/s)\n", "",
+				       backend_name(dev), ups > 0 ? 1e3 / ups : 0, ups);
+				printf("{\"bench\":\"device_ps_apply\",\"device\":\"%s\",\"model\":\"%s\","
+				       "\"updates_per_s\":%.1f}\n", backend_name(dev), m->spec, ups);
+			}
+			model_free(m);
+			fflush(stdout);
+		}
+		/* many workers on one device, a stream each */
+		for (int nw = 1; nw <= 64 && !code; nw *= 8)
+			bench_async_rate(d, models[i], device, batches[0], nw, seconds);
+	}
+	backend_free(cpu);
+	backend_free(dev);
+	return code;
+}

@@ -1,0 +1,545 @@
+/* backend_cuda.cu - the cuda backend, built as the plugin stalelab-cuda.so
+ * (engine/nn/backend_plugin.h): every op of backend.h on an NVIDIA GPU.
+ * GEMM is cuBLAS's (FP32: the default math mode, no TF32); everything else
+ * is our own kernels (kernels.cuh). Each backend (a worker, the server, the
+ * evaluator) has its own stream and cuBLAS handle, so workers run
+ * concurrently; an op that returns a value (the loss, the finite check)
+ * or crosses to the host or to another backend's memory (upload,
+ * download, copy) waits for its stream first, and the server syncs after
+ * each update (engine/ps/ps.c), which is what orders the streams.
+ *
+ * The plugin links the CUDA runtime statically and cuBLAS as a shared
+ * library, and never the driver library: it loads on a machine without a
+ * driver, where score() says so in words before anything else is touched.
+ * A failed CUDA call inside an op is a bug or a lost device, not bad
+ * input: it is reported with its place and the process aborts (as llm.c
+ * does), since the op has no way to return the error. */
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend_plugin.h"
+#include "kernels.cuh"
+
+/* from engine/base/sl.h, which is C only */
+#define SL_ENOMEM 1
+#define SL_EUNSUP 6
+
+static void
+die(const char *file, int line, const char *what, const char *why)
+{
+	fprintf(stderr, "stalelab: cuda: %s:%d: %s: %s\n", file, line, what, why);
+	abort();
+}
+
+#define CK(x)                                                                \
+	do {                                                                 \
+		cudaError_t e_ = (x);                                        \
+		if (e_ != cudaSuccess)                                       \
+			die(__FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+	} while (0)
+#define CKB(x)                                                               \
+	do {                                                                 \
+		cublasStatus_t s_ = (x);                                     \
+		if (s_ != CUBLAS_STATUS_SUCCESS)                             \
+			die(__FILE__, __LINE__, #x, cublasGetStatusString(s_)); \
+	} while (0)
+/* after a launch: a bad configuration shows here, a fault at the next sync */
+#define LAUNCHED() CK(cudaGetLastError())
+
+typedef struct cuda_ctx {
+	cudaStream_t st;
+	cublasHandle_t blas;
+	/* softmax_xent: the labels (host memory in backend.h) and each row's
+	 * loss and hit, summed on the host in row order as ref does */
+	uint8_t *labels;
+	double *row_loss;
+	int *row_hit;
+	int rows_cap;
+	int *flag; /* all_finite */
+	double *h_loss;
+	int *h_hit;
+} cuda_ctx;
+
+#define CTX(be) ((cuda_ctx *)(be)->ctx)
+#define ST(be) (CTX(be)->st)
+
+/* ---- memory ------------------------------------------------------------ */
+
+static void *
+cu_alloc(backend *be, size_t bytes)
+{
+	void *p = NULL;
+	if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) {
+		cudaGetLastError(); /* out of memory: the caller says so */
+		return NULL;
+	}
+	CK(cudaMemsetAsync(p, 0, bytes, ST(be)));
+	CK(cudaStreamSynchronize(ST(be)));
+	return p;
+}
+
+static void
+cu_free(backend *be, void *p)
+{
+	if (!p)
+		return;
+	CK(cudaStreamSynchronize(ST(be)));
+	CK(cudaFree(p));
+}
+
+static void
+cu_upload(backend *be, void *dst, const void *src, size_t bytes)
+{
+	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, ST(be)));
+	CK(cudaStreamSynchronize(ST(be)));
+}
+
+static void
+cu_download(backend *be, void *dst, const void *src, size_t bytes)
+{
+	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, ST(be)));
+	CK(cudaStreamSynchronize(ST(be)));
+}
+
+static void
+cu_copy(backend *be, void *dst, const void *src, size_t bytes)
+{
+	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ST(be)));
+	CK(cudaStreamSynchronize(ST(be)));
+}
+
+static void
+cu_zero(backend *be, void *dst, size_t bytes)
+{
+	CK(cudaMemsetAsync(dst, 0, bytes, ST(be)));
+}
+
+static void
+cu_sync(backend *be)
+{
+	CK(cudaStreamSynchronize(ST(be)));
+}
+
+static void
+cu_set_threads(backend *be, int n)
+{
+	(void)be;
+	(void)n; /* the device's threads are the kernels' */
+}
+
+/* ---- gemm and dense ------------------------------------------------------ */
+
+/* Row-major C = alpha op(A) op(B) + beta C is column-major
+ * C^T = alpha op(B)^T op(A)^T + beta C^T: the same buffers, the operands
+ * swapped, m and n swapped. */
+static void
+cu_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha,
+	const float *a, int lda, const float *b, int ldb, float beta, float *c,
+	int ldc)
+{
+	CKB(cublasSgemm(CTX(be)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+			ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
+			lda, &beta, c, ldc));
+}
+
+static void
+cu_linear_fwd(backend *be, const float *x, const float *w, const float *b,
+	      float *y, int batch, int in, int out, int relu)
+{
+	cu_gemm(be, 0, 1, batch, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+	size_t n = (size_t)batch * out;
+	k_bias_act<<<grid_for(n), TPB, 0, ST(be)>>>(y, b, (size_t)batch, out, relu);
+	LAUNCHED();
+}
+
+static void
+cu_linear_bwd(backend *be, const float *x, const float *w, const float *y,
+	      float *dy, float *dx, float *dw, float *db, int batch, int in,
+	      int out, int relu)
+{
+	size_t n = (size_t)batch * out;
+	if (relu) {
+		k_relu_mask<<<grid_for(n), TPB, 0, ST(be)>>>(dy, y, n);
+		LAUNCHED();
+	}
+	cu_gemm(be, 1, 0, out, in, batch, 1.0f, dy, out, x, in, 0.0f, dw, in);
+	k_col_sums<<<out, TPB, 0, ST(be)>>>(dy, db, batch, out);
+	LAUNCHED();
+	if (dx)
+		cu_gemm(be, 0, 0, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+}
+
+/* ---- convolution and pooling ---------------------------------------------- */
+
+static void
+cu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
+	    const float *b, float *y, int batch, int relu)
+{
+	size_t n = (size_t)g->cout * g->ho * g->wo * batch;
+	k_conv_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(*g, x, w, b, y, batch, relu);
+	LAUNCHED();
+}
+
+static void
+cu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
+	    const float *y, float *dy, float *dx, float *dw, float *db,
+	    int batch, int relu)
+{
+	const size_t P = (size_t)g->ho * g->wo, n = (size_t)g->cout * P * batch;
+	if (relu) {
+		k_relu_mask<<<grid_for(n), TPB, 0, ST(be)>>>(dy, y, n);
+		LAUNCHED();
+	}
+	k_seg_sums<<<g->cout, TPB, 0, ST(be)>>>(dy, db, P * batch);
+	LAUNCHED();
+	unsigned nw = (unsigned)((size_t)g->cout * g->cin * g->k * g->k);
+	k_conv_dw<<<nw, TPB, 0, ST(be)>>>(*g, x, dy, dw, batch);
+	LAUNCHED();
+	if (dx) {
+		size_t nx = (size_t)g->cin * g->h * g->w * batch;
+		k_conv_dx<<<grid_for(nx), TPB, 0, ST(be)>>>(*g, w, dy, dx, batch);
+		LAUNCHED();
+	}
+}
+
+static void
+cu_maxpool_fwd(backend *be, const conv_geom *g, const float *x, float *y,
+	       int32_t *arg, int batch)
+{
+	size_t n = (size_t)g->cin * g->ho * g->wo * batch;
+	k_pool_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(*g, x, y, arg, batch);
+	LAUNCHED();
+}
+
+static void
+cu_maxpool_bwd(backend *be, const conv_geom *g, const float *dy,
+	       const int32_t *arg, float *dx, int batch)
+{
+	size_t n = (size_t)g->cin * g->h * g->w * batch;
+	k_pool_bwd<<<grid_for(n), TPB, 0, ST(be)>>>(*g, dy, arg, dx, batch);
+	LAUNCHED();
+}
+
+static void
+cu_relu_fwd(backend *be, const float *x, float *y, size_t n)
+{
+	k_relu_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(x, y, n);
+	LAUNCHED();
+}
+
+static void
+cu_relu_bwd(backend *be, const float *y, const float *dy, float *dx, size_t n)
+{
+	k_relu_bwd<<<grid_for(n), TPB, 0, ST(be)>>>(y, dy, dx, n);
+	LAUNCHED();
+}
+
+static void
+transpose(backend *be, const float *x, float *y, size_t rows, size_t cols)
+{
+	k_transpose<<<grid_for(rows * cols), TPB, 0, ST(be)>>>(x, y, rows, cols);
+	LAUNCHED();
+}
+
+static void
+cu_cpb_to_bcp(backend *be, const float *x, float *y, int c, int b, int p)
+{
+	transpose(be, x, y, (size_t)c * p, (size_t)b);
+}
+
+static void
+cu_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
+{
+	transpose(be, x, y, (size_t)b, (size_t)c * p);
+}
+
+/* ---- loss --------------------------------------------------------------- */
+
+/* room for `rows` rows of softmax results, on the device and the host */
+static int
+rows_room(cuda_ctx *c, int rows)
+{
+	if (rows <= c->rows_cap)
+		return 0;
+	cudaFree(c->labels);
+	cudaFree(c->row_loss);
+	cudaFree(c->row_hit);
+	free(c->h_loss);
+	free(c->h_hit);
+	c->rows_cap = 0;
+	c->h_loss = (double *)malloc(sizeof(double) * rows);
+	c->h_hit = (int *)malloc(sizeof(int) * rows);
+	if (cudaMalloc(&c->labels, rows) != cudaSuccess ||
+	    cudaMalloc(&c->row_loss, sizeof(double) * rows) != cudaSuccess ||
+	    cudaMalloc(&c->row_hit, sizeof(int) * rows) != cudaSuccess || !c->h_loss ||
+	    !c->h_hit)
+		return -1;
+	c->rows_cap = rows;
+	return 0;
+}
+
+static double
+cu_softmax_xent(backend *be, const float *logits, const uint8_t *labels,
+		float *dlogits, int batch, int classes, int *correct)
+{
+	cuda_ctx *c = CTX(be);
+	if (rows_room(c, batch) < 0)
+		die(__FILE__, __LINE__, "softmax_xent", "out of memory for the loss's rows");
+	CK(cudaMemcpyAsync(c->labels, labels, (size_t)batch, cudaMemcpyHostToDevice, c->st));
+	k_softmax_xent<<<grid_for((size_t)batch), TPB, 0, c->st>>>(logits, c->labels, dlogits,
+								   c->row_loss, c->row_hit,
+								   batch, classes);
+	LAUNCHED();
+	CK(cudaMemcpyAsync(c->h_loss, c->row_loss, sizeof(double) * batch,
+			   cudaMemcpyDeviceToHost, c->st));
+	CK(cudaMemcpyAsync(c->h_hit, c->row_hit, sizeof(int) * batch, cudaMemcpyDeviceToHost,
+			   c->st));
+	CK(cudaStreamSynchronize(c->st));
+	double loss = 0.0;
+	int hits = 0;
+	for (int r = 0; r < batch; r++) {
+		loss += c->h_loss[r];
+		hits += c->h_hit[r];
+	}
+	if (correct)
+		*correct = hits;
+	return batch ? loss / batch : 0.0;
+}
+
+/* ---- updates ------------------------------------------------------------ */
+
+static void
+cu_sgd(backend *be, float *w, const float *g, float *m, size_t n, float lr,
+       float mu, float wd)
+{
+	k_sgd<<<grid_for(n), TPB, 0, ST(be)>>>(w, g, m, n, lr, mu, wd);
+	LAUNCHED();
+}
+
+static void
+cu_dc_grad(backend *be, size_t n, const float *g, const float *w,
+	   const float *bak, float *ms, float lambda, float m, float eps,
+	   float *out)
+{
+	k_dc_grad<<<grid_for(n), TPB, 0, ST(be)>>>(n, g, w, bak, ms, lambda, m, eps, out);
+	LAUNCHED();
+}
+
+static void
+cu_axpy(backend *be, size_t n, float a, const float *x, float *y)
+{
+	k_axpy<<<grid_for(n), TPB, 0, ST(be)>>>(n, a, x, y);
+	LAUNCHED();
+}
+
+static void
+cu_scal(backend *be, size_t n, float a, float *y)
+{
+	k_scal<<<grid_for(n), TPB, 0, ST(be)>>>(n, a, y);
+	LAUNCHED();
+}
+
+static int
+cu_all_finite(backend *be, const float *x, size_t n)
+{
+	cuda_ctx *c = CTX(be);
+	int bad = 0;
+	CK(cudaMemsetAsync(c->flag, 0, sizeof(int), c->st));
+	if (n) {
+		k_nonfinite<<<grid_for(n), TPB, 0, c->st>>>(x, n, c->flag);
+		LAUNCHED();
+	}
+	CK(cudaMemcpyAsync(&bad, c->flag, sizeof(int), cudaMemcpyDeviceToHost, c->st));
+	CK(cudaStreamSynchronize(c->st));
+	return !bad;
+}
+
+/* ---- what it is ------------------------------------------------------------ */
+
+/* FP32 lanes per multiprocessor by compute capability (CUDA C Programming
+ * Guide, "Arithmetic Instructions"): 64 on 6.0, 7.x and 8.0, 128 on 8.6,
+ * 8.9, 9.0 and later */
+static int
+fp32_lanes(int major, int minor)
+{
+	if (major >= 9 || (major == 8 && minor >= 6))
+		return 128;
+	return 64;
+}
+
+static double
+cu_peak_gflops(backend *be)
+{
+	(void)be;
+	int dev = 0, sms = 0, khz = 0, major = 0, minor = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess)
+		return 0;
+	return (double)sms * fp32_lanes(major, minor) * 2.0 * khz * 1e-6;
+}
+
+static void
+cu_describe(backend *be, char *buf, size_t len)
+{
+	(void)be;
+	cudaDeviceProp p;
+	size_t free_b = 0, total_b = 0;
+	int dev = 0;
+	if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&p, dev) != cudaSuccess ||
+	    cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) {
+		cudaGetLastError();
+		snprintf(buf, len, "cuda: device %d (no properties)", dev);
+		return;
+	}
+	snprintf(buf, len, "%s (sm_%d%d, %d SMs), %.2f of %.1f GiB in use", p.name, p.major,
+		 p.minor, p.multiProcessorCount, (double)(total_b - free_b) / (1 << 30),
+		 (double)total_b / (1 << 30));
+}
+
+/* ---- lifetime ------------------------------------------------------------ */
+
+static void
+cu_destroy(backend *be)
+{
+	cuda_ctx *c = CTX(be);
+	cudaStreamSynchronize(c->st);
+	cublasDestroy(c->blas);
+	cudaFree(c->labels);
+	cudaFree(c->row_loss);
+	cudaFree(c->row_hit);
+	cudaFree(c->flag);
+	cudaStreamDestroy(c->st);
+	free(c->h_loss);
+	free(c->h_hit);
+	free(c);
+	free(be);
+}
+
+static backend_ops
+make_ops(void)
+{
+	backend_ops o;
+	memset(&o, 0, sizeof(o));
+	o.name = "cuda";
+	o.host_memory = 0;
+	o.destroy = cu_destroy;
+	o.set_threads = cu_set_threads;
+	o.alloc = cu_alloc;
+	o.free = cu_free;
+	o.upload = cu_upload;
+	o.download = cu_download;
+	o.copy = cu_copy;
+	o.zero = cu_zero;
+	o.sync = cu_sync;
+	o.gemm = cu_gemm;
+	o.linear_fwd = cu_linear_fwd;
+	o.linear_bwd = cu_linear_bwd;
+	o.conv_fwd = cu_conv_fwd;
+	o.conv_bwd = cu_conv_bwd;
+	o.maxpool_fwd = cu_maxpool_fwd;
+	o.maxpool_bwd = cu_maxpool_bwd;
+	o.relu_fwd = cu_relu_fwd;
+	o.relu_bwd = cu_relu_bwd;
+	o.cpb_to_bcp = cu_cpb_to_bcp;
+	o.bcp_to_cpb = cu_bcp_to_cpb;
+	o.gather = NULL; /* the model gathers on the host and uploads */
+	o.softmax_xent = cu_softmax_xent;
+	o.sgd = cu_sgd;
+	o.dc_grad = cu_dc_grad;
+	o.axpy = cu_axpy;
+	o.scal = cu_scal;
+	o.all_finite = cu_all_finite;
+	o.describe = cu_describe;
+	o.peak_gflops = cu_peak_gflops;
+	return o;
+}
+
+static const backend_ops cuda_ops = make_ops();
+
+static int
+cu_open(int nthreads, backend **out)
+{
+	(void)nthreads;
+	*out = NULL;
+	backend *be = (backend *)calloc(1, sizeof(*be));
+	cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof(*c));
+	if (!be || !c)
+		goto fail;
+	if (cudaSetDevice(0) != cudaSuccess ||
+	    cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess)
+		goto fail;
+	if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+		c->blas = NULL;
+		goto fail;
+	}
+	/* FP32 as written: no TF32 tensor-core shortcut */
+	if (cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS ||
+	    cublasSetStream(c->blas, c->st) != CUBLAS_STATUS_SUCCESS ||
+	    cudaMalloc(&c->flag, sizeof(int)) != cudaSuccess)
+		goto fail;
+	be->ops = &cuda_ops;
+	be->ctx = c;
+	*out = be;
+	return 0;
+fail:
+	cudaGetLastError();
+	if (c) {
+		if (c->blas)
+			cublasDestroy(c->blas);
+		if (c->st)
+			cudaStreamDestroy(c->st);
+		cudaFree(c->flag);
+	}
+	free(c);
+	free(be);
+	return -SL_ENOMEM;
+}
+
+/* ---- can it run here? ----------------------------------------------------- */
+
+static int
+cu_score(char *why, size_t len)
+{
+	int drv = 0, rt = 0, n = 0;
+	cudaRuntimeGetVersion(&rt);
+	/* 0 when no driver is installed: asked first, since the device
+	 * count says "insufficient driver" both for none and for an old one */
+	if (cudaDriverGetVersion(&drv) != cudaSuccess || drv == 0) {
+		snprintf(why, len, "no NVIDIA driver (the plugin's CUDA runtime is %d.%d)",
+			 rt / 1000, rt % 1000 / 10);
+		return 0;
+	}
+	cudaError_t e = cudaGetDeviceCount(&n);
+	cudaGetLastError();
+	if (e == cudaErrorInsufficientDriver) {
+		snprintf(why, len,
+			 "the NVIDIA driver (CUDA %d.%d) is older than the plugin's runtime (CUDA %d.%d)",
+			 drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+		return 0;
+	}
+	if (e == cudaErrorNoDevice || (e == cudaSuccess && n <= 0)) {
+		snprintf(why, len, "no CUDA device visible (CUDA_VISIBLE_DEVICES?)");
+		return 0;
+	}
+	if (e != cudaSuccess) {
+		snprintf(why, len, "%s", cudaGetErrorString(e));
+		return 0;
+	}
+	return n;
+}
+
+static const sl_plugin cuda_plugin = {
+	SL_PLUGIN_API, sizeof(backend_ops), "cuda", cu_score, cu_open,
+};
+
+extern "C" __attribute__((visibility("default"))) const sl_plugin *
+sl_plugin_init(void)
+{
+	return &cuda_plugin;
+}

@@ -1,0 +1,377 @@
+/* kernels.cuh - the cuda backend's own kernels (everything but GEMM, which
+ * is cuBLAS's). Each mirrors its op in engine/nn/backend_ref.c on the same
+ * layouts: dense [B][features], convolution and pooling [C][H][W][B] with
+ * the batch innermost, so the threads of a warp take consecutive images of
+ * one pixel and every load is coalesced. Elementwise and update
+ * arithmetic uses the _rn intrinsics, which the compiler never fuses into
+ * a multiply-add, so those ops give ref's bits exactly; convolution sums
+ * run in float in ref's tap order (ref sums in double), reductions in
+ * double. Included once, by backend_cuda.cu. */
+#ifndef SL_CUDA_KERNELS_CUH
+#define SL_CUDA_KERNELS_CUH
+
+#include <math.h>
+#include <stdint.h>
+
+#define TPB 256 /* threads per block */
+
+/* a grid-stride loop over [0, n) */
+#define FOR_N(i, n)                                                          \
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
+	     i += (size_t)gridDim.x * blockDim.x)
+
+static unsigned
+grid_for(size_t n)
+{
+	size_t b = (n + TPB - 1) / TPB;
+	return (unsigned)(b < 1 ? 1 : b > 8192 ? 8192 : b);
+}
+
+/* ---- elementwise -------------------------------------------------------- */
+
+__global__ void
+k_bias_act(float *y, const float *b, size_t rows, int cols, int relu)
+{
+	FOR_N(i, rows * (size_t)cols) {
+		float v = __fadd_rn(y[i], b[i % (size_t)cols]);
+		y[i] = relu && !(v > 0.0f) ? 0.0f : v;
+	}
+}
+
+__global__ void
+k_relu_mask(float *dy, const float *y, size_t n)
+{
+	FOR_N(i, n)
+		dy[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+__global__ void
+k_relu_fwd(const float *x, float *y, size_t n)
+{
+	FOR_N(i, n)
+		y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+__global__ void
+k_relu_bwd(const float *y, const float *dy, float *dx, size_t n)
+{
+	FOR_N(i, n)
+		dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* y (cols x rows) = x (rows x cols) transposed */
+__global__ void
+k_transpose(const float *x, float *y, size_t rows, size_t cols)
+{
+	FOR_N(i, rows * cols) {
+		size_t r = i / cols, c = i % cols;
+		y[c * rows + r] = x[i];
+	}
+}
+
+/* ---- reductions (in double, one block per output) --------------------- */
+
+/* the block's sum, valid in thread 0; blockDim.x a multiple of 32 */
+__device__ double
+block_sum(double v)
+{
+	__shared__ double part[32];
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_down_sync(0xffffffffu, v, o);
+	const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+	if (lane == 0)
+		part[wid] = v;
+	__syncthreads();
+	v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0.0;
+	if (wid == 0)
+		for (int o = 16; o > 0; o >>= 1)
+			v += __shfl_down_sync(0xffffffffu, v, o);
+	return v;
+}
+
+/* out[j] = sum of column j of x[rows x cols] (a dense layer's db) */
+__global__ void
+k_col_sums(const float *x, float *out, int rows, int cols)
+{
+	const int j = blockIdx.x;
+	double s = 0.0;
+	for (int r = threadIdx.x; r < rows; r += blockDim.x)
+		s += x[(size_t)r * cols + j];
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		out[j] = (float)s;
+}
+
+/* out[c] = sum of x[c len, (c + 1) len) (a convolution's db) */
+__global__ void
+k_seg_sums(const float *x, float *out, size_t len)
+{
+	const float *p = x + (size_t)blockIdx.x * len;
+	double s = 0.0;
+	for (size_t i = threadIdx.x; i < len; i += blockDim.x)
+		s += p[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0)
+		out[blockIdx.x] = (float)s;
+}
+
+/* ---- convolution on [C][H][W][B] --------------------------------------- */
+
+#define AT(c, h, w, H, W, B, b) ((((size_t)(c) * (H) + (h)) * (W) + (w)) * (B) + (b))
+
+/* the inverse of AT for a plane of H x W: flat index -> (c, h, w, b) */
+struct pix {
+	int c, h, w, b;
+};
+
+__device__ pix
+pix_of(size_t i, int H, int W, int B)
+{
+	pix p;
+	p.b = (int)(i % B);
+	size_t t = i / B;
+	p.w = (int)(t % W);
+	t /= W;
+	p.h = (int)(t % H);
+	p.c = (int)(t / H);
+	return p;
+}
+
+/* one thread per output (co, oh, ow, b) */
+__global__ void
+k_conv_fwd(conv_geom g, const float *x, const float *w, const float *bias,
+	   float *y, int B, int relu)
+{
+	const int k = g.k, s = g.stride, pad = g.pad;
+	FOR_N(o, (size_t)g.cout * g.ho * g.wo * B) {
+		const pix q = pix_of(o, g.ho, g.wo, B);
+		const int co = q.c, oh = q.h, ow = q.w, b = q.b;
+		float acc = 0.0f;
+		for (int ci = 0; ci < g.cin; ci++) {
+			const float *wk = w + ((size_t)co * g.cin + ci) * k * k;
+			for (int ki = 0; ki < k; ki++) {
+				const int ih = oh * s - pad + ki;
+				if (ih < 0 || ih >= g.h)
+					continue;
+				for (int kj = 0; kj < k; kj++) {
+					const int iw = ow * s - pad + kj;
+					if (iw < 0 || iw >= g.w)
+						continue;
+					acc = fmaf(wk[ki * k + kj], x[AT(ci, ih, iw, g.h, g.w, B, b)], acc);
+				}
+			}
+		}
+		const float v = acc + bias[co];
+		y[o] = relu && !(v > 0.0f) ? 0.0f : v;
+	}
+}
+
+/* one block per weight (co, ci, ki, kj): the sum over images and output
+ * pixels of dy times the input the tap met */
+__global__ void
+k_conv_dw(conv_geom g, const float *x, const float *dy, float *dw, int B)
+{
+	const int k = g.k, s = g.stride, pad = g.pad;
+	size_t wi = blockIdx.x;
+	const int kj = (int)(wi % k), ki = (int)(wi / k % k);
+	const int ci = (int)(wi / ((size_t)k * k) % g.cin), co = (int)(wi / ((size_t)k * k * g.cin));
+	const size_t P = (size_t)g.ho * g.wo, n = P * B;
+	double acc = 0.0;
+	for (size_t t = threadIdx.x; t < n; t += blockDim.x) {
+		const int b = (int)(t % B);
+		const size_t p = t / B;
+		const int oh = (int)(p / g.wo), ow = (int)(p % g.wo);
+		const int ih = oh * s - pad + ki, iw = ow * s - pad + kj;
+		if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
+			continue;
+		acc += (double)dy[((size_t)co * P + p) * B + b] *
+		       (double)x[AT(ci, ih, iw, g.h, g.w, B, b)];
+	}
+	acc = block_sum(acc);
+	if (threadIdx.x == 0)
+		dw[wi] = (float)acc;
+}
+
+/* output index along one axis that input index i meets through tap t, or
+ * -1: i = o s - pad + t */
+__device__ int
+conv_src(int i, int t, int s, int pad, int n_out)
+{
+	const int num = i + pad - t;
+	if (num < 0 || num % s)
+		return -1;
+	return num / s < n_out ? num / s : -1;
+}
+
+/* one thread per input (ci, ih, iw, b) */
+__global__ void
+k_conv_dx(conv_geom g, const float *w, const float *dy, float *dx, int B)
+{
+	const int k = g.k, s = g.stride, pad = g.pad;
+	FOR_N(i, (size_t)g.cin * g.h * g.w * B) {
+		const pix q = pix_of(i, g.h, g.w, B);
+		const int ci = q.c, ih = q.h, iw = q.w, b = q.b;
+		float acc = 0.0f;
+		for (int co = 0; co < g.cout; co++) {
+			const float *wk = w + ((size_t)co * g.cin + ci) * k * k;
+			for (int ki = 0; ki < k; ki++) {
+				const int oh = conv_src(ih, ki, s, pad, g.ho);
+				if (oh < 0)
+					continue;
+				for (int kj = 0; kj < k; kj++) {
+					const int ow = conv_src(iw, kj, s, pad, g.wo);
+					if (ow < 0)
+						continue;
+					acc = fmaf(wk[ki * k + kj], dy[AT(co, oh, ow, g.ho, g.wo, B, b)], acc);
+				}
+			}
+		}
+		dx[i] = acc;
+	}
+}
+
+/* ---- max pooling on [C][H][W][B] ---------------------------------------- */
+
+/* one thread per output: the first maximum in row order (strictly greater
+ * replaces), arg its offset ih W + iw in the plane; -inf and -1 for a
+ * window of padding alone */
+__global__ void
+k_pool_fwd(conv_geom g, const float *x, float *y, int32_t *arg, int B)
+{
+	const int k = g.k, s = g.stride, pad = g.pad;
+	FOR_N(o, (size_t)g.cin * g.ho * g.wo * B) {
+		const pix q = pix_of(o, g.ho, g.wo, B);
+		const int c = q.c, oh = q.h, ow = q.w, b = q.b;
+		float best = -INFINITY;
+		int32_t at = -1;
+		for (int ki = 0; ki < k; ki++) {
+			const int ih = oh * s - pad + ki;
+			if (ih < 0 || ih >= g.h)
+				continue;
+			for (int kj = 0; kj < k; kj++) {
+				const int iw = ow * s - pad + kj;
+				if (iw < 0 || iw >= g.w)
+					continue;
+				const float v = x[AT(c, ih, iw, g.h, g.w, B, b)];
+				if (at < 0 || v > best) {
+					best = v;
+					at = ih * g.w + iw;
+				}
+			}
+		}
+		y[o] = best;
+		arg[o] = at;
+	}
+}
+
+/* one thread per input: the sum of dy over the outputs whose maximum it
+ * was, in ascending output order (ref's order), so no atomics */
+__global__ void
+k_pool_bwd(conv_geom g, const float *dy, const int32_t *arg, float *dx, int B)
+{
+	const int k = g.k, s = g.stride, pad = g.pad;
+	FOR_N(i, (size_t)g.cin * g.h * g.w * B) {
+		const pix q = pix_of(i, g.h, g.w, B);
+		const int c = q.c, ih = q.h, iw = q.w, b = q.b;
+		const int32_t pos = ih * g.w + iw;
+		/* the windows that hold (ih, iw): o s - pad <= i <= o s - pad + k - 1 */
+		const int nh = ih + pad - k + 1, nw = iw + pad - k + 1;
+		const int oh0 = nh <= 0 ? 0 : (nh + s - 1) / s, oh1 = min(g.ho - 1, (ih + pad) / s);
+		const int ow0 = nw <= 0 ? 0 : (nw + s - 1) / s, ow1 = min(g.wo - 1, (iw + pad) / s);
+		float acc = 0.0f;
+		for (int oh = oh0; oh <= oh1; oh++)
+			for (int ow = ow0; ow <= ow1; ow++) {
+				const size_t o = AT(c, oh, ow, g.ho, g.wo, B, b);
+				if (arg[o] == pos)
+					acc += dy[o];
+			}
+		dx[i] = acc;
+	}
+}
+
+/* ---- softmax cross-entropy: one thread per row ------------------------- */
+
+__global__ void
+k_softmax_xent(const float *logits, const uint8_t *labels, float *dlogits,
+	       double *row_loss, int *row_hit, int batch, int classes)
+{
+	FOR_N(r, (size_t)batch) {
+		const float *z = logits + r * classes;
+		float mx = z[0];
+		int am = 0;
+		for (int j = 1; j < classes; j++)
+			if (z[j] > mx) {
+				mx = z[j];
+				am = j;
+			}
+		const int y = labels[r];
+		row_hit[r] = am == y;
+		double sum = 0.0;
+		for (int j = 0; j < classes; j++)
+			sum += exp((double)(z[j] - mx));
+		const double lse = log(sum) + mx;
+		row_loss[r] = lse - z[y];
+		if (dlogits) {
+			float *d = dlogits + r * classes;
+			for (int j = 0; j < classes; j++)
+				d[j] = (float)(exp((double)z[j] - lse) / batch);
+			d[y] -= 1.0f / (float)batch;
+		}
+	}
+}
+
+/* ---- the rules' arithmetic (ref's expressions, never fused) ---------- */
+
+__global__ void
+k_sgd(float *w, const float *g, float *m, size_t n, float lr, float mu, float wd)
+{
+	FOR_N(i, n) {
+		const float gi = __fadd_rn(g[i], __fmul_rn(wd, w[i]));
+		if (m) {
+			m[i] = __fadd_rn(__fmul_rn(mu, m[i]), gi);
+			w[i] = __fsub_rn(w[i], __fmul_rn(lr, m[i]));
+		} else {
+			w[i] = __fsub_rn(w[i], __fmul_rn(lr, gi));
+		}
+	}
+}
+
+__global__ void
+k_dc_grad(size_t n, const float *g, const float *w, const float *bak, float *ms,
+	  float lambda, float m, float eps, float *out)
+{
+	FOR_N(i, n) {
+		const float g2 = __fmul_rn(g[i], g[i]);
+		float lam = lambda;
+		if (ms) {
+			ms[i] = __fadd_rn(__fmul_rn(m, ms[i]), __fmul_rn(__fsub_rn(1.0f, m), g2));
+			lam = __fdiv_rn(lambda, __fsqrt_rn(__fadd_rn(ms[i], eps)));
+		}
+		out[i] = __fadd_rn(g[i], __fmul_rn(__fmul_rn(lam, g2), __fsub_rn(w[i], bak[i])));
+	}
+}
+
+__global__ void
+k_axpy(size_t n, float a, const float *x, float *y)
+{
+	FOR_N(i, n)
+		y[i] = __fadd_rn(y[i], __fmul_rn(a, x[i]));
+}
+
+__global__ void
+k_scal(size_t n, float a, float *y)
+{
+	FOR_N(i, n)
+		y[i] = __fmul_rn(y[i], a);
+}
+
+/* *bad = 1 when one of x is NaN or infinite (exponent bits all ones) */
+__global__ void
+k_nonfinite(const float *x, size_t n, int *bad)
+{
+	FOR_N(i, n)
+		if ((__float_as_uint(x[i]) & 0x7f800000u) == 0x7f800000u)
+			*bad = 1;
+}
+
+#endif

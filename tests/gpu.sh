@@ -1,0 +1,62 @@
+#!/bin/sh
+# tests/gpu.sh - the cuda backend on a machine with an NVIDIA GPU, in one
+# run of under 5 minutes: build the binary and the plugin, say which
+# device answers, run the parity suite (every op against ref, a training
+# step per model, a virtual-clock run per rule) and the backend suite (the
+# plugin's own check), then `make bench-gpu` (samples/s per model at batch
+# 64 and 256 against the cpu backend in the same run, the fraction of the
+# device's FP32 peak, the server's update time, 1, 8 and 64 workers).
+# Everything it prints is also kept in $OUT/gpu.txt when OUT is set (the
+# device tool's output folder). It changes no device setting.
+#   tests/gpu.sh [BUILD_DIR]      (default build; SECONDS_PER=2 per figure)
+build=${1:-build}
+secs=${SECONDS_PER:-2}
+log=${OUT:-${TMPDIR:-/tmp}}/gpu.txt
+: >"$log" 2>/dev/null || log=/dev/null
+say() { echo "$@" | tee -a "$log"; }
+run() { "$@" 2>&1 | tee -a "$log"; }
+fail=0
+
+say "== gpu.sh $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(hostname)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+	run nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+else
+	say "gpu.sh: no nvidia-smi here (the plugin's own check below says what it finds)"
+fi
+
+say "== build ($build)"
+if ! command -v nvcc >/dev/null 2>&1; then
+	say "gpu.sh: nvcc not found: the plugin cannot be built here"
+	[ -f "$build/stalelab-cuda.so" ] || { say "gpu.sh: and $build/stalelab-cuda.so is not there"; exit 1; }
+	say "gpu.sh: using the plugin already in $build"
+fi
+# the packages are there already on a prepared machine; make deps only
+# when one is missing (it needs the network)
+if ! make -s BUILD="$build" all "$build/tests/test_parity" "$build/tests/test_backend" \
+	>>"$log" 2>&1; then
+	say "gpu.sh: the build failed (the end of its output):"
+	tail -n 20 "$log"
+	exit 1
+fi
+ls -l "$build/stalelab-cuda.so" | tee -a "$log"
+
+say "== the plugin's check"
+export STALELAB_CUDA_PLUGIN="$PWD/$build/stalelab-cuda.so"
+if ! "$build/stalelab" run --device cuda -m logreg -d synthetic:256 --steps 2 --eval-every 0 \
+	-l /dev/null >>"$log" 2>&1; then
+	say "gpu.sh: the cuda backend does not run here:"
+	tail -n 3 "$log"
+	exit 1
+fi
+say "gpu.sh: a two-step run on cuda passed"
+
+say "== parity: every op against ref, a step per model, a run per rule"
+# FP32 as written: no TF32 behind the tests' back
+NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
+run "$build/tests/test_backend" || fail=1
+
+say "== make bench-gpu"
+SECONDS_PER=$secs run make -s --no-print-directory BUILD="$build" bench-gpu || fail=1
+
+if [ $fail = 0 ]; then say "gpu.sh: passed"; else say "gpu.sh: FAILED"; fi
+exit $fail

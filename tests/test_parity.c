@@ -1,0 +1,534 @@
+/* test_parity.c - every backend op against the ref backend, in the manner
+ * of ggml's test-backend-ops: the same inputs uploaded to both, the op run
+ * on each, the outputs downloaded and compared by normalised error,
+ * nmse = sum (a - r)^2 / sum r^2, after a NaN and infinity check. Bounds:
+ * 1e-7 for elementwise and update ops, 5e-4 for GEMM, dense layers and
+ * convolutions (ggml's test_mul_mat figure). Shapes: the MLP's and
+ * LeNet-5's, and odd ones (sizes that are no multiple of a vector or a
+ * block, strides and padding).
+ *
+ * The pairs: refdev against ref must be exact (the same arithmetic behind
+ * device-style memory: this pins the harness and the upload and download
+ * paths); cpu against ref within the bounds; cuda against ref within the
+ * bounds where a GPU is here, else the case says it was skipped and why.
+ * Then whole runs: one training step per model gives ref's loss to 1e-4,
+ * and a short virtual-clock run per rule the same staleness counts. */
+#include <math.h>
+
+#include "backend.h"
+#include "model.h"
+#include "rng.h"
+#include "rule.h"
+#include "run_util.h"
+
+#define EW 1e-7   /* elementwise and update ops */
+#define MM 5e-4   /* gemm, dense, convolution */
+
+typedef struct pair {
+	backend *d, *r; /* the backend under test, ref */
+	int exact;      /* refdev: the same bits */
+	rng g;
+} pair;
+
+/* cuda where its plugin can run here; why says why not */
+static backend *
+open_cuda(char *why)
+{
+	char path[4200], exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0 && !getenv("STALELAB_CUDA_PLUGIN")) {
+		exe[n] = 0;
+		char *s = strrchr(exe, '/');
+		if (s)
+			*s = 0; /* BUILD/tests */
+		if ((s = strrchr(exe, '/')))
+			*s = 0; /* BUILD */
+		snprintf(path, sizeof(path), "%s/stalelab-cuda.so", exe);
+		if (access(path, R_OK) == 0)
+			setenv("STALELAB_CUDA_PLUGIN", path, 1);
+	}
+	backend *be = NULL;
+	if (backend_open("cuda", 1, &be, why) < 0)
+		return NULL;
+	return be;
+}
+
+static int
+pair_open(pair *p, const char *dev, uint64_t seed)
+{
+	char why[SL_ERR_LEN];
+	memset(p, 0, sizeof(*p));
+	rng_seed(&p->g, seed, 5);
+	p->exact = !strcmp(dev, "refdev");
+	if (!strcmp(dev, "cuda")) {
+		if (!(p->d = open_cuda(why))) {
+			printf("parity: cuda skipped: %s\n", why);
+			return 0;
+		}
+	} else {
+		ck_assert_msg(backend_open(dev, 2, &p->d, why) == 0, "%s", why);
+	}
+	ck_assert(backend_open("ref", 1, &p->r, why) == 0);
+	return 1;
+}
+
+static void
+pair_close(pair *p)
+{
+	backend_free(p->d);
+	backend_free(p->r);
+}
+
+static float *
+rnd(pair *p, size_t n)
+{
+	float *v = malloc(sizeof(float) * (n ? n : 1));
+	ck_assert_ptr_nonnull(v);
+	for (size_t i = 0; i < n; i++)
+		v[i] = (float)(2.0 * rng_uniform(&p->g) - 1.0);
+	return v;
+}
+
+/* a host array in backend memory */
+static void *
+put(backend *be, const void *h, size_t bytes)
+{
+	void *d = be->ops->alloc(be, bytes ? bytes : 4);
+	ck_assert_ptr_nonnull(d);
+	if (h && bytes)
+		be->ops->upload(be, d, h, bytes);
+	return d;
+}
+
+/* backend memory back on the host (malloc'd) */
+static float *
+get(backend *be, const void *d, size_t n)
+{
+	float *h = malloc(sizeof(float) * (n ? n : 1));
+	ck_assert_ptr_nonnull(h);
+	be->ops->download(be, h, d, sizeof(float) * n);
+	return h;
+}
+
+static void
+cmp(pair *p, const char *what, const float *dd, const float *rd, size_t n, double bound)
+{
+	float *a = get(p->d, dd, n), *r = get(p->r, rd, n);
+	if (p->exact) {
+		ck_assert_msg(!memcmp(a, r, sizeof(float) * n), "%s: %s differs from ref",
+			      what, backend_name(p->d));
+	} else {
+		double num = 0.0, den = 0.0;
+		for (size_t i = 0; i < n; i++) {
+			ck_assert_msg(isfinite(a[i]) == isfinite(r[i]),
+				      "%s[%zu]: %s %g, ref %g", what, i, backend_name(p->d),
+				      (double)a[i], (double)r[i]);
+			if (!isfinite(r[i]))
+				continue;
+			double e = (double)a[i] - r[i];
+			num += e * e;
+			den += (double)r[i] * r[i];
+		}
+		double nmse = den > 0 ? num / den : num;
+		ck_assert_msg(nmse <= bound, "%s: nmse %.3g > %.1g (%s against ref)", what, nmse,
+			      bound, backend_name(p->d));
+	}
+	free(a);
+	free(r);
+}
+
+/* the same host input in both backends */
+typedef struct both {
+	float *d, *r;
+} both;
+
+static both
+in2(pair *p, const float *h, size_t n)
+{
+	return (both){put(p->d, h, sizeof(float) * n), put(p->r, h, sizeof(float) * n)};
+}
+
+static both
+rnd2(pair *p, size_t n)
+{
+	float *h = rnd(p, n);
+	both b = in2(p, h, n);
+	free(h);
+	return b;
+}
+
+static void
+free2(pair *p, both *b)
+{
+	p->d->ops->free(p->d, b->d);
+	p->r->ops->free(p->r, b->r);
+}
+
+/* ---- the ops ------------------------------------------------------------ */
+
+static void
+gemms(pair *p)
+{
+	const int shapes[][3] = {{64, 256, 784}, {7, 13, 5}, {33, 1, 17}, {1, 40, 3}};
+	for (int s = 0; s < 4; s++)
+		for (int t = 0; t < 4; t++) {
+			const int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+			const int ta = t & 1, tb = t >> 1;
+			both a = rnd2(p, (size_t)m * k), b = rnd2(p, (size_t)k * n);
+			both c = rnd2(p, (size_t)m * n);
+			const float alpha = s & 1 ? 0.5f : 1.0f, beta = t == 3 ? 0.75f : 0.0f;
+			p->d->ops->gemm(p->d, ta, tb, m, n, k, alpha, a.d, ta ? m : k, b.d,
+					tb ? k : n, beta, c.d, n);
+			p->r->ops->gemm(p->r, ta, tb, m, n, k, alpha, a.r, ta ? m : k, b.r,
+					tb ? k : n, beta, c.r, n);
+			char what[64];
+			snprintf(what, sizeof(what), "gemm %dx%dx%d ta %d tb %d", m, n, k, ta, tb);
+			cmp(p, what, c.d, c.r, (size_t)m * n, MM);
+			free2(p, &a);
+			free2(p, &b);
+			free2(p, &c);
+		}
+}
+
+static void
+dense(pair *p)
+{
+	const int shapes[][4] = {{64, 784, 256, 1}, {5, 7, 3, 0}, {64, 84, 10, 0}, {3, 33, 17, 1}};
+	for (int s = 0; s < 4; s++) {
+		const int B = shapes[s][0], in = shapes[s][1], out = shapes[s][2], relu = shapes[s][3];
+		both x = rnd2(p, (size_t)B * in), w = rnd2(p, (size_t)out * in), b = rnd2(p, out);
+		both y = rnd2(p, (size_t)B * out), dy = rnd2(p, (size_t)B * out);
+		both dx = rnd2(p, (size_t)B * in), dw = rnd2(p, (size_t)out * in), db = rnd2(p, out);
+		p->d->ops->linear_fwd(p->d, x.d, w.d, b.d, y.d, B, in, out, relu);
+		p->r->ops->linear_fwd(p->r, x.r, w.r, b.r, y.r, B, in, out, relu);
+		cmp(p, "linear_fwd", y.d, y.r, (size_t)B * out, MM);
+		p->d->ops->linear_bwd(p->d, x.d, w.d, y.d, dy.d, dx.d, dw.d, db.d, B, in, out, relu);
+		p->r->ops->linear_bwd(p->r, x.r, w.r, y.r, dy.r, dx.r, dw.r, db.r, B, in, out, relu);
+		cmp(p, "linear_bwd dy (masked)", dy.d, dy.r, (size_t)B * out, EW);
+		cmp(p, "linear_bwd dw", dw.d, dw.r, (size_t)out * in, MM);
+		cmp(p, "linear_bwd db", db.d, db.r, out, MM);
+		cmp(p, "linear_bwd dx", dx.d, dx.r, (size_t)B * in, MM);
+		both *all[] = {&x, &w, &b, &y, &dy, &dx, &dw, &db};
+		for (int i = 0; i < 8; i++)
+			free2(p, all[i]);
+	}
+}
+
+static conv_geom
+geom(int cin, int h, int w, int cout, int k, int stride, int pad)
+{
+	conv_geom g = {cin, h, w, cout, k, stride, pad, 0, 0};
+	g.ho = conv_out_dim(h, k, stride, pad);
+	g.wo = conv_out_dim(w, k, stride, pad);
+	return g;
+}
+
+static void
+convs(pair *p)
+{
+	const conv_geom gs[] = {geom(1, 28, 28, 6, 5, 1, 2), geom(6, 14, 14, 16, 5, 1, 0),
+				geom(3, 9, 7, 4, 3, 2, 1), geom(2, 5, 6, 3, 3, 1, 4)};
+	const int batches[] = {64, 5};
+	for (int s = 0; s < 4; s++)
+		for (int bi = 0; bi < 2; bi++) {
+			const conv_geom *g = &gs[s];
+			const int B = batches[bi];
+			const size_t nx = (size_t)g->cin * g->h * g->w * B;
+			const size_t ny = (size_t)g->cout * g->ho * g->wo * B;
+			const size_t nw = (size_t)g->cout * g->cin * g->k * g->k;
+			both x = rnd2(p, nx), w = rnd2(p, nw), b = rnd2(p, g->cout), y = rnd2(p, ny);
+			both dy = rnd2(p, ny), dx = rnd2(p, nx), dw = rnd2(p, nw), db = rnd2(p, g->cout);
+			const int relu = s != 3;
+			p->d->ops->conv_fwd(p->d, g, x.d, w.d, b.d, y.d, B, relu);
+			p->r->ops->conv_fwd(p->r, g, x.r, w.r, b.r, y.r, B, relu);
+			char what[64];
+			snprintf(what, sizeof(what), "conv %d fwd, batch %d", s, B);
+			cmp(p, what, y.d, y.r, ny, MM);
+			p->d->ops->conv_bwd(p->d, g, x.d, w.d, y.d, dy.d, dx.d, dw.d, db.d, B, relu);
+			p->r->ops->conv_bwd(p->r, g, x.r, w.r, y.r, dy.r, dx.r, dw.r, db.r, B, relu);
+			snprintf(what, sizeof(what), "conv %d dw, batch %d", s, B);
+			cmp(p, what, dw.d, dw.r, nw, MM);
+			snprintf(what, sizeof(what), "conv %d db, batch %d", s, B);
+			cmp(p, what, db.d, db.r, g->cout, MM);
+			snprintf(what, sizeof(what), "conv %d dx, batch %d", s, B);
+			cmp(p, what, dx.d, dx.r, nx, MM);
+			both *all[] = {&x, &w, &b, &y, &dy, &dx, &dw, &db};
+			for (int i = 0; i < 8; i++)
+				free2(p, all[i]);
+		}
+}
+
+static void
+pools(pair *p)
+{
+	/* LeNet's two, an overlapping window with padding, one past the edge */
+	const conv_geom gs[] = {geom(6, 28, 28, 0, 2, 2, 0), geom(16, 10, 10, 0, 2, 2, 0),
+				geom(3, 7, 9, 0, 3, 2, 1), geom(2, 5, 5, 0, 2, 3, 1)};
+	for (int s = 0; s < 4; s++) {
+		const conv_geom *g = &gs[s];
+		const int B = s & 1 ? 5 : 64;
+		const size_t nx = (size_t)g->cin * g->h * g->w * B, ny = (size_t)g->cin * g->ho * g->wo * B;
+		float *hx = rnd(p, nx);
+		for (size_t i = 0; i < nx; i += 7)
+			hx[i] = hx[i / 2]; /* ties */
+		both x = in2(p, hx, nx), y = rnd2(p, ny), dy = rnd2(p, ny), dx = rnd2(p, nx);
+		int32_t *ad = put(p->d, NULL, sizeof(int32_t) * ny), *ar = put(p->r, NULL, sizeof(int32_t) * ny);
+		p->d->ops->maxpool_fwd(p->d, g, x.d, y.d, ad, B);
+		p->r->ops->maxpool_fwd(p->r, g, x.r, y.r, ar, B);
+		cmp(p, "maxpool_fwd", y.d, y.r, ny, 0);
+		int32_t *ha = malloc(sizeof(int32_t) * ny), *hr = malloc(sizeof(int32_t) * ny);
+		p->d->ops->download(p->d, ha, ad, sizeof(int32_t) * ny);
+		p->r->ops->download(p->r, hr, ar, sizeof(int32_t) * ny);
+		ck_assert_msg(!memcmp(ha, hr, sizeof(int32_t) * ny), "maxpool %d: argmax differs", s);
+		p->d->ops->maxpool_bwd(p->d, g, dy.d, ad, dx.d, B);
+		p->r->ops->maxpool_bwd(p->r, g, dy.r, ar, dx.r, B);
+		cmp(p, "maxpool_bwd", dx.d, dx.r, nx, EW);
+		free(ha);
+		free(hr);
+		free(hx);
+		p->d->ops->free(p->d, ad);
+		p->r->ops->free(p->r, ar);
+		both *all[] = {&x, &y, &dy, &dx};
+		for (int i = 0; i < 4; i++)
+			free2(p, all[i]);
+	}
+}
+
+static void
+elementwise(pair *p)
+{
+	const size_t sizes[] = {235146, 37, 1};
+	for (int s = 0; s < 3; s++) {
+		const size_t n = sizes[s];
+		both x = rnd2(p, n), y = rnd2(p, n), dx = rnd2(p, n), w = rnd2(p, n);
+		both m = rnd2(p, n), ms = rnd2(p, n), out = rnd2(p, n);
+		p->d->ops->relu_fwd(p->d, x.d, y.d, n);
+		p->r->ops->relu_fwd(p->r, x.r, y.r, n);
+		cmp(p, "relu_fwd", y.d, y.r, n, 0);
+		p->d->ops->relu_bwd(p->d, y.d, x.d, dx.d, n);
+		p->r->ops->relu_bwd(p->r, y.r, x.r, dx.r, n);
+		cmp(p, "relu_bwd", dx.d, dx.r, n, 0);
+		/* mean squares must be positive */
+		float *hms = rnd(p, n);
+		for (size_t i = 0; i < n; i++)
+			hms[i] = fabsf(hms[i]) + 0.01f;
+		free2(p, &ms);
+		ms = in2(p, hms, n);
+		free(hms);
+		for (int v = 0; v < 4; v++) {
+			float mu = v & 1 ? 0.9f : 0.0f, wd = v & 2 ? 1e-3f : 0.0f;
+			p->d->ops->sgd(p->d, w.d, x.d, v & 1 ? m.d : NULL, n, 0.05f, mu, wd);
+			p->r->ops->sgd(p->r, w.r, x.r, v & 1 ? m.r : NULL, n, 0.05f, mu, wd);
+			cmp(p, "sgd w", w.d, w.r, n, EW);
+			cmp(p, "sgd m", m.d, m.r, n, EW);
+		}
+		for (int v = 0; v < 2; v++) {
+			p->d->ops->dc_grad(p->d, n, x.d, w.d, y.d, v ? ms.d : NULL, 0.5f, 0.95f, 1e-7f, out.d);
+			p->r->ops->dc_grad(p->r, n, x.r, w.r, y.r, v ? ms.r : NULL, 0.5f, 0.95f, 1e-7f, out.r);
+			cmp(p, "dc_grad", out.d, out.r, n, EW);
+			cmp(p, "dc_grad ms", ms.d, ms.r, n, EW);
+		}
+		p->d->ops->axpy(p->d, n, -0.3f, x.d, w.d);
+		p->r->ops->axpy(p->r, n, -0.3f, x.r, w.r);
+		cmp(p, "axpy", w.d, w.r, n, EW);
+		p->d->ops->scal(p->d, n, 1.0f / 3.0f, w.d);
+		p->r->ops->scal(p->r, n, 1.0f / 3.0f, w.r);
+		cmp(p, "scal", w.d, w.r, n, EW);
+		both *all[] = {&x, &y, &dx, &w, &m, &ms, &out};
+		for (int i = 0; i < 7; i++)
+			free2(p, all[i]);
+	}
+}
+
+static void
+layouts_and_loss(pair *p)
+{
+	const int cbp[][3] = {{16, 64, 25}, {3, 5, 7}};
+	for (int s = 0; s < 2; s++) {
+		const int c = cbp[s][0], b = cbp[s][1], q = cbp[s][2];
+		const size_t n = (size_t)c * b * q;
+		both x = rnd2(p, n), y = rnd2(p, n), z = rnd2(p, n);
+		p->d->ops->cpb_to_bcp(p->d, x.d, y.d, c, b, q);
+		p->r->ops->cpb_to_bcp(p->r, x.r, y.r, c, b, q);
+		cmp(p, "cpb_to_bcp", y.d, y.r, n, 0);
+		p->d->ops->bcp_to_cpb(p->d, y.d, z.d, c, b, q);
+		p->r->ops->bcp_to_cpb(p->r, y.r, z.r, c, b, q);
+		cmp(p, "bcp_to_cpb", z.d, z.r, n, 0);
+		cmp(p, "the flatten's round trip", z.d, x.r, n, 0);
+		free2(p, &x);
+		free2(p, &y);
+		free2(p, &z);
+	}
+	const int bk[][2] = {{64, 10}, {5, 3}, {500, 10}};
+	for (int s = 0; s < 3; s++) {
+		const int B = bk[s][0], K = bk[s][1];
+		float *hz = rnd(p, (size_t)B * K);
+		for (int i = 0; i < B * K; i++)
+			hz[i] *= 4.0f;
+		uint8_t *lab = malloc((size_t)B);
+		for (int i = 0; i < B; i++)
+			lab[i] = (uint8_t)rng_below(&p->g, (uint64_t)K);
+		both z = in2(p, hz, (size_t)B * K), d = rnd2(p, (size_t)B * K);
+		int cd = -1, cr = -2;
+		double ld = p->d->ops->softmax_xent(p->d, z.d, lab, d.d, B, K, &cd);
+		double lr = p->r->ops->softmax_xent(p->r, z.r, lab, d.r, B, K, &cr);
+		ck_assert_int_eq(cd, cr);
+		ck_assert_msg(p->exact ? ld == lr : fabs(ld - lr) <= 1e-6 * fabs(lr),
+			      "softmax_xent loss %.17g, ref %.17g", ld, lr);
+		cmp(p, "softmax_xent dlogits", d.d, d.r, (size_t)B * K, EW);
+		free(hz);
+		free(lab);
+		free2(p, &z);
+		free2(p, &d);
+	}
+}
+
+static void
+finite_checks(pair *p)
+{
+	const size_t n = 100003;
+	float *h = rnd(p, n);
+	float *dd = put(p->d, h, sizeof(float) * n);
+	ck_assert(p->d->ops->all_finite(p->d, dd, n));
+	const size_t at[] = {0, 15, 16, 50001, n - 1};
+	const float bad[] = {NAN, INFINITY, -INFINITY};
+	for (int i = 0; i < 5; i++)
+		for (int k = 0; k < 3; k++) {
+			p->d->ops->upload(p->d, dd + at[i], &bad[k], sizeof(float));
+			ck_assert_msg(!p->d->ops->all_finite(p->d, dd, n), "%g at %zu missed",
+				      (double)bad[k], at[i]);
+			ck_assert(p->d->ops->all_finite(p->d, dd, at[i]));
+			p->d->ops->upload(p->d, dd + at[i], &h[at[i]], sizeof(float));
+		}
+	ck_assert(p->d->ops->all_finite(p->d, dd, 0));
+	p->d->ops->free(p->d, dd);
+	free(h);
+}
+
+static void
+every_op(const char *dev)
+{
+	pair p;
+	if (!pair_open(&p, dev, 42))
+		return;
+	gemms(&p);
+	dense(&p);
+	convs(&p);
+	pools(&p);
+	elementwise(&p);
+	layouts_and_loss(&p);
+	finite_checks(&p);
+	pair_close(&p);
+}
+
+START_TEST(refdev_ops_exact)
+{
+	every_op("refdev");
+}
+END_TEST
+
+START_TEST(cpu_ops_near_ref)
+{
+	every_op("cpu");
+}
+END_TEST
+
+START_TEST(cuda_ops_near_ref)
+{
+	every_op("cuda");
+}
+END_TEST
+
+/* ---- whole runs ----------------------------------------------------------- */
+
+START_TEST(one_step_per_model)
+{
+	/* a training step's loss on each model, ref's to 1e-4 */
+	static const char *const devs[] = {"refdev", "cpu", "cuda"};
+	static const char *const models[] = {"mlp:784-256-128-10", "lenet5", "logreg"};
+	for (int d = 0; d < 3; d++) {
+		char why[SL_ERR_LEN];
+		backend *be = !strcmp(devs[d], "cuda") ? open_cuda(why) : NULL, *ref;
+		if (!strcmp(devs[d], "cuda") && !be) {
+			printf("parity: cuda's training steps skipped: %s\n", why);
+			continue;
+		}
+		if (!be)
+			ck_assert(backend_open(devs[d], 2, &be, why) == 0);
+		ck_assert(backend_open("ref", 1, &ref, why) == 0);
+		for (int k = 0; k < 3; k++) {
+			model *a, *b;
+			const dataset *tr = &data.train;
+			ck_assert(model_new(models[k], tr->c, tr->h, tr->w, tr->classes, 16, 7, be, &a,
+					    why) == 0);
+			ck_assert(model_new(models[k], tr->c, tr->h, tr->w, tr->classes, 16, 7, ref, &b,
+					    why) == 0);
+			uint32_t idx[16];
+			for (int i = 0; i < 16; i++)
+				idx[i] = (uint32_t)(i * 37 % tr->n);
+			model_load_batch(a, tr->x, tr->y, idx, 16);
+			model_load_batch(b, tr->x, tr->y, idx, 16);
+			double la = model_step(a, NULL, 16, 0), lb = model_step(b, NULL, 16, 0);
+			ck_assert_msg(fabs(la - lb) <= 1e-4 * fmax(1.0, fabs(lb)),
+				      "%s on %s: loss %.9g, ref %.9g", models[k], devs[d], la, lb);
+			if (!strcmp(devs[d], "refdev"))
+				ck_assert(la == lb);
+			model_free(a);
+			model_free(b);
+		}
+		backend_free(be);
+		backend_free(ref);
+	}
+}
+END_TEST
+
+START_TEST(staleness_counts_per_rule)
+{
+	/* the virtual clock's schedule does not depend on the device: every
+	 * rule counts the same staleness on it as on ref */
+	char why[SL_ERR_LEN];
+	backend *probe = open_cuda(why);
+	if (!probe) {
+		printf("parity: cuda's runs skipped: %s\n", why);
+		return;
+	}
+	backend_free(probe);
+	for (int k = 0; rule_table[k]; k++) {
+		if (rule_table[k]->flags & RULE_SHARED)
+			continue; /* hogwild: host memory only */
+		run_config c = base(rule_table[k]->name, 4);
+		c.stop_steps = 60;
+		c.eval_every = 30;
+		c.delay.dist = DELAY_EXP;
+		c.delay.mean_ms = 3;
+		run_snapshot *s[2];
+		const char *devs[] = {"ref", "cuda"};
+		for (int d = 0; d < 2; d++) {
+			snprintf(c.device, sizeof(c.device), "%s", devs[d]);
+			rec ev = {0};
+			s[d] = go(&c, NULL, 0, &ev);
+		}
+		ck_assert_str_eq(s[1]->device, "cuda");
+		ck_assert_msg(!memcmp(&s[0]->stale, &s[1]->stale, sizeof(stale_hist)),
+			      "%s: staleness differs on cuda", c.rule);
+		ck_assert_uint_eq(s[0]->v, s[1]->v);
+		ck_assert_msg(fabs(s[0]->last_loss - s[1]->last_loss) <= 1e-3 * fmax(1, s[0]->last_loss),
+			      "%s: loss %g on cuda, %g on ref", c.rule, s[1]->last_loss,
+			      s[0]->last_loss);
+		run_snapshot_put(s[0]);
+		run_snapshot_put(s[1]);
+	}
+}
+END_TEST
+
+static Suite *
+parity_suite(void)
+{
+	const run_case cases[] = {
+		{"ops", NULL, {refdev_ops_exact, cpu_ops_near_ref, cuda_ops_near_ref, NULL}},
+		{"runs", NULL, {one_step_per_model, staleness_counts_per_rule, NULL}},
+	};
+	return run_suite_of("parity", cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+SL_TEST_MAIN(parity_suite)

@@ -144,6 +144,9 @@ api_worker_json(const worker_snap *w)
 						 jsonout_real(w->link.bandwidth_mbps)));
 	json_object_set_new(o, "comm_s", jsonout_real(w->comm_s));
 	json_object_set_new(o, "flops_saved", jsonout_real(w->flops_saved));
+	if (w->device)
+		json_object_set_new(o, "device", json_string(w->device));
+	json_object_set_new(o, "mem_bytes", jsonout_real(w->mem_bytes));
 	return o;
 }
 
@@ -160,7 +163,9 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "device", json_string(s->device));
 	if (s->device_note[0])
 		json_object_set_new(o, "device_note", json_string(s->device_note));
-	if (strcmp(s->device, "ref")) { /* the kernels a cpu run uses, and why */
+	if (s->device_about[0])
+		json_object_set_new(o, "device_about", json_string(s->device_about));
+	if (!strcmp(s->device, "cpu")) { /* the kernels a cpu run uses, and why */
 		const char *kernel, *config, *isa, *lib;
 		backend_cpu_blas(&kernel, &config, &isa);
 		const char *why = backend_cpu_blas_why(&lib);

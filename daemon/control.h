@@ -43,6 +43,7 @@ typedef struct ctl {
 	uint64_t data_seed;
 	pthread_t th;
 	int th_live;
+	int said_device_note; /* "device auto: ..." printed once */
 	int run_id;
 	double started;     /* sl_now() at ctl_init */
 	int runs_started;

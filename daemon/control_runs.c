@@ -281,6 +281,13 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 		ctl_say(c, "run %d started: rule %s, %d workers, %s on %s, %s clock", c->run_id,
 		        cfg->rule, cfg->workers, cfg->model, cfg->dataset, cfg->clock);
 	}
+	/* why auto passed a device over: once for the daemon's life */
+	run_snapshot *sn = run_snapshot_get(c->r);
+	if (sn->device_note[0] && !c->said_device_note) {
+		ctl_say(c, "%s", sn->device_note);
+		c->said_device_note = 1;
+	}
+	run_snapshot_put(sn);
 	return 0;
 }
 

@@ -96,6 +96,25 @@ label_is(const char *json, json_t *schema, const char *rule, const char *want)
 	json_decref(c);
 }
 
+START_TEST(byte_texts)
+{
+	/* the worker table's memory column: at most 5 characters */
+	const struct {
+		double b;
+		const char *want;
+	} cases[] = {{0, "0"}, {999, "999"}, {1000, "1.0K"}, {846416, "846K"},
+		     {9949999, "9.9M"}, {9950000, "10M"}, {999499999, "999M"},
+		     {999500000, "1.0G"}, {3.4e12, "3.4T"}, {5e15, "5000T"}, {-1, "-"},
+		     {NAN, "-"}};
+	char out[16];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		tui_bytes_text(cases[i].b, out, sizeof(out));
+		ck_assert_msg(!strcmp(out, cases[i].want), "%.0f: \"%s\", want \"%s\"", cases[i].b,
+			      out, cases[i].want);
+	}
+}
+END_TEST
+
 START_TEST(change_labels)
 {
 	json_t *schema = json_loads("{\"rules\":[{\"name\":\"ssp\",\"params\":[{\"key\":\"s\",\"default\":3}]},"
@@ -267,6 +286,7 @@ tui_suite(void)
 	tcase_add_test(tc, delay_ladder);
 	tcase_add_test(tc, delay_texts);
 	tcase_add_test(tc, change_labels);
+	tcase_add_test(tc, byte_texts);
 	tcase_add_test(tc, messages);
 	tcase_add_test(tc, log_ring);
 	tcase_add_test(tc, sibling_urls);

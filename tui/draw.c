@@ -305,7 +305,7 @@ draw_table(app *a, int y, int rows)
 	attron(A_BOLD | A_UNDERLINE);
 	mvhline(y, 0, ' ', COLS);
 	put(y, 0, A_BOLD | A_UNDERLINE,
-	    "  id state    delay                where   spb      iters   stale  samples/s");
+	    "  id state    delay                where   spb      iters   stale  samples/s   mem");
 	attroff(A_BOLD | A_UNDERLINE);
 	int n = app_nworkers(a);
 	if (a->sel < a->top)
@@ -321,15 +321,16 @@ draw_table(app *a, int y, int rows)
 		json_t *w = app_worker(a, i), *d = json_object_get(w, "delay");
 		char delay[64];
 		tui_delay_text(d, 0, delay, sizeof(delay));
-		char line[256], rtt[24] = "";
+		char line[256], rtt[24] = "", mem[16];
+		tui_bytes_text(num(w, "mem_bytes"), mem, sizeof(mem));
 		int remote = json_is_true(json_object_get(w, "remote")); /* stalelab worker */
 		if (remote && num(w, "rtt_ms") > 0) /* its link's round trip */
 			snprintf(rtt, sizeof(rtt), " %.2f ms", num(w, "rtt_ms"));
-		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %10.0f %7.2f %10.0f%s%.40s%s",
+		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %10.0f %7.2f %10.0f %5s%s%.40s%s",
 			 i == a->sel ? '>' : ' ', (long long)json_integer_value(json_object_get(w, "id")),
 			 str(w, "state", "?"), delay, str(d, "where", "worker"),
 			 (long long)json_integer_value(json_object_get(w, "spb_depth")),
-			 num(w, "iterations"), num(w, "staleness_mean"), num(w, "samples_per_s"),
+			 num(w, "iterations"), num(w, "staleness_mean"), num(w, "samples_per_s"), mem,
 			 remote ? "  @" : "", remote ? str(w, "host", "?") : "", rtt);
 		attr_t at = i == a->sel ? A_REVERSE : A_NORMAL;
 		if (i == a->sel) {

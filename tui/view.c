@@ -338,3 +338,22 @@ tui_spark_level(double v, double lo, double hi)
 	int l = 1 + (int)lround((v - lo) / (hi - lo) * 7);
 	return l < 1 ? 1 : l > 8 ? 8 : l;
 }
+
+void
+tui_bytes_text(double bytes, char *out, size_t cap)
+{
+	static const char unit[] = " KMGT";
+	if (!(bytes >= 0) || !isfinite(bytes)) {
+		snprintf(out, cap, "-");
+		return;
+	}
+	int u = 0;
+	while (bytes >= 999.5 && u < 4) {
+		bytes /= 1000;
+		u++;
+	}
+	if (u == 0)
+		snprintf(out, cap, "%.0f", bytes);
+	else
+		snprintf(out, cap, bytes < 9.95 ? "%.1f%c" : "%.0f%c", bytes, unit[u]);
+}

@@ -58,6 +58,9 @@ void tui_change_label(json_t *change, json_t *schema, const char *rule, char *ou
 /* The next mean delay up (dir > 0) or down from ms on the ladder 1, 2, 5,
  * 10, 20, 50, ... ms; 0 below 1 ms. */
 double tui_delay_step(double ms, int dir);
+/* bytes in at most 5 characters: "512", "827K", "1.2M", "3.4G" (powers of
+ * 1000); "-" for a value that is not a count */
+void tui_bytes_text(double bytes, char *out, size_t cap);
 
 /* Histogram bars: n bucket counts into width columns (a column sums
  * ceil(n/width) buckets; returned as *per), each a height in eighths of a

@@ -358,7 +358,9 @@ function drawHeader() {
   setText("h-dataset", c.dataset || "–");
   const blas = s.blas ? ` · ${s.blas.kernel} (${s.blas.why})` : "";
   setText("h-device", (s.device || c.device || "–") + blas);
-  $("h-device").title = s.blas ? blasTitle(s.blas) : "";
+  // the backend's own line (a GPU: its name and memory), why auto fell back
+  $("h-device").title = [s.device_about, s.device_note, s.blas && s.device !== "cuda" ? blasTitle(s.blas) : ""]
+    .filter(Boolean).join("\n");
   setText("h-rule", schema ? ruleSummary(schema, c) : c.rule);
   setText("h-clock", s.clock || c.clock);
   setText("h-state", s.state);

@@ -47,7 +47,7 @@ export class WorkerTable {
 
   build() {
     const head = ["worker", "state", "delay", "mean (ms)", "where", "spb depth",
-      "iterations", "staleness", "samples/s", "sent", ""];
+      "iterations", "staleness", "samples/s", "sent", "device", ""];
     this.tbody = el("tbody");
     const table = el("table", { className: "workers" },
       el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", textContent: h })))),
@@ -103,6 +103,7 @@ export class WorkerTable {
     r.stale = el("td", { className: "num" });
     r.sps = el("td", { className: "num" });
     r.sent = el("td", { className: "num" });
+    r.dev = el("td", { className: "device" });
     r.pause = el("button", { type: "button" });
     const idCell = el("th", { scope: "row" });
     r.pick = el("button", { type: "button", className: "pick", textContent: String(id) });
@@ -110,7 +111,7 @@ export class WorkerTable {
     r.host = el("span", { className: "host" }); // a remote worker's host
     idCell.append(r.pick, r.host);
     r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", {}, el("div", { className: "delay" }, r.slider, r.mean)),
-      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, el("td", {}, r.pause));
+      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, r.dev, el("td", {}, r.pause));
 
     r.slider.addEventListener("input", () => {
       r.hold = performance.now() + HOLD_MS;
@@ -179,6 +180,8 @@ export class WorkerTable {
     setText(r.stale, fmt(w.staleness_mean, 2));
     setText(r.sps, fmt(w.samples_per_s, 0));
     setText(r.sent, bytes(w.bytes_sent));
+    // where it computes, and the memory its model and state hold there
+    setText(r.dev, w.device ? `${w.device} · ${bytes(w.mem_bytes || 0)}` : "–");
     const paused = w.state === "paused";
     r.pause.dataset.paused = String(paused);
     setText(r.pause, paused ? "Resume" : "Pause");

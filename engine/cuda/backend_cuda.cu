@@ -104,9 +104,12 @@ cu_download(backend *be, void *dst, const void *src, size_t bytes)
 	CK(cudaStreamSynchronize(ST(be)));
 }
 
+/* the ranges never overlap (backend.h's copy is between distinct buffers) */
 static void
 cu_copy(backend *be, void *dst, const void *src, size_t bytes)
 {
+	if (dst == src || !bytes)
+		return;
 	CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ST(be)));
 	CK(cudaStreamSynchronize(ST(be)));
 }
@@ -140,6 +143,8 @@ cu_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha,
 	const float *a, int lda, const float *b, int ldb, float beta, float *c,
 	int ldc)
 {
+	if (m <= 0 || n <= 0)
+		return; /* nothing to write (and cuBLAS refuses ldc 0) */
 	CKB(cublasSgemm(CTX(be)->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
 			ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a,
 			lda, &beta, c, ldc));
@@ -166,8 +171,10 @@ cu_linear_bwd(backend *be, const float *x, const float *w, const float *y,
 		LAUNCHED();
 	}
 	cu_gemm(be, 1, 0, out, in, batch, 1.0f, dy, out, x, in, 0.0f, dw, in);
-	k_col_sums<<<out, TPB, 0, ST(be)>>>(dy, db, batch, out);
-	LAUNCHED();
+	if (out > 0) { /* one block per column: none for no columns */
+		k_col_sums<<<out, TPB, 0, ST(be)>>>(dy, db, batch, out);
+		LAUNCHED();
+	}
 	if (dx)
 		cu_gemm(be, 0, 0, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }
@@ -193,11 +200,13 @@ cu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 		k_relu_mask<<<grid_for(n), TPB, 0, ST(be)>>>(dy, y, n);
 		LAUNCHED();
 	}
-	k_seg_sums<<<g->cout, TPB, 0, ST(be)>>>(dy, db, P * batch);
-	LAUNCHED();
 	unsigned nw = (unsigned)((size_t)g->cout * g->cin * g->k * g->k);
-	k_conv_dw<<<nw, TPB, 0, ST(be)>>>(*g, x, dy, dw, batch);
-	LAUNCHED();
+	if (nw > 0) { /* one block per channel, and per weight */
+		k_seg_sums<<<g->cout, TPB, 0, ST(be)>>>(dy, db, P * batch);
+		LAUNCHED();
+		k_conv_dw<<<nw, TPB, 0, ST(be)>>>(*g, x, dy, dw, batch);
+		LAUNCHED();
+	}
 	if (dx) {
 		size_t nx = (size_t)g->cin * g->h * g->w * batch;
 		k_conv_dx<<<grid_for(nx), TPB, 0, ST(be)>>>(*g, w, dy, dx, batch);
@@ -269,6 +278,11 @@ rows_room(cuda_ctx *c, int rows)
 	cudaFree(c->row_hit);
 	free(c->h_loss);
 	free(c->h_hit);
+	c->labels = NULL;
+	c->row_loss = NULL;
+	c->row_hit = NULL;
+	c->h_loss = NULL;
+	c->h_hit = NULL;
 	c->rows_cap = 0;
 	c->h_loss = (double *)malloc(sizeof(double) * rows);
 	c->h_hit = (int *)malloc(sizeof(int) * rows);
@@ -469,25 +483,32 @@ cu_open(int nthreads, backend **out)
 	*out = NULL;
 	backend *be = (backend *)calloc(1, sizeof(*be));
 	cuda_ctx *c = (cuda_ctx *)calloc(1, sizeof(*c));
+	cudaError_t e = cudaSuccess;
+	cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
+	int rc = -SL_ENOMEM;
 	if (!be || !c)
 		goto fail;
-	if (cudaSetDevice(0) != cudaSuccess ||
-	    cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking) != cudaSuccess)
+	if ((e = cudaSetDevice(0)) != cudaSuccess ||
+	    (e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking)) != cudaSuccess)
 		goto fail;
-	if (cublasCreate(&c->blas) != CUBLAS_STATUS_SUCCESS) {
+	if ((bs = cublasCreate(&c->blas)) != CUBLAS_STATUS_SUCCESS) {
 		c->blas = NULL;
 		goto fail;
 	}
 	/* FP32 as written: no TF32 tensor-core shortcut */
-	if (cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH) != CUBLAS_STATUS_SUCCESS ||
-	    cublasSetStream(c->blas, c->st) != CUBLAS_STATUS_SUCCESS ||
-	    cudaMalloc(&c->flag, sizeof(int)) != cudaSuccess)
+	if ((bs = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS ||
+	    (bs = cublasSetStream(c->blas, c->st)) != CUBLAS_STATUS_SUCCESS ||
+	    (e = cudaMalloc(&c->flag, sizeof(int))) != cudaSuccess)
 		goto fail;
 	be->ops = &cuda_ops;
 	be->ctx = c;
 	*out = be;
 	return 0;
 fail:
+	/* out of memory only when it was; else the device cannot be used */
+	if ((e != cudaSuccess && e != cudaErrorMemoryAllocation) ||
+	    (bs != CUBLAS_STATUS_SUCCESS && bs != CUBLAS_STATUS_ALLOC_FAILED))
+		rc = -SL_EUNSUP;
 	cudaGetLastError();
 	if (c) {
 		if (c->blas)
@@ -498,7 +519,7 @@ fail:
 	}
 	free(c);
 	free(be);
-	return -SL_ENOMEM;
+	return rc;
 }
 
 /* ---- can it run here? ----------------------------------------------------- */
@@ -529,6 +550,21 @@ cu_score(char *why, size_t len)
 	}
 	if (e != cudaSuccess) {
 		snprintf(why, len, "%s", cudaGetErrorString(e));
+		return 0;
+	}
+	/* the plugin carries code for compute capability 7.5 and later (the
+	 * Makefile's -gencode); an older device would fail at its first
+	 * kernel, so device 0, which open takes, must be one of those */
+	int major = 0, minor = 0;
+	if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess ||
+	    cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0) != cudaSuccess) {
+		cudaGetLastError();
+		snprintf(why, len, "cannot read device 0's compute capability");
+		return 0;
+	}
+	if (major * 10 + minor < 75) {
+		snprintf(why, len, "device 0 has compute capability %d.%d; the plugin needs 7.5 or later",
+			 major, minor);
 		return 0;
 	}
 	return n;

@@ -425,27 +425,34 @@ build(model *m, const layer *desc, int n, int fuse, char *err)
 	return 0;
 }
 
+/* backend memory for the model, counted in m->mem_bytes */
+static void *
+balloc(model *m, size_t bytes)
+{
+	m->mem_bytes += bytes;
+	return m->be->ops->alloc(m->be, bytes);
+}
+
 static int
 alloc_buffers(model *m, char *err)
 {
-	backend *be = m->be;
 	size_t B = (size_t)m->batch_cap;
-	m->params = be->ops->alloc(be, sizeof(float) * SL_MAX(m->n_params, 1));
-	m->grads = be->ops->alloc(be, sizeof(float) * SL_MAX(m->n_params, 1));
-	m->act[0] = be->ops->alloc(be, sizeof(float) * B * m->in_dim);
-	m->dact[0] = be->ops->alloc(be, sizeof(float) * B * m->in_dim);
+	m->params = balloc(m, sizeof(float) * SL_MAX(m->n_params, 1));
+	m->grads = balloc(m, sizeof(float) * SL_MAX(m->n_params, 1));
+	m->act[0] = balloc(m, sizeof(float) * B * m->in_dim);
+	m->dact[0] = balloc(m, sizeof(float) * B * m->in_dim);
 	m->labels = malloc(B);
 	if (!m->params || !m->grads || !m->act[0] || !m->dact[0] || !m->labels)
 		return sl_fail(err, SL_ENOMEM, "model: out of memory");
 	for (int i = 0; i < m->n_layers; i++) {
 		layer *l = &m->layers[i];
 		size_t sz = B * shape_size(l->out);
-		m->act[i + 1] = be->ops->alloc(be, sizeof(float) * sz);
-		m->dact[i + 1] = be->ops->alloc(be, sizeof(float) * sz);
+		m->act[i + 1] = balloc(m, sizeof(float) * sz);
+		m->dact[i + 1] = balloc(m, sizeof(float) * sz);
 		if (!m->act[i + 1] || !m->dact[i + 1])
 			return sl_fail(err, SL_ENOMEM, "model: out of memory");
 		if (l->kind == LAYER_MAXPOOL) {
-			l->arg = be->ops->alloc(be, sizeof(int32_t) * sz);
+			l->arg = balloc(m, sizeof(int32_t) * sz);
 			if (!l->arg)
 				return sl_fail(err, SL_ENOMEM, "model: out of memory");
 		}

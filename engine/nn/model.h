@@ -87,6 +87,7 @@ typedef struct model {
 	shape input;
 	int in_dim, classes;
 	size_t n_params;
+	size_t mem_bytes; /* backend memory its buffers hold */
 	int batch_cap;
 	backend *be;
 	float *params;      /* own copy (backend memory); may be repointed */

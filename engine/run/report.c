@@ -206,6 +206,9 @@ build_snapshot(run *r)
 	s->cfg = r->cfg;
 	s->device = backend_name(r->be_eval);
 	snprintf(s->device_note, sizeof(s->device_note), "%s", r->device_note);
+	s->device_about[0] = 0;
+	if (r->be_eval->ops->describe)
+		r->be_eval->ops->describe(r->be_eval, s->device_about, sizeof(s->device_about));
 	s->t = run_now(r);
 	s->train_s = run_train_seconds(r);
 	s->v = ps_version(r->ps);
@@ -260,6 +263,11 @@ build_snapshot(run *r)
 		ws->remote = w->remote != NULL;
 		snprintf(ws->host, sizeof(ws->host), "%s", w->host);
 		ws->rtt_ms = w->remote ? w->rtt_ms : 0;
+		ws->device = w->be ? backend_name(w->be) : s->device;
+		ws->mem_bytes = w->m ? (double)w->m->mem_bytes : 0;
+		const float *extra[] = {w->ms, w->wprev, w->tmp};
+		for (int k = 0; k < 3; k++)
+			ws->mem_bytes += extra[k] ? 4.0 * r->n_params : 0;
 	}
 	s->remote_joined = r->remote_joined;
 	s->remote_lost = r->remote_lost;

@@ -124,6 +124,8 @@ typedef struct worker_snap {
 	age_hist age;
 	int remote;          /* computed by a remote process (run_join_remote) */
 	char host[64];       /* ... which said it runs there */
+	const char *device;  /* the backend it computes on: cpu, cuda, ... */
+	double mem_bytes;    /* the backend memory its model and state hold */
 	double rtt_ms;       /* ... its link's round trip, by its heartbeats (0: not yet) */
 } worker_snap;
 
@@ -133,6 +135,7 @@ typedef struct run_snapshot {
 	run_config cfg;      /* the run object with every live change applied */
 	const char *device;  /* the opened backend ("auto" resolved): cpu, ref */
 	char device_note[SL_ERR_LEN]; /* why "auto" passed a class over, or "" */
+	char device_about[160]; /* the backend's own line (a GPU: name, memory) */
 	double t, train_s, epoch;
 	uint64_t v, samples;
 	double samples_per_s, updates_per_s;

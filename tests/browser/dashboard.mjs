@@ -147,6 +147,15 @@ try {
   await check("worker table: one row per worker", async () =>
     until("3 rows", async () => (await page.locator("table.workers tbody tr").count()) === 3));
 
+  await check("worker table: each worker's device and its memory there", async () =>
+    until("a device cell", async () => {
+      const cell = await page.locator('tr[data-worker="1"] td.device').innerText();
+      return /^cpu · [0-9.]+ (KB|MB)$/.test(cell);
+    }));
+
+  await check("the device line's tooltip is the backend's own line", async () =>
+    /OpenBLAS .*threads?/.test(await page.locator("#h-device").getAttribute("title")));
+
   await page.screenshot({ path: join(OUT, "dashboard-1280x800.png") });
 
   // ---- a worker's delay slider, its staleness in the histogram -------------

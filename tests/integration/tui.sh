@@ -100,7 +100,8 @@ wait_screen 10 'last 5 s:.*cumulative:' && ok "both staleness histograms are tit
 # rows; a loaded CI drew just that): wait for the rows and the bars
 wait_screen 20 '^   2 [a-z]+ +const 2 ms' && ok "the worker rows are drawn" || bad "the worker rows drawn within 20 s" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█]' && ok "histogram bars in eighth blocks" || bad "histogram bars" "$SCREEN"
-expect_grep 'id state +delay +where +spb +iters +stale +samples/s' "worker table header" "$SCREEN"
+expect_grep 'id state +delay +where +spb +iters +stale +samples/s +mem' "worker table header" "$SCREEN"
+expect_grep '^   2 [a-z]+ +const 2 ms .* [0-9.]+[KM]$' "worker 2's memory on its device" "$SCREEN"
 expect_grep '^>  0 [a-z]+ +const 2 ms +worker' "worker 0 selected, its delay shown" "$SCREEN"
 expect_grep '^   2 [a-z]+ +const 2 ms' "worker 2's row" "$SCREEN"
 expect_grep 'q quit' "key hints in the status line" "$SCREEN"

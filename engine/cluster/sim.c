@@ -1,0 +1,346 @@
+/* sim.c - the cluster simulator's events, time and accounting (cluster.h):
+ * from one decision point to the next, every running job advances at its
+ * rate; at each point completions, arrivals and queue thresholds are
+ * taken, the policy plans (policy.c), and the plan is applied. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster_impl.h"
+#include "sl.h"
+
+static const char *const names[CL_N_POLICIES] = {"fifo", "srtf", "las", "gandiva", "jigsaw"};
+
+const char *
+cl_policy_name(cl_policy p)
+{
+	return p >= 0 && p < CL_N_POLICIES ? names[p] : "?";
+}
+
+int
+cl_policy_find(const char *s)
+{
+	for (int i = 0; i < CL_N_POLICIES; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+int
+cl_check(const cl_config *c, const cl_model *models, int n_models,
+	 const cl_job *jobs, size_t n_jobs, char *err)
+{
+	if (c->gpus < 1)
+		return sl_fail(err, SL_EINVAL, "gpus: must be at least 1");
+	if (!(c->gpu_mem_gb > 0) || !isfinite(c->gpu_mem_gb))
+		return sl_fail(err, SL_EINVAL, "gpu_mem_gb: must be a positive number");
+	if (c->policy < 0 || c->policy >= CL_N_POLICIES)
+		return sl_fail(err, SL_EINVAL, "policy: unknown");
+	if (!(c->restart_s >= 0) || !isfinite(c->restart_s))
+		return sl_fail(err, SL_EINVAL, "restart_s: must be >= 0");
+	if (c->n_thresholds < 0 || c->n_thresholds > CL_MAX_THRESHOLDS)
+		return sl_fail(err, SL_EINVAL, "thresholds: at most %d", CL_MAX_THRESHOLDS);
+	for (int i = 0; i < c->n_thresholds; i++)
+		if (!(c->thresholds[i] > (i ? c->thresholds[i - 1] : 0)) || !isfinite(c->thresholds[i]))
+			return sl_fail(err, SL_EINVAL, "thresholds: must be positive and rising");
+	for (int m = 0; m < n_models; m++) {
+		const cl_model *x = &models[m];
+		if (x->n_sched < 1 || x->n_sched > CL_MAX_SCHED)
+			return sl_fail(err, SL_EINVAL, "model %s: needs 1 to %d schedules", x->name,
+				       CL_MAX_SCHED);
+		for (int k = 0; k < x->n_sched; k++) {
+			const cl_sched *s = &x->sched[k];
+			if (!(s->compute_s >= 0) || !(s->comm_s >= 0) || !(s->compute_s + s->comm_s > 0) ||
+			    !isfinite(s->compute_s + s->comm_s))
+				return sl_fail(err, SL_EINVAL,
+					       "model %s, schedule %s: compute_s and comm_s must be >= 0 "
+					       "with a positive sum", x->name, s->name);
+			if (!(s->mem_gb >= 0) || s->mem_gb > c->gpu_mem_gb)
+				return sl_fail(err, SL_EINVAL,
+					       "model %s, schedule %s: mem_gb %g does not fit a GPU's %g",
+					       x->name, s->name, s->mem_gb, c->gpu_mem_gb);
+			if (!(s->iter_mult > 0) || !isfinite(s->iter_mult))
+				return sl_fail(err, SL_EINVAL,
+					       "model %s, schedule %s: iter_mult must be positive", x->name,
+					       s->name);
+		}
+	}
+	for (size_t i = 0; i < n_jobs; i++) {
+		const cl_job *j = &jobs[i];
+		if (!(j->arrival >= 0) || !isfinite(j->arrival))
+			return sl_fail(err, SL_EINVAL, "job %ld: arrival must be a time >= 0", j->id);
+		if (j->gpus < 1 || j->gpus > c->gpus)
+			return sl_fail(err, SL_EINVAL, "job %ld: wants %d GPUs, the cluster has %d", j->id,
+				       j->gpus, c->gpus);
+		if (j->model < 0 || j->model >= n_models)
+			return sl_fail(err, SL_EINVAL, "job %ld: no such model", j->id);
+		if (!(j->iters > 0) || !isfinite(j->iters))
+			return sl_fail(err, SL_EINVAL, "job %ld: iterations must be positive", j->id);
+	}
+	return 0;
+}
+
+/* ---- time ----------------------------------------------------------------- */
+
+/* the rate and compute share of every job of a plan entry */
+static void
+set_rates(sim *s, const cl_group *g)
+{
+	const cl_model *mod;
+	if (g->n == 1) {
+		int j = g->job[0], k = g->sched[0];
+		mod = &s->models[s->jobs[j].model];
+		double t = sched_time(s, j, k);
+		s->js[j].rate = 1.0 / (t * mod->sched[k].iter_mult);
+		s->js[j].comp_frac = mod->sched[k].compute_s / t;
+		return;
+	}
+	double cyc = pair_cycle(s, g->job[0], g->sched[0], g->job[1], g->sched[1]);
+	for (int i = 0; i < 2; i++) {
+		int j = g->job[i], k = g->sched[i];
+		mod = &s->models[s->jobs[j].model];
+		s->js[j].rate = 1.0 / (cyc * mod->sched[k].iter_mult);
+		s->js[j].comp_frac = mod->sched[k].compute_s / cyc;
+	}
+}
+
+/* every running job from s->t to t */
+static void
+advance(sim *s, double t)
+{
+	for (size_t i = 0; i < s->n_active; i++) {
+		int j = s->active[i];
+		jstate *x = &s->js[j];
+		if (x->st != JS_RUNNING)
+			continue;
+		const double g = s->jobs[j].gpus, dt = t - s->t;
+		double from = x->warm_until > s->t ? x->warm_until : s->t;
+		double run = t > from ? t - from : 0;
+		x->remaining -= x->rate * run;
+		x->attained += g * dt;
+		s->jobs[j].alloc_gpu_s += g * dt;
+		s->jobs[j].compute_gpu_s += g * x->comp_frac * run;
+	}
+	s->t = t;
+}
+
+/* the next decision point after s->t, or INFINITY: a completion, a queue
+ * threshold crossed (las), the next arrival */
+static double
+next_event(const sim *s, size_t next_arrival, const int *order)
+{
+	double tn = next_arrival < s->n_jobs ? s->jobs[order[next_arrival]].arrival : INFINITY;
+	for (size_t i = 0; i < s->n_active; i++) {
+		int j = s->active[i];
+		const jstate *x = &s->js[j];
+		if (x->st != JS_RUNNING)
+			continue;
+		double from = x->warm_until > s->t ? x->warm_until : s->t;
+		double tc = from + (x->remaining > 0 ? x->remaining : 0) / x->rate;
+		if (tc < tn)
+			tn = tc;
+		if (s->c->policy == CL_LAS) {
+			const double g = s->jobs[j].gpus;
+			for (int q = 0; q < s->c->n_thresholds; q++) {
+				double th = s->c->thresholds[q];
+				if (th > x->attained + 1e-9) {
+					double tt = s->t + (th - x->attained) / g;
+					if (tt < tn)
+						tn = tt;
+					break;
+				}
+			}
+		}
+	}
+	return tn;
+}
+
+/* ---- applying a plan -------------------------------------------------------- */
+
+static void
+apply_plan(sim *s)
+{
+	/* who runs, with whom, under what */
+	for (size_t i = 0; i < s->n_active; i++)
+		s->js[s->active[i]].partner = -2; /* not in the plan */
+	for (int p = 0; p < s->n_plan; p++) {
+		const cl_group *g = &s->plan[p];
+		for (int i = 0; i < g->n; i++) {
+			int j = g->job[i];
+			jstate *x = &s->js[j];
+			if (x->st != JS_RUNNING) { /* starts (again) */
+				if (s->jobs[j].first_start < 0)
+					s->jobs[j].first_start = s->t;
+				if (x->ran)
+					x->warm_until = s->t + s->c->restart_s;
+				x->st = JS_RUNNING;
+				x->ran = 1;
+			}
+			x->sched = g->sched[i];
+			x->partner = g->n == 2 ? g->job[1 - i] : -1;
+		}
+		set_rates(s, g);
+	}
+	int used = 0;
+	for (size_t i = 0; i < s->n_active; i++) {
+		int j = s->active[i];
+		jstate *x = &s->js[j];
+		if (x->partner == -2) {
+			if (x->st == JS_RUNNING) { /* preempted */
+				s->jobs[j].preemptions++;
+				x->st = JS_WAITING;
+			}
+			x->partner = -1;
+		} else if (x->partner < 0 || x->partner > j) {
+			used += s->jobs[j].gpus; /* a pair's GPUs once */
+		}
+	}
+	s->free_gpus = s->c->gpus - used;
+}
+
+/* ---- the run ---------------------------------------------------------------- */
+
+/* (arrival, id) order of job indices; jobs passed through glibc's qsort_r */
+static int
+cmp_order(const void *pa, const void *pb, void *jobs)
+{
+	const cl_job *js = jobs;
+	const cl_job *a = &js[*(const int *)pa], *b = &js[*(const int *)pb];
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static int
+cmp_double(const void *pa, const void *pb)
+{
+	double a = *(const double *)pa, b = *(const double *)pb;
+	return (a > b) - (a < b);
+}
+
+/* the q-quantile by nearest rank of n sorted values */
+static double
+quantile(const double *v, size_t n, double q)
+{
+	size_t r = (size_t)ceil(q * (double)n);
+	return v[r ? r - 1 : 0];
+}
+
+static void
+summarise(const sim *s, cl_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	size_t n = s->n_jobs;
+	double *jct = malloc(sizeof(double) * (n ? n : 1));
+	double first = INFINITY, last = 0, alloc = 0, comp = 0, samples = 0, qd = 0;
+	for (size_t i = 0; i < n; i++) {
+		const cl_job *j = &s->jobs[i];
+		if (j->arrival < first)
+			first = j->arrival;
+		if (j->finish > last)
+			last = j->finish;
+		alloc += j->alloc_gpu_s;
+		comp += j->compute_gpu_s;
+		samples += j->iters * j->batch;
+		qd += j->first_start - j->arrival;
+		out->preemptions += j->preemptions;
+		if (jct)
+			jct[i] = j->finish - j->arrival;
+		out->avg_jct += j->finish - j->arrival;
+	}
+	out->jobs = (int)n;
+	if (!n)
+		return;
+	out->avg_jct /= (double)n;
+	out->avg_queue_delay = qd / (double)n;
+	out->makespan = last - first;
+	double gs = s->c->gpus * out->makespan;
+	out->util_alloc = gs > 0 ? alloc / gs : 0;
+	out->util_compute = gs > 0 ? comp / gs : 0;
+	out->samples_per_gpu_h = gs > 0 ? samples / (gs / 3600.0) : 0;
+	if (jct) {
+		qsort(jct, n, sizeof(double), cmp_double);
+		out->p50_jct = quantile(jct, n, 0.5);
+		out->p95_jct = quantile(jct, n, 0.95);
+		out->max_jct = jct[n - 1];
+		free(jct);
+	}
+}
+
+int
+cl_simulate(const cl_config *c, const cl_model *models, int n_models,
+	    cl_job *jobs, size_t n_jobs, cl_summary *out, cl_tick_fn tick,
+	    void *ud, char *err)
+{
+	int rc = cl_check(c, models, n_models, jobs, n_jobs, err);
+	if (rc < 0)
+		return rc;
+	sim s = {.c = c, .models = models, .jobs = jobs, .n_jobs = n_jobs, .free_gpus = c->gpus};
+	size_t n = n_jobs ? n_jobs : 1;
+	int *order = malloc(sizeof(int) * n);
+	s.js = calloc(n, sizeof(jstate));
+	s.active = malloc(sizeof(int) * n);
+	s.plan = malloc(sizeof(cl_group) * n);
+	s.keys = malloc(policy_scratch_size() * n);
+	if (!order || !s.js || !s.active || !s.plan || !s.keys) {
+		rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for %zu jobs", n_jobs);
+		goto out;
+	}
+	for (size_t i = 0; i < n_jobs; i++) {
+		order[i] = (int)i;
+		jobs[i].first_start = jobs[i].finish = -1;
+		jobs[i].preemptions = 0;
+		jobs[i].alloc_gpu_s = jobs[i].compute_gpu_s = 0;
+		s.js[i] = (jstate){.st = JS_PENDING, .partner = -1, .remaining = jobs[i].iters};
+	}
+	qsort_r(order, n_jobs, sizeof(int), cmp_order, jobs);
+	size_t next = 0;
+	long events = 0;
+	s.t = n_jobs ? jobs[order[0]].arrival : 0;
+	while (next < n_jobs || s.n_active) {
+		double tn = next_event(&s, next, order);
+		if (!isfinite(tn))
+			break; /* cannot happen after cl_check: every job fits alone */
+		advance(&s, tn);
+		/* completions, then arrivals (1e-9 relative: the same instant) */
+		size_t k = 0;
+		for (size_t i = 0; i < s.n_active; i++) {
+			int j = s.active[i];
+			jstate *x = &s.js[j];
+			if (x->st == JS_RUNNING && x->remaining <= 1e-9 * jobs[j].iters) {
+				x->st = JS_DONE;
+				x->remaining = 0;
+				jobs[j].finish = s.t;
+				jobs[j].last_sched = x->sched;
+				if (x->partner >= 0)
+					s.js[x->partner].partner = -1;
+				continue;
+			}
+			s.active[k++] = j;
+		}
+		s.n_active = k;
+		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t)) {
+			int j = order[next++];
+			s.js[j].st = JS_WAITING;
+			s.active[s.n_active++] = j; /* arrival order: the list stays sorted */
+		}
+		policy_decide(&s);
+		apply_plan(&s);
+		events++;
+		if (tick) {
+			int run = 0, queued = 0;
+			for (size_t i = 0; i < s.n_active; i++)
+				s.js[s.active[i]].st == JS_RUNNING ? run++ : queued++;
+			tick(ud, s.t, s.free_gpus, run, queued);
+		}
+	}
+	summarise(&s, out);
+	out->events = events;
+out:
+	free(order);
+	free(s.js);
+	free(s.active);
+	free(s.plan);
+	free(s.keys);
+	return rc;
+}

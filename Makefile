@@ -239,7 +239,7 @@ fuzz: fuzz-build
 PREFIX  ?= /usr/local
 DESTDIR ?=
 # the docs the man page points to, installed in PREFIX/share/doc/stalelab
-DOCS    := docs/api.md docs/bus.md docs/tui.md docs/formats.md docs/rules.md docs/performance.md docs/dashboard.md \
+DOCS    := docs/api.md docs/bus.md docs/tui.md docs/formats.md docs/rules.md docs/performance.md docs/dashboard.md docs/cluster.md \
 	   docs/experiments.md \
 	   docs/dashboard.png
 install: all

@@ -29,6 +29,8 @@ static const char usage[] =
 	"  plot     a sweep's figures (gnuplot): loss, accuracy, staleness, slowdown\n"
 	"  worker   a remote worker: joins a daemon's run over the network\n"
 	"           (serve --workers-listen) and computes its gradients\n"
+	"  cluster  simulate a GPU cluster's scheduler on a trace of jobs\n"
+	"           (fifo, srtf, las, gandiva, jigsaw: partial backprop)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help     this text (COMMAND --help, or help COMMAND, for a\n"
@@ -51,6 +53,7 @@ static const struct command {
 	{"sweep", cmd_sweep},
 	{"plot", cmd_plot},
 	{"worker", cmd_worker},
+	{"cluster", cmd_cluster},
 };
 
 static const struct command *

@@ -7,6 +7,7 @@
 #include "cluster.h"
 #include "sl.h"
 #include "testutil.h"
+#include "trace.h"
 
 #define EPS 1e-9
 
@@ -339,6 +340,145 @@ START_TEST(deterministic_and_conserving)
 }
 END_TEST
 
+/* ---- the files ------------------------------------------------------------ */
+
+static const char profiles_csv[] =
+	"# origin: a comment line\n"
+	"model,schedule,compute_s,comm_s,mem_gb,iter_mult\n"
+	"spb,half,0.7,0.5,7,1.2\n"
+	"spb,full,1.0,1.0,10,1\n"
+	"\n"
+	"small, full ,0.25,0,1,1\r\n";
+
+START_TEST(profiles_parse)
+{
+	cl_model *m;
+	int n;
+	char err[SL_ERR_LEN];
+	ck_assert_int_eq(cl_profiles_parse(profiles_csv, strlen(profiles_csv), "p.csv", &m, &n, err), 0);
+	ck_assert_int_eq(n, 2);
+	/* full moves first, whatever the file's order */
+	ck_assert_str_eq(m[0].name, "spb");
+	ck_assert_int_eq(m[0].n_sched, 2);
+	ck_assert_str_eq(m[0].sched[0].name, "full");
+	ck_assert_str_eq(m[0].sched[1].name, "half");
+	ck_assert(m[0].sched[1].iter_mult == 1.2 && m[0].sched[1].mem_gb == 7);
+	ck_assert_str_eq(m[1].name, "small");
+	ck_assert(m[1].sched[0].compute_s == 0.25);
+	free(m);
+	const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"model,schedule,compute_s,comm_s,mem_gb\n", "p.csv:1: missing column \"iter_mult\""},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,half,1,0,1,2\n",
+		 "p.csv: model x has no \"full\" schedule"},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,full,1,0,1,1\nx,full,1,0,1,1\n",
+		 "p.csv:3: model x: schedule \"full\" given twice"},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,full,1s,0,1,1\n",
+		 "p.csv:2: compute_s: expected a number, got \"1s\""},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,full,1,0,1,1.5\n",
+		 "p.csv:2: iter_mult: full backprop's is 1"},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,full,0,0,1,1\n",
+		 "p.csv:2: compute_s, comm_s: must be >= 0 with a positive sum"},
+		{"model,schedule,compute_s,comm_s,mem_gb,iter_mult\nx,full,1,0,1\n",
+		 "p.csv:2: iter_mult: missing"},
+		{"# nothing\n", "p.csv: no header row"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_lt(cl_profiles_parse(bad[i].text, strlen(bad[i].text), "p.csv", &m, &n, err), 0);
+		ck_assert_str_eq(err, bad[i].want);
+	}
+}
+END_TEST
+
+START_TEST(jobs_parse)
+{
+	cl_model *m;
+	int nm;
+	char err[SL_ERR_LEN];
+	ck_assert_int_eq(cl_profiles_parse(profiles_csv, strlen(profiles_csv), "p.csv", &m, &nm, err), 0);
+	/* columns in any order; a duration becomes iterations at full speed */
+	const char *t = "model,num_gpus,arrival_s,job_id,duration_s,iters_full,extra\n"
+			"spb,2,0.5,7,,12,x\n"
+			"small,1,3,8,10.1,,\n";
+	cl_job *j;
+	size_t n;
+	ck_assert_msg(cl_jobs_parse(t, strlen(t), "j.csv", m, nm, 4, &j, &n, err) == 0, "%s", err);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(j[0].id == 7 && j[0].gpus == 2 && j[0].arrival == 0.5 && j[0].iters == 12 &&
+		  j[0].model == 0 && j[0].batch == 64);
+	ck_assert(j[1].model == 1 && j[1].iters == 40); /* 10.1 s / 0.25 s */
+	free(j);
+	const struct {
+		const char *text, *want;
+	} bad[] = {
+		{"job_id,arrival_s,model,iters_full\n", "j.csv:1: missing column \"num_gpus\""},
+		{"job_id,arrival_s,num_gpus,model\n",
+		 "j.csv:1: missing column \"iters_full\" (or \"duration_s\")"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,spb,10\n2,-1,1,spb,10\n",
+		 "j.csv:3: arrival_s: must be >= 0"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,5,spb,10\n",
+		 "j.csv:2: num_gpus: 5, more than the cluster's 4"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1.5,spb,10\n",
+		 "j.csv:2: num_gpus: expected a whole number >= 1"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,resnet,10\n",
+		 "j.csv:2: model: \"resnet\" is not in the profiles"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,spb,0\n",
+		 "j.csv:2: iters_full: must be positive"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,spb\n", "j.csv:2: iters_full: missing"},
+		{"job_id,job_id,arrival_s,num_gpus,model,iters_full\n", "j.csv: the header names \"job_id\" twice"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_lt(cl_jobs_parse(bad[i].text, strlen(bad[i].text), "j.csv", m, nm, 4, &j,
+					       &n, err), 0);
+		ck_assert_str_eq(err, bad[i].want);
+	}
+	free(m);
+}
+END_TEST
+
+START_TEST(synthetic_trace)
+{
+	/* the same seed, the same trace; Gavel's mix of GPU counts; arrivals
+	 * at the rate asked; a written trace reads back the same */
+	cl_model *m;
+	int nm;
+	char err[SL_ERR_LEN];
+	ck_assert_int_eq(cl_profiles_parse(profiles_csv, strlen(profiles_csv), "p.csv", &m, &nm, err), 0);
+	cl_synth p = {.n = 20000, .jobs_per_hour = 60, .max_gpus = 64, .seed = 9};
+	cl_job *a, *b;
+	ck_assert_int_eq(cl_jobs_synth(&p, m, nm, &a, err), 0);
+	ck_assert_int_eq(cl_jobs_synth(&p, m, nm, &b, err), 0);
+	ck_assert(memcmp(a, b, sizeof(cl_job) * (size_t)p.n) == 0);
+	long g[9] = {0};
+	for (long i = 0; i < p.n; i++) {
+		ck_assert(a[i].gpus == 1 || a[i].gpus == 2 || a[i].gpus == 4 || a[i].gpus == 8);
+		g[a[i].gpus]++;
+		ck_assert(i == 0 || a[i].arrival >= a[i - 1].arrival);
+	}
+	ck_assert(labs(g[1] - 14000) < 400 && labs(g[2] - 2000) < 250 && labs(g[4] - 3000) < 300);
+	double hours = a[p.n - 1].arrival / 3600;
+	ck_assert_msg(fabs(p.n / hours - 60) < 2, "%.2f jobs per hour", p.n / hours);
+	char *text;
+	size_t len;
+	FILE *f = open_memstream(&text, &len);
+	ck_assert_int_eq(cl_jobs_write(f, a, (size_t)p.n, m), 0);
+	fclose(f);
+	cl_job *c;
+	size_t n;
+	ck_assert_msg(cl_jobs_parse(text, len, "w.csv", m, nm, 0, &c, &n, err) == 0, "%s", err);
+	ck_assert_uint_eq(n, (size_t)p.n);
+	for (long i = 0; i < p.n; i++)
+		ck_assert(c[i].id == a[i].id && c[i].gpus == a[i].gpus && c[i].model == a[i].model &&
+			  c[i].iters == a[i].iters && fabs(c[i].arrival - a[i].arrival) < 1e-9);
+	free(text);
+	free(a);
+	free(b);
+	free(c);
+	free(m);
+}
+END_TEST
+
 static Suite *
 cluster_suite(void)
 {
@@ -352,6 +492,9 @@ cluster_suite(void)
 	tcase_add_test(tc, restarts_cost_time_and_pairs_split);
 	tcase_add_test(tc, bad_input_names_the_job_and_field);
 	tcase_add_test(tc, deterministic_and_conserving);
+	tcase_add_test(tc, profiles_parse);
+	tcase_add_test(tc, jobs_parse);
+	tcase_add_test(tc, synthetic_trace);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,0 +1,383 @@
+/* cmd_cluster.c - `stalelab cluster`: the cluster simulator from the
+ * command line (engine/cluster/, docs/cluster.md). `cluster --trace F
+ * --profiles P --gpus N --policy X|all` runs a trace and prints each
+ * policy's summary, with its gain over fifo; --out DIR also writes
+ * summary.csv, jobs_POLICY.csv and timeline_POLICY.csv. `cluster synth`
+ * writes a seeded synthetic trace. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "cluster.h"
+#include "dataset.h"
+#include "sl.h"
+#include "trace.h"
+
+static const char cluster_usage[] =
+	"Usage: stalelab cluster --trace JOBS.csv --profiles PROFILES.csv --gpus N [OPTIONS]\n"
+	"       stalelab cluster synth --profiles PROFILES.csv --jobs N --rate R --gpus N\n"
+	"                              [--seed S] [--batch B] > JOBS.csv\n"
+	"\n"
+	"Simulate a GPU cluster running a trace of training jobs under a scheduling\n"
+	"policy, partial backpropagation (JigSaw-style) among the choices: exact\n"
+	"events, the same result for the same inputs. Prints each policy's average,\n"
+	"median and p95 job completion time, makespan, GPU allocation and compute\n"
+	"utilisation, useful samples per GPU-hour, preemptions, and its gain over\n"
+	"fifo (fifo's makespan over its own). docs/cluster.md has the model, the\n"
+	"files' columns and the policies.\n"
+	"\n"
+	"  -t, --trace FILE       the jobs: job_id,arrival_s,num_gpus,model,\n"
+	"                         [batch_size,]iters_full (or duration_s)\n"
+	"  -p, --profiles FILE    each model's schedules: model,schedule,compute_s,\n"
+	"                         comm_s,mem_gb,iter_mult (a \"full\" row each)\n"
+	"  -g, --gpus N           the cluster's GPUs\n"
+	"  -P, --policy NAME      fifo | srtf | las | gandiva | jigsaw | all\n"
+	"                         (default all)\n"
+	"  -m, --gpu-mem-gb X     one GPU's memory (default 80)\n"
+	"      --spb best|off     best: every policy runs each job under its best\n"
+	"                         schedule alone (jigsaw always chooses; default off)\n"
+	"      --restart-s X      a preempted job's restart time (default 0)\n"
+	"      --las-thresholds L las's queue thresholds, GPU-seconds, rising,\n"
+	"                         comma-separated (default 3600,57600)\n"
+	"  -o, --out DIR          also write summary.csv, jobs_POLICY.csv and\n"
+	"                         timeline_POLICY.csv there\n"
+	"  -h, --help             this text\n"
+	"\n"
+	"synth: N jobs with Poisson arrivals at R jobs per hour, Gavel's durations\n"
+	"(80%: 60 x 10^U(1.5,3) s, 20%: 60 x 10^U(3,4) s) and GPU counts (1, 2, 4, 8\n"
+	"at 70, 10, 15, 5%, at most --gpus), each of a model of the profiles drawn\n"
+	"uniformly, its iterations its duration at full backprop; jobs.csv on stdout.\n";
+
+/* a whole file, or NULL with err naming it */
+static char *
+slurp(const char *path, size_t *len, char *err)
+{
+	uint8_t *b = NULL;
+	if (ds_read_file(path, (size_t)1 << 30, &b, len, err) < 0)
+		return NULL;
+	return (char *)b;
+}
+
+static int
+load_profiles(const char *path, cl_model **ms, int *n, char *err)
+{
+	size_t len;
+	char *t = slurp(path, &len, err);
+	if (!t)
+		return -1;
+	int rc = cl_profiles_parse(t, len, path, ms, n, err);
+	free(t);
+	return rc;
+}
+
+typedef struct tl {
+	FILE *f;
+} tl;
+
+static void
+on_tick(void *ud, double t, int free_gpus, int running, int queued)
+{
+	tl *x = ud;
+	if (x->f)
+		fprintf(x->f, "%.6f,%d,%d,%d\n", t, free_gpus, running, queued);
+}
+
+static FILE *
+open_out(const char *dir, const char *name, const char *policy, char *path, size_t cap)
+{
+	snprintf(path, cap, "%s/%s%s%s.csv", dir, name, policy ? "_" : "", policy ? policy : "");
+	return fopen(path, "w");
+}
+
+static int
+synth(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"profiles", required_argument, NULL, 'p'}, {"jobs", required_argument, NULL, 'n'},
+		{"rate", required_argument, NULL, 'r'},     {"gpus", required_argument, NULL, 'g'},
+		{"seed", required_argument, NULL, 's'},     {"batch", required_argument, NULL, 'b'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	const char *prof = NULL;
+	cl_synth p = {.n = 0, .jobs_per_hour = 0, .max_gpus = 0, .seed = 1};
+	unsigned long long u;
+	double d;
+	int opt;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":p:n:r:g:s:b:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'p': prof = optarg; break;
+		case 'n':
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 10000000)
+				goto bad_n;
+			p.n = (long)u;
+			break;
+		case 'r':
+			if (cli_double(optarg, &d) < 0 || !(d > 0))
+				goto bad_rate;
+			p.jobs_per_hour = d;
+			break;
+		case 'g':
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000)
+				goto bad_gpus;
+			p.max_gpus = (int)u;
+			break;
+		case 's':
+			if (cli_u64(optarg, &u) < 0) {
+				fprintf(stderr, "stalelab cluster synth: --seed: expected an integer >= 0\n");
+				return 2;
+			}
+			p.seed = u;
+			break;
+		case 'b':
+			if (cli_double(optarg, &d) < 0 || !(d > 0)) {
+				fprintf(stderr, "stalelab cluster synth: --batch: expected a number > 0\n");
+				return 2;
+			}
+			p.batch = d;
+			break;
+		case 'h': fputs(cluster_usage, stdout); return 0;
+		default: return cli_bad_option("cluster synth", opt, argv);
+		}
+	}
+	if (!prof || !p.n || !p.jobs_per_hour || !p.max_gpus) {
+		fprintf(stderr, "stalelab cluster synth: needs --profiles, --jobs, --rate and --gpus\n");
+		return 2;
+	}
+	char err[SL_ERR_LEN];
+	cl_model *ms = NULL;
+	int nm = 0;
+	cl_job *js = NULL;
+	if (load_profiles(prof, &ms, &nm, err) < 0 || cl_jobs_synth(&p, ms, nm, &js, err) < 0) {
+		fprintf(stderr, "stalelab cluster synth: %s\n", err);
+		free(ms);
+		return 2;
+	}
+	printf("# stalelab cluster synth --jobs %ld --rate %g --gpus %d --seed %llu (profiles %s)\n",
+	       p.n, p.jobs_per_hour, p.max_gpus, p.seed, prof);
+	int rc = cl_jobs_write(stdout, js, (size_t)p.n, ms);
+	free(js);
+	free(ms);
+	return rc < 0 ? 1 : 0;
+bad_n:
+	fprintf(stderr, "stalelab cluster synth: --jobs: expected 1 to 10000000\n");
+	return 2;
+bad_rate:
+	fprintf(stderr, "stalelab cluster synth: --rate: expected jobs per hour > 0\n");
+	return 2;
+bad_gpus:
+	fprintf(stderr, "stalelab cluster synth: --gpus: expected 1 to 1000000\n");
+	return 2;
+}
+
+static int
+parse_thresholds(const char *s, cl_config *c)
+{
+	char buf[256], *save = NULL;
+	snprintf(buf, sizeof(buf), "%s", s);
+	c->n_thresholds = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		double d;
+		if (c->n_thresholds == CL_MAX_THRESHOLDS || cli_double(t, &d) < 0 || !(d > 0) ||
+		    (c->n_thresholds && d <= c->thresholds[c->n_thresholds - 1]))
+			return -1;
+		c->thresholds[c->n_thresholds++] = d;
+	}
+	return c->n_thresholds ? 0 : -1;
+}
+
+/* one policy over a copy of the trace; its summary line, files */
+static int
+simulate(const cl_config *c, const cl_model *ms, int nm, const cl_job *trace, size_t n,
+	 const char *out, cl_summary *sum, char *err)
+{
+	cl_job *js = malloc(sizeof(cl_job) * (n ? n : 1));
+	if (!js)
+		return sl_fail(err, SL_ENOMEM, "out of memory for the trace");
+	memcpy(js, trace, sizeof(cl_job) * n);
+	char path[4200];
+	tl t = {NULL};
+	const char *pn = cl_policy_name(c->policy);
+	if (out && !(t.f = open_out(out, "timeline", pn, path, sizeof(path)))) {
+		free(js);
+		return sl_fail(err, SL_EIO, "cannot write %s", path);
+	}
+	if (t.f)
+		fprintf(t.f, "t,free_gpus,running,queued\n");
+	int rc = cl_simulate(c, ms, nm, js, n, sum, on_tick, &t, err);
+	if (t.f)
+		fclose(t.f);
+	if (rc == 0 && out) {
+		FILE *f = open_out(out, "jobs", pn, path, sizeof(path));
+		if (!f) {
+			rc = sl_fail(err, SL_EIO, "cannot write %s", path);
+		} else {
+			fprintf(f, "job_id,arrival_s,num_gpus,model,first_start_s,finish_s,jct_s,"
+				   "queue_delay_s,gpu_s,compute_gpu_s,preemptions,schedule\n");
+			for (size_t i = 0; i < n; i++) {
+				const cl_job *j = &js[i];
+				fprintf(f, "%ld,%.6f,%d,%s,%.6f,%.6f,%.6f,%.6f,%.3f,%.3f,%d,%s\n", j->id,
+					j->arrival, j->gpus, ms[j->model].name, j->first_start, j->finish,
+					j->finish - j->arrival, j->first_start - j->arrival, j->alloc_gpu_s,
+					j->compute_gpu_s, j->preemptions,
+					ms[j->model].sched[j->last_sched].name);
+			}
+			if (fclose(f) != 0)
+				rc = sl_fail(err, SL_EIO, "cannot write %s", path);
+		}
+	}
+	free(js);
+	return rc;
+}
+
+int
+cmd_cluster(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "synth"))
+		return synth(argc - 1, argv + 1);
+	static const struct option opts[] = {
+		{"trace", required_argument, NULL, 't'},    {"profiles", required_argument, NULL, 'p'},
+		{"gpus", required_argument, NULL, 'g'},     {"policy", required_argument, NULL, 'P'},
+		{"gpu-mem-gb", required_argument, NULL, 'm'}, {"spb", required_argument, NULL, 'S'},
+		{"restart-s", required_argument, NULL, 'R'}, {"las-thresholds", required_argument, NULL, 'T'},
+		{"out", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *trace = NULL, *prof = NULL, *out = NULL;
+	cl_config c = {.gpus = 0, .gpu_mem_gb = 80, .n_thresholds = 2, .thresholds = {3600, 57600}};
+	int only = -1, opt;
+	unsigned long long u;
+	optind = 1;
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":t:p:g:P:m:o:h", opts, NULL)) != -1) {
+		switch (opt) {
+		case 't': trace = optarg; break;
+		case 'p': prof = optarg; break;
+		case 'o': out = optarg; break;
+		case 'g':
+			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {
+				fprintf(stderr, "stalelab cluster: --gpus: expected 1 to 1000000\n");
+				return 2;
+			}
+			c.gpus = (int)u;
+			break;
+		case 'P':
+			if (strcmp(optarg, "all") && (only = cl_policy_find(optarg)) < 0) {
+				fprintf(stderr, "stalelab cluster: --policy: unknown \"%s\" (expected fifo, "
+						"srtf, las, gandiva, jigsaw or all)\n", optarg);
+				return 2;
+			}
+			break;
+		case 'm':
+			if (cli_double(optarg, &c.gpu_mem_gb) < 0 || !(c.gpu_mem_gb > 0)) {
+				fprintf(stderr, "stalelab cluster: --gpu-mem-gb: expected a number > 0\n");
+				return 2;
+			}
+			break;
+		case 'S':
+			if (strcmp(optarg, "best") && strcmp(optarg, "off")) {
+				fprintf(stderr, "stalelab cluster: --spb: expected best or off\n");
+				return 2;
+			}
+			c.spb_best = !strcmp(optarg, "best");
+			break;
+		case 'R':
+			if (cli_double(optarg, &c.restart_s) < 0 || !(c.restart_s >= 0)) {
+				fprintf(stderr, "stalelab cluster: --restart-s: expected seconds >= 0\n");
+				return 2;
+			}
+			break;
+		case 'T':
+			if (parse_thresholds(optarg, &c) < 0) {
+				fprintf(stderr, "stalelab cluster: --las-thresholds: expected up to %d "
+						"rising GPU-second counts, comma-separated\n", CL_MAX_THRESHOLDS);
+				return 2;
+			}
+			break;
+		case 'h': fputs(cluster_usage, stdout); return 0;
+		default: return cli_bad_option("cluster", opt, argv);
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "stalelab cluster: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (!trace || !prof || !c.gpus) {
+		fprintf(stderr, "stalelab cluster: needs --trace, --profiles and --gpus "
+				"(stalelab cluster --help)\n");
+		return 2;
+	}
+	char err[SL_ERR_LEN];
+	cl_model *ms = NULL;
+	int nm = 0, code = 0;
+	cl_job *js = NULL;
+	size_t n = 0, len;
+	char *text = NULL;
+	if (load_profiles(prof, &ms, &nm, err) < 0 || !(text = slurp(trace, &len, err)) ||
+	    cl_jobs_parse(text, len, trace, ms, nm, c.gpus, &js, &n, err) < 0 ||
+	    cl_check(&c, ms, nm, js, n, err) < 0) {
+		fprintf(stderr, "stalelab cluster: %s\n", err);
+		code = 2;
+		goto done;
+	}
+	if (out && mkdir(out, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "stalelab cluster: --out %s: %s\n", out, strerror(errno));
+		code = 1;
+		goto done;
+	}
+	FILE *sf = NULL;
+	char path[4200];
+	if (out && !(sf = open_out(out, "summary", NULL, path, sizeof(path)))) {
+		fprintf(stderr, "stalelab cluster: cannot write %s\n", path);
+		code = 1;
+		goto done;
+	}
+	if (sf)
+		fprintf(sf, "policy,jobs,avg_jct_s,p50_jct_s,p95_jct_s,makespan_s,util_alloc,"
+			    "util_compute,samples_per_gpu_h,preemptions,gain_vs_fifo\n");
+	printf("%zu jobs on %d GPUs of %g GB (%s, %s)%s\n", n, c.gpus, c.gpu_mem_gb, trace, prof,
+	       c.spb_best ? ", every job under its best schedule" : "");
+	printf("%-8s %10s %10s %10s %11s %6s %6s %12s %7s %6s\n", "policy", "avg JCT s",
+	       "p50 s", "p95 s", "makespan s", "alloc", "comp", "samples/GPUh", "preempt",
+	       "gain");
+	double fifo_mk = 0;
+	for (int p = 0; p < CL_N_POLICIES; p++) {
+		/* fifo first: the baseline of every gain */
+		if (only >= 0 && p != only && p != CL_FIFO)
+			continue;
+		c.policy = (cl_policy)p;
+		cl_summary s;
+		if (simulate(&c, ms, nm, js, n, out, &s, err) < 0) {
+			fprintf(stderr, "stalelab cluster: %s\n", err);
+			code = err[0] && strstr(err, "job ") ? 2 : 1;
+			break;
+		}
+		if (p == CL_FIFO)
+			fifo_mk = s.makespan;
+		if (only >= 0 && p != only)
+			continue;
+		double gain = s.makespan > 0 ? fifo_mk / s.makespan - 1 : 0;
+		printf("%-8s %10.1f %10.1f %10.1f %11.1f %6.3f %6.3f %12.0f %7ld %+5.1f%%\n",
+		       cl_policy_name(c.policy), s.avg_jct, s.p50_jct, s.p95_jct, s.makespan,
+		       s.util_alloc, s.util_compute, s.samples_per_gpu_h, s.preemptions, 100 * gain);
+		if (sf)
+			fprintf(sf, "%s,%d,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.3f,%ld,%.6f\n",
+				cl_policy_name(c.policy), s.jobs, s.avg_jct, s.p50_jct, s.p95_jct,
+				s.makespan, s.util_alloc, s.util_compute, s.samples_per_gpu_h,
+				s.preemptions, gain);
+	}
+	if (sf && fclose(sf) != 0) {
+		fprintf(stderr, "stalelab cluster: cannot write %s\n", path);
+		code = 1;
+	}
+done:
+	free(text);
+	free(js);
+	free(ms);
+	return code;
+}

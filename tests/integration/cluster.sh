@@ -1,0 +1,66 @@
+#!/bin/sh
+# Integration tests of `stalelab cluster` as a user runs it: the
+# hand-computed trace T3 (docs/cluster.md) through the command line, its
+# files, a synthetic trace (the same seed, the same bytes), and bad input
+# named by file, line and field with exit status 2.
+. "$(dirname "$0")/lib.inc"
+SL=${1:-build/stalelab}
+echo "integration: cluster"
+
+cat >"$TMP/prof.csv" <<'CSV'
+# T3's model: full backprop 1 s of compute and 1 of communication, half
+# backprop 0.7 and 0.5 s, 1.2 times the iterations
+model,schedule,compute_s,comm_s,mem_gb,iter_mult
+spb,full,1.0,1.0,10,1
+spb,half,0.7,0.5,7,1.2
+CSV
+printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,2,spb,10\n2,0,2,spb,10\n' >"$TMP/t3.csv"
+
+expect_exit 0 "T3, every policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -o "$TMP/out"
+expect_grep '^fifo +30\.0 +20\.0 +40\.0 +40\.0 +1\.000 +0\.500 ' "fifo: 30 s on average, 40 s makespan" "$LAST_OUT"
+expect_grep '^gandiva +30\.0 .* \+0\.0%$' "gandiva cannot pack (10 + 10 GB > 16)" "$LAST_OUT"
+expect_grep '^jigsaw +16\.8 +16\.8 +16\.8 +16\.8 +2\.000 +1\.000 .* \+138\.1%$' "jigsaw packs two halves: 16.8 s, +138%" "$LAST_OUT"
+for f in summary jobs_fifo jobs_jigsaw timeline_jigsaw; do
+	[ -s "$TMP/out/$f.csv" ] && ok "--out wrote $f.csv" || bad "--out wrote $f.csv" "$(ls "$TMP/out")"
+done
+expect_grep '^jigsaw,2,16\.8' "summary.csv has jigsaw's row" "$(cat "$TMP/out/summary.csv")"
+expect_grep '^2,0\.000000,2,spb,0\.000000,16\.800000,16\.800000,0\.000000,.*,0,half$' \
+	"jobs_jigsaw.csv: J2 ran half backprop, done at 16.8" "$(cat "$TMP/out/jobs_jigsaw.csv")"
+
+expect_exit 0 "--policy gandiva --spb best" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -P gandiva --spb best
+expect_grep '^gandiva +16\.8 ' "gandiva with each job's best schedule packs the halves" "$LAST_OUT"
+[ "$(printf '%s\n' "$LAST_OUT" | grep -c '^jigsaw')" -eq 0 ] && ok "--policy prints that policy alone (fifo runs unseen: the gain's baseline)" || bad "--policy gandiva printed jigsaw" "$LAST_OUT"
+
+# a synthetic trace: the same seed, the same file; another seed, another
+"$SL" cluster synth -p "$TMP/prof.csv" --jobs 300 --rate 40 --gpus 16 --seed 5 >"$TMP/a.csv"
+"$SL" cluster synth -p "$TMP/prof.csv" --jobs 300 --rate 40 --gpus 16 --seed 5 >"$TMP/b.csv"
+"$SL" cluster synth -p "$TMP/prof.csv" --jobs 300 --rate 40 --gpus 16 --seed 6 >"$TMP/c.csv"
+cmp -s "$TMP/a.csv" "$TMP/b.csv" && ok "synth: the same seed, the same trace" || bad "synth: the same seed, the same trace"
+cmp -s "$TMP/a.csv" "$TMP/c.csv" && bad "synth: another seed, the same trace" || ok "synth: another seed, another trace"
+[ "$(grep -c '^[0-9]' "$TMP/a.csv")" -eq 300 ] && ok "synth: 300 jobs" || bad "synth: 300 jobs" "$(head -3 "$TMP/a.csv")"
+expect_exit 0 "the synthetic trace on 16 GPUs" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16
+run1=$LAST_OUT
+expect_exit 0 "... again" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16
+[ "$run1" = "$LAST_OUT" ] && ok "a simulation is deterministic" || bad "two runs differ" "$run1"
+
+# bad input: the file, the line and the field; exit status 2
+printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,2,spb,10\n2,-5,1,spb,3\n' >"$TMP/neg.csv"
+expect_exit 2 "a negative arrival" "$SL" cluster -t "$TMP/neg.csv" -p "$TMP/prof.csv" -g 2 -m 16
+expect_grep 'neg\.csv:3: arrival_s: must be >= 0' "... names line 3 and arrival_s" "$LAST_OUT"
+printf 'job_id,arrival_s,model,iters_full\n1,0,spb,10\n' >"$TMP/col.csv"
+expect_exit 2 "a missing column" "$SL" cluster -t "$TMP/col.csv" -p "$TMP/prof.csv" -g 2 -m 16
+expect_grep 'col\.csv:1: missing column "num_gpus"' "... names the column" "$LAST_OUT"
+printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,4,spb,10\n' >"$TMP/big.csv"
+expect_exit 2 "more GPUs than the cluster has" "$SL" cluster -t "$TMP/big.csv" -p "$TMP/prof.csv" -g 2 -m 16
+expect_grep "big\.csv:2: num_gpus: 4, more than the cluster's 2" "... names the line" "$LAST_OUT"
+expect_exit 2 "a model that does not fit a GPU" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 8
+expect_grep "model spb, schedule full: mem_gb 10 does not fit a GPU's 8" "... names model and schedule" "$LAST_OUT"
+expect_exit 2 "an unknown policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -P lifo
+expect_grep 'unknown "lifo" \(expected fifo, srtf, las, gandiva, jigsaw or all\)' "... lists the policies" "$LAST_OUT"
+expect_exit 2 "no trace" "$SL" cluster -p "$TMP/prof.csv" -g 2
+expect_exit 2 "a missing file" "$SL" cluster -t "$TMP/none.csv" -p "$TMP/prof.csv" -g 2
+expect_grep 'none\.csv' "... names it" "$LAST_OUT"
+expect_exit 0 "--help" "$SL" cluster --help
+expect_grep 'synth' "--help shows synth" "$LAST_OUT"
+
+finish cluster

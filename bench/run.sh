@@ -126,6 +126,9 @@ echo
 echo "== the virtual clock against real links (bench/vclock.py; as root with network namespaces) =="
 python3 bench/vclock.py "$SL" --rounds "${ROUNDS:-3}" --seconds 15
 echo
+echo "== the cluster simulator's speed (bench/cluster.sh) =="
+sh bench/cluster.sh "$build"
+echo
 echo "== the sweep runner: 100 cells of 10 updates each (bench/configs/sweep-tiny.json) =="
 for j in 1 2; do
 	rm -rf "$out/sweep-tiny-$j"

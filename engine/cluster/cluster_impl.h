@@ -1,5 +1,14 @@
 /* cluster_impl.h - the simulator's state, shared by sim.c (events, time,
- * accounting) and policy.c (the decisions); included nowhere else. */
+ * accounting) and policy.c (the decisions, the waiting queue); included
+ * nowhere else.
+ *
+ * Each event costs time in the running jobs (at most two a GPU) and in the
+ * waiting jobs the policy looks at, never in all the jobs that wait: those
+ * sit in a heap ordered by the policy's key (arrival for fifo, gandiva and
+ * jigsaw; remaining time for srtf; queue, then arrival, for las). A waiting
+ * job's key does not change while it waits, so the heap stays valid; a job
+ * that leaves the queue leaves a stale entry behind, told apart by its
+ * generation and dropped when it comes up. */
 #ifndef SL_CLUSTER_IMPL_H
 #define SL_CLUSTER_IMPL_H
 
@@ -18,6 +27,8 @@ typedef struct jstate {
 	double warm_until;  /* a restart: no progress before */
 	double attained;    /* GPU-seconds run (las) */
 	int ran;            /* has run before (a start after it is a restart) */
+	unsigned gen;       /* its current entry in the waiting heap */
+	int planned;        /* in the plan being made */
 } jstate;
 
 /* one entry of a plan: a job alone, or two sharing their GPUs */
@@ -25,17 +36,30 @@ typedef struct cl_group {
 	int n, job[2], sched[2];
 } cl_group;
 
+/* an entry of the waiting heap: the job, its key when it was queued */
+typedef struct wq_ent {
+	double k1, arrival;
+	long id;
+	int j;
+	unsigned gen;
+} wq_ent;
+
 typedef struct sim {
 	const cl_config *c;
 	const cl_model *models;
 	cl_job *jobs;
 	size_t n_jobs;
 	jstate *js;
-	int *active;        /* arrived, not done, in (arrival, id) order */
-	size_t n_active;
+	int *run;           /* the running jobs (srtf, las: in key order) */
+	size_t n_run;
+	wq_ent *heap;       /* the waiting jobs, by the policy's key */
+	size_t n_heap, cap_heap;
+	size_t n_waiting;   /* live entries */
+	wq_ent *back;       /* looked at, not started: back in after the plan */
+	size_t n_back;
+	int failed;         /* out of memory growing the heap */
 	int free_gpus;
 	double t;
-	struct cl_keyed *keys; /* n_jobs of policy_scratch_size() */
 	/* the plan being made (policy.c) */
 	cl_group *plan;
 	int n_plan;
@@ -47,8 +71,8 @@ typedef struct sim {
 /* Fill s->plan (every job that runs from now, and its schedule) from the
  * current state. */
 void policy_decide(sim *s);
-/* the bytes per job of sim.keys */
-size_t policy_scratch_size(void);
+/* queue waiting job j under the policy's key (arrival, a preemption) */
+void wait_push(sim *s, int j);
 
 /* the seconds of one iteration of job j's schedule k alone */
 double sched_time(const sim *s, int j, int k);

@@ -93,24 +93,31 @@ plan_add(sim *s, int j, int k)
 	g->sched[0] = k;
 	g->job[1] = g->sched[1] = -1;
 	s->plan_free -= s->jobs[j].gpus;
+	s->js[j].planned = 1;
+}
+
+/* j joins plan entry g, sharing its GPUs */
+static void
+plan_join(sim *s, cl_group *g, int j, int k)
+{
+	g->n = 2;
+	g->job[1] = j;
+	g->sched[1] = k;
+	s->js[j].planned = 1;
 }
 
 /* the running jobs as they are, packed pairs together */
 static void
 plan_keep_running(sim *s)
 {
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
+	for (size_t i = 0; i < s->n_run; i++) {
+		int j = s->run[i];
 		const jstate *x = &s->js[j];
-		if (x->st != JS_RUNNING || (x->partner >= 0 && x->partner < j))
+		if (x->partner >= 0 && x->partner < j)
 			continue; /* a pair is entered once, by its lower index */
 		plan_add(s, j, x->sched);
-		if (x->partner >= 0) {
-			cl_group *g = &s->plan[s->n_plan - 1];
-			g->n = 2;
-			g->job[1] = x->partner;
-			g->sched[1] = s->js[x->partner].sched;
-		}
+		if (x->partner >= 0)
+			plan_join(s, &s->plan[s->n_plan - 1], x->partner, s->js[x->partner].sched);
 	}
 }
 
@@ -167,12 +174,119 @@ pack(sim *s, int j)
 	if (at < 0)
 		return 0;
 	cl_group *g = &s->plan[at];
-	g->n = 2;
 	g->sched[0] = ka;
-	g->job[1] = j;
-	g->sched[1] = kb;
+	plan_join(s, g, j, kb);
 	return 1;
 }
+
+/* ---- the waiting heap --------------------------------------------------- */
+
+/* the policy's key of job j as it is now: srtf its remaining time alone at
+ * full backprop, las its queue, fifo and the packers none (arrival order) */
+static int
+queue_of(const sim *s, double attained)
+{
+	int q = 0;
+	while (q < s->c->n_thresholds && attained >= s->c->thresholds[q] - 1e-9)
+		q++;
+	return q;
+}
+
+static double
+key_of(const sim *s, int j)
+{
+	if (s->c->policy == CL_SRTF)
+		return s->js[j].remaining * sched_time(s, j, 0) * mult(s, j, 0);
+	if (s->c->policy == CL_LAS)
+		return queue_of(s, s->js[j].attained);
+	return 0;
+}
+
+static int
+before(const wq_ent *a, const wq_ent *b)
+{
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1;
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival;
+	return a->id < b->id;
+}
+
+static void
+heap_push(sim *s, wq_ent e)
+{
+	if (s->n_heap == s->cap_heap) {
+		size_t cap = s->cap_heap ? 2 * s->cap_heap : 1024;
+		wq_ent *h = realloc(s->heap, sizeof(wq_ent) * cap);
+		if (!h) {
+			s->failed = 1;
+			return;
+		}
+		s->heap = h;
+		s->cap_heap = cap;
+	}
+	size_t i = s->n_heap++;
+	while (i && before(&e, &s->heap[(i - 1) / 2])) {
+		s->heap[i] = s->heap[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	s->heap[i] = e;
+}
+
+static wq_ent
+heap_pop(sim *s)
+{
+	wq_ent top = s->heap[0], last = s->heap[--s->n_heap];
+	size_t i = 0, n = s->n_heap;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c]))
+			c++;
+		if (!before(&s->heap[c], &last))
+			break;
+		s->heap[i] = s->heap[c];
+		i = c;
+	}
+	if (n)
+		s->heap[i] = last;
+	return top;
+}
+
+void
+wait_push(sim *s, int j)
+{
+	jstate *x = &s->js[j];
+	x->st = JS_WAITING;
+	x->planned = 0;
+	x->gen++;
+	s->n_waiting++;
+	heap_push(s, (wq_ent){key_of(s, j), s->jobs[j].arrival, s->jobs[j].id, j, x->gen});
+}
+
+/* the first waiting job in key order, taken off the heap (the caller
+ * starts it or puts it back); 0 when none waits */
+static int
+wait_next(sim *s, wq_ent *e)
+{
+	while (s->n_heap) {
+		*e = heap_pop(s);
+		const jstate *x = &s->js[e->j];
+		if (x->st == JS_WAITING && x->gen == e->gen)
+			return 1; /* else stale: the job left the queue */
+	}
+	return 0;
+}
+
+/* looked at and not started: back in once the plan is made */
+static void
+put_back(sim *s, const wq_ent *e)
+{
+	s->back[s->n_back++] = *e;
+}
+
+/* ---- the decisions ----------------------------------------------------- */
 
 /* fifo, gandiva, jigsaw: the running jobs stay; waiting ones start in
  * arrival order while they fit (or pack), and the first that cannot
@@ -184,96 +298,75 @@ in_order(sim *s)
 	if (s->c->policy == CL_JIGSAW)
 		for (int i = 0; i < s->n_plan; i++)
 			rechoose(s, &s->plan[i]);
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
-		if (s->js[j].st != JS_WAITING)
-			continue;
-		if (s->jobs[j].gpus <= s->plan_free)
+	wq_ent e;
+	while (wait_next(s, &e)) {
+		int j = e.j;
+		if (s->jobs[j].gpus <= s->plan_free) {
 			plan_add(s, j, alone_sched(s, j));
-		else if (s->c->policy == CL_FIFO || !pack(s, j))
+		} else if (s->c->policy == CL_FIFO || !pack(s, j)) {
+			put_back(s, &e);
 			break;
-	}
-}
-
-/* ---- the preemptive ones: a fresh plan from every active job ----------- */
-
-struct cl_keyed {
-	double k1, k2;
-	double arrival;
-	long id;
-	int j;
-};
-typedef struct cl_keyed keyed;
-
-size_t
-policy_scratch_size(void)
-{
-	return sizeof(keyed);
-}
-
-static int
-cmp_keyed(const void *pa, const void *pb)
-{
-	const keyed *a = pa, *b = pb;
-	if (a->k1 != b->k1)
-		return a->k1 < b->k1 ? -1 : 1;
-	if (a->k2 != b->k2)
-		return a->k2 < b->k2 ? -1 : 1;
-	if (a->arrival != b->arrival)
-		return a->arrival < b->arrival ? -1 : 1;
-	return (a->id > b->id) - (a->id < b->id);
-}
-
-static int
-queue_of(const sim *s, double attained)
-{
-	int q = 0;
-	while (q < s->c->n_thresholds && attained >= s->c->thresholds[q] - 1e-9)
-		q++;
-	return q;
-}
-
-static void
-by_key(sim *s, keyed *ks)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
-		const jstate *x = &s->js[j];
-		keyed *k = &ks[n++];
-		k->j = j;
-		k->arrival = s->jobs[j].arrival;
-		k->id = s->jobs[j].id;
-		if (s->c->policy == CL_SRTF) { /* its remaining time alone, at full */
-			k->k1 = x->remaining * sched_time(s, j, 0) * mult(s, j, 0);
-			k->k2 = 0;
-		} else { /* las: the queue, then arrival order within it */
-			k->k1 = queue_of(s, x->attained);
-			k->k2 = 0;
 		}
 	}
-	qsort(ks, n, sizeof(*ks), cmp_keyed);
-	for (size_t i = 0; i < n; i++) {
-		int j = ks[i].j;
+}
+
+/* srtf, las: a fresh plan in key order from the running jobs (sorted now:
+ * their keys move as they run) and the waiting ones (the heap), merged */
+static void
+by_key(sim *s)
+{
+	const int strict = s->c->policy == CL_SRTF;
+	/* the running jobs' keys, sorted by insertion: nearly in order already */
+	size_t nr = s->n_run;
+	for (size_t i = 0; i < nr; i++) {
+		wq_ent r = {key_of(s, s->run[i]), s->jobs[s->run[i]].arrival,
+			    s->jobs[s->run[i]].id, s->run[i], 0};
+		size_t k = i;
+		while (k && before(&r, &s->back[k - 1])) {
+			s->back[k] = s->back[k - 1];
+			k--;
+		}
+		s->back[k] = r;
+	}
+	/* the sorted running jobs sit at the top of back[], above room for
+	 * the waiting ones looked at */
+	wq_ent *run = s->back + s->n_jobs;
+	memcpy(run, s->back, sizeof(wq_ent) * nr);
+	size_t i = 0;
+	wq_ent e;
+	int have = wait_next(s, &e);
+	while ((i < nr || have) && s->plan_free > 0) {
+		int from_run = i < nr && (!have || !before(&e, &run[i]));
+		const wq_ent *x = from_run ? &run[i] : &e;
+		int j = x->j;
 		if (s->jobs[j].gpus <= s->plan_free)
 			plan_add(s, j, alone_sched(s, j));
-		else if (s->c->policy == CL_SRTF)
-			break; /* strict: it waits and blocks the longer ones */
-		/* las backfills: the next that fits runs */
+		else if (!from_run)
+			put_back(s, &e);
+		if (from_run) {
+			i++;
+		} else {
+			have = wait_next(s, &e);
+		}
+		if (!s->js[j].planned && strict)
+			break; /* it waits and blocks the longer ones */
 	}
+	if (have)
+		put_back(s, &e);
 }
 
 void
 policy_decide(sim *s)
 {
 	s->n_plan = 0;
+	s->n_back = 0;
 	s->plan_free = s->c->gpus;
-	switch (s->c->policy) {
-	case CL_SRTF:
-	case CL_LAS:
-		by_key(s, s->keys);
-		break;
-	default:
+	for (size_t i = 0; i < s->n_run; i++)
+		s->js[s->run[i]].planned = 0;
+	if (s->c->policy == CL_SRTF || s->c->policy == CL_LAS)
+		by_key(s);
+	else
 		in_order(s);
-	}
+	for (size_t i = 0; i < s->n_back; i++)
+		heap_push(s, s->back[i]);
 }

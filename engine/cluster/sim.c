@@ -108,11 +108,9 @@ set_rates(sim *s, const cl_group *g)
 static void
 advance(sim *s, double t)
 {
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
+	for (size_t i = 0; i < s->n_run; i++) {
+		int j = s->run[i];
 		jstate *x = &s->js[j];
-		if (x->st != JS_RUNNING)
-			continue;
 		const double g = s->jobs[j].gpus, dt = t - s->t;
 		double from = x->warm_until > s->t ? x->warm_until : s->t;
 		double run = t > from ? t - from : 0;
@@ -130,11 +128,9 @@ static double
 next_event(const sim *s, size_t next_arrival, const int *order)
 {
 	double tn = next_arrival < s->n_jobs ? s->jobs[order[next_arrival]].arrival : INFINITY;
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
+	for (size_t i = 0; i < s->n_run; i++) {
+		int j = s->run[i];
 		const jstate *x = &s->js[j];
-		if (x->st != JS_RUNNING)
-			continue;
 		double from = x->warm_until > s->t ? x->warm_until : s->t;
 		double tc = from + (x->remaining > 0 ? x->remaining : 0) / x->rate;
 		if (tc < tn)
@@ -160,15 +156,26 @@ next_event(const sim *s, size_t next_arrival, const int *order)
 static void
 apply_plan(sim *s)
 {
-	/* who runs, with whom, under what */
-	for (size_t i = 0; i < s->n_active; i++)
-		s->js[s->active[i]].partner = -2; /* not in the plan */
+	/* the running jobs the plan leaves out are preempted */
+	for (size_t i = 0; i < s->n_run; i++) {
+		int j = s->run[i];
+		if (!s->js[j].planned) {
+			s->jobs[j].preemptions++;
+			s->js[j].partner = -1;
+			wait_push(s, j);
+		}
+	}
+	/* who runs, with whom, under what: the plan's order */
+	s->n_run = 0;
+	int used = 0;
 	for (int p = 0; p < s->n_plan; p++) {
 		const cl_group *g = &s->plan[p];
 		for (int i = 0; i < g->n; i++) {
 			int j = g->job[i];
 			jstate *x = &s->js[j];
 			if (x->st != JS_RUNNING) { /* starts (again) */
+				if (x->st == JS_WAITING)
+					s->n_waiting--;
 				if (s->jobs[j].first_start < 0)
 					s->jobs[j].first_start = s->t;
 				if (x->ran)
@@ -178,22 +185,10 @@ apply_plan(sim *s)
 			}
 			x->sched = g->sched[i];
 			x->partner = g->n == 2 ? g->job[1 - i] : -1;
+			s->run[s->n_run++] = j;
 		}
+		used += s->jobs[g->job[0]].gpus;
 		set_rates(s, g);
-	}
-	int used = 0;
-	for (size_t i = 0; i < s->n_active; i++) {
-		int j = s->active[i];
-		jstate *x = &s->js[j];
-		if (x->partner == -2) {
-			if (x->st == JS_RUNNING) { /* preempted */
-				s->jobs[j].preemptions++;
-				x->st = JS_WAITING;
-			}
-			x->partner = -1;
-		} else if (x->partner < 0 || x->partner > j) {
-			used += s->jobs[j].gpus; /* a pair's GPUs once */
-		}
 	}
 	s->free_gpus = s->c->gpus - used;
 }
@@ -279,10 +274,10 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	size_t n = n_jobs ? n_jobs : 1;
 	int *order = malloc(sizeof(int) * n);
 	s.js = calloc(n, sizeof(jstate));
-	s.active = malloc(sizeof(int) * n);
+	s.run = malloc(sizeof(int) * n);
 	s.plan = malloc(sizeof(cl_group) * n);
-	s.keys = malloc(policy_scratch_size() * n);
-	if (!order || !s.js || !s.active || !s.plan || !s.keys) {
+	s.back = malloc(sizeof(wq_ent) * 2 * n);
+	if (!order || !s.js || !s.run || !s.plan || !s.back) {
 		rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for %zu jobs", n_jobs);
 		goto out;
 	}
@@ -297,50 +292,49 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	size_t next = 0;
 	long events = 0;
 	s.t = n_jobs ? jobs[order[0]].arrival : 0;
-	while (next < n_jobs || s.n_active) {
+	while (next < n_jobs || s.n_run || s.n_waiting) {
 		double tn = next_event(&s, next, order);
 		if (!isfinite(tn))
 			break; /* cannot happen after cl_check: every job fits alone */
 		advance(&s, tn);
 		/* completions, then arrivals (1e-9 relative: the same instant) */
 		size_t k = 0;
-		for (size_t i = 0; i < s.n_active; i++) {
-			int j = s.active[i];
+		for (size_t i = 0; i < s.n_run; i++) {
+			int j = s.run[i];
 			jstate *x = &s.js[j];
-			if (x->st == JS_RUNNING && x->remaining <= 1e-9 * jobs[j].iters) {
+			if (x->remaining <= 1e-9 * jobs[j].iters) {
 				x->st = JS_DONE;
 				x->remaining = 0;
 				jobs[j].finish = s.t;
 				jobs[j].last_sched = x->sched;
 				if (x->partner >= 0)
 					s.js[x->partner].partner = -1;
+				s.free_gpus += x->partner >= 0 ? 0 : jobs[j].gpus;
 				continue;
 			}
-			s.active[k++] = j;
+			s.run[k++] = j;
 		}
-		s.n_active = k;
-		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t)) {
-			int j = order[next++];
-			s.js[j].st = JS_WAITING;
-			s.active[s.n_active++] = j; /* arrival order: the list stays sorted */
-		}
+		s.n_run = k;
+		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t))
+			wait_push(&s, order[next++]);
 		policy_decide(&s);
 		apply_plan(&s);
-		events++;
-		if (tick) {
-			int run = 0, queued = 0;
-			for (size_t i = 0; i < s.n_active; i++)
-				s.js[s.active[i]].st == JS_RUNNING ? run++ : queued++;
-			tick(ud, s.t, s.free_gpus, run, queued);
+		if (s.failed) {
+			rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for the waiting jobs");
+			goto out;
 		}
+		events++;
+		if (tick)
+			tick(ud, s.t, s.free_gpus, (int)s.n_run, (int)s.n_waiting);
 	}
 	summarise(&s, out);
 	out->events = events;
 out:
 	free(order);
 	free(s.js);
-	free(s.active);
+	free(s.run);
 	free(s.plan);
-	free(s.keys);
+	free(s.back);
+	free(s.heap);
 	return rc;
 }

@@ -200,7 +200,7 @@ print_layers(model *m, double seconds, int team_threads)
 	int threads = team_threads;
 	for (int i = 0; i < m->n_layers; i++) {
 		const layer *l = &m->layers[i];
-		if (strcmp(l->ops->name, "conv2d"))
+		if (l->kind != LAYER_CONV)
 			continue;
 		if (sq == 0)
 			sq = backend_cpu_sgemm_gflops(1024, 1024, 1024, 1, seconds / 8);

@@ -20,7 +20,7 @@ dir_of() { for d in engine/*/ engine/ps/rules/; do [ -f "$d$1" ] && { echo "${d%
 may_use() {
 	f=$1; shift
 	out=""
-	for src in "$f"/*.c "$f"/*.h; do
+	for src in "$f"/*.c "$f"/*.h "$f"/*.cu "$f"/*.cuh; do
 		[ -f "$src" ] || continue
 		for h in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$src"); do
 			d=$(dir_of "$h")
@@ -38,10 +38,14 @@ may_use engine/data engine/base
 may_use engine/wire engine/base
 may_use engine/worker engine/base engine/nn engine/data
 may_use engine/ps engine/base engine/nn engine/ps/rules engine/run
+# the cluster simulator: pure arithmetic over its own types
+may_use engine/cluster engine/base
+# the cuda plugin: the backend table and nothing else of the engine
+may_use engine/cuda engine/nn
 may_use engine/ckpt engine/base engine/nn engine/data engine/ps engine/ps/rules engine/run
 
 for d in engine/*/ engine/ps/rules/; do
-	[ -n "$(ls "$d"*.c 2>/dev/null)" ] || [ -n "$(ls "$d"*.h 2>/dev/null)" ] || bad "$d is empty"
+	[ -n "$(ls "$d"*.c "$d"*.h "$d"*.cu "$d"*.cuh 2>/dev/null)" ] || bad "$d is empty"
 done
 foreign=$(grep -lE '#include [<"](microhttpd|jansson|nanomsg/[a-z]+|n?curses[w]?)\.h' engine/*/*.[ch] engine/ps/rules/*.[ch] 2>/dev/null)
 [ -z "$foreign" ] && ok "nothing in engine/ includes HTTP, JSON, the bus or curses" || bad "foreign headers in engine/" "$foreign"

@@ -29,6 +29,7 @@ typedef struct jstate {
 	int ran;            /* has run before (a start after it is a restart) */
 	unsigned gen;       /* its current entry in the waiting heap */
 	int planned;        /* in the plan being made */
+	int alone_again;    /* its partner finished: jigsaw re-chooses its schedule */
 } jstate;
 
 /* one entry of a plan: a job alone, or two sharing their GPUs */

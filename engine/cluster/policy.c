@@ -295,9 +295,16 @@ static void
 in_order(sim *s)
 {
 	plan_keep_running(s);
+	/* a running group's schedules were the best for it when it formed
+	 * (the profiles do not change); a job whose partner finished is a
+	 * new group of one */
 	if (s->c->policy == CL_JIGSAW)
-		for (int i = 0; i < s->n_plan; i++)
-			rechoose(s, &s->plan[i]);
+		for (int i = 0; i < s->n_plan; i++) {
+			cl_group *g = &s->plan[i];
+			if (g->n == 1 && s->js[g->job[0]].alone_again)
+				rechoose(s, g);
+			s->js[g->job[0]].alone_again = 0;
+		}
 	wq_ent e;
 	while (wait_next(s, &e)) {
 		int j = e.j;

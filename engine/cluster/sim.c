@@ -307,8 +307,10 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				x->remaining = 0;
 				jobs[j].finish = s.t;
 				jobs[j].last_sched = x->sched;
-				if (x->partner >= 0)
+				if (x->partner >= 0) {
 					s.js[x->partner].partner = -1;
+					s.js[x->partner].alone_again = 1;
+				}
 				s.free_gpus += x->partner >= 0 ? 0 : jobs[j].gpus;
 				continue;
 			}

@@ -183,7 +183,7 @@ backend_open(const char *device, int nthreads, backend **out, char *err)
 		if (classes[i]->probe(why)) {
 			rc = open_class(classes[i], nthreads, out, err);
 			if (rc == 0 && err)
-				snprintf(err, SL_ERR_LEN, "%s%s%s", note, note[0] ? "; using " : "",
+				snprintf(err, SL_ERR_LEN, "%.200s%s%s", note, note[0] ? "; using " : "",
 					 note[0] ? classes[i]->name : "");
 			return rc;
 		}

@@ -12,6 +12,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_cluster(int argc, char **argv);
+int cmd_cluster_profile(int argc, char **argv); /* `cluster profile` */
 
 /* Parse a whole string as a double / non-negative integer; 0 or -1. */
 int cli_double(const char *s, double *out);

@@ -21,6 +21,9 @@ static const char cluster_usage[] =
 	"Usage: stalelab cluster --trace JOBS.csv --profiles PROFILES.csv --gpus N [OPTIONS]\n"
 	"       stalelab cluster synth --profiles PROFILES.csv --jobs N --rate R --gpus N\n"
 	"                              [--seed S] [--batch B] > JOBS.csv\n"
+	"       stalelab cluster profile --model SPEC [OPTIONS] > PROFILES.csv\n"
+	"                              (a model's schedules measured by the engine;\n"
+	"                              cluster profile --help)\n"
 	"\n"
 	"Simulate a GPU cluster running a trace of training jobs under a scheduling\n"
 	"policy, partial backpropagation (JigSaw-style) among the choices: exact\n"
@@ -240,6 +243,8 @@ cmd_cluster(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "synth"))
 		return synth(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "profile"))
+		return cmd_cluster_profile(argc - 1, argv + 1);
 	static const struct option opts[] = {
 		{"trace", required_argument, NULL, 't'},    {"profiles", required_argument, NULL, 'p'},
 		{"gpus", required_argument, NULL, 'g'},     {"policy", required_argument, NULL, 'P'},

@@ -60,6 +60,19 @@ expect_grep 'unknown "lifo" \(expected fifo, srtf, las, gandiva, jigsaw or all\)
 expect_exit 2 "no trace" "$SL" cluster -p "$TMP/prof.csv" -g 2
 expect_exit 2 "a missing file" "$SL" cluster -t "$TMP/none.csv" -p "$TMP/prof.csv" -g 2
 expect_grep 'none\.csv' "... names it" "$LAST_OUT"
+# profiles measured by the engine: a small model on the synthetic set
+expect_exit 0 "cluster profile of a small MLP" "$SL" cluster profile -m mlp:784-32-10 -d synthetic:2400 \
+	--target-acc 0.5 --seeds 2 -S 0.2 --max-epochs 20
+printf '%s\n' "$LAST_OUT" | grep -v '^stalelab' >"$TMP/measured.csv"
+expect_grep '^# compute_s: one worker.s step at batch 64 on cpu' "the profile says where it was timed" "$LAST_OUT"
+expect_grep '^# iter_mult: updates to test accuracy 0.5 over full backprop.s' "... and how the multipliers were measured" "$LAST_OUT"
+expect_grep '^mlp:784-32-10,full,[0-9.e-]+,[0-9.e-]+,[0-9.e-]+,1\.0000$' "full backprop's row, multiplier 1" "$LAST_OUT"
+expect_grep '^mlp:784-32-10,top1,|^# top1: missed' "the partial depth: a row, or why it is left out" "$LAST_OUT"
+printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,mlp:784-32-10,1000\n2,0,1,mlp:784-32-10,1000\n' >"$TMP/small.csv"
+expect_exit 0 "the measured profile drives a simulation" "$SL" cluster -t "$TMP/small.csv" -p "$TMP/measured.csv" -g 1
+expect_exit 2 "profile: no model" "$SL" cluster profile
+expect_exit 2 "profile: a bad target" "$SL" cluster profile -m logreg --target-acc 2
+expect_grep 'target-acc: expected a number > 0 and <= 1' "... named" "$LAST_OUT"
 expect_exit 0 "--help" "$SL" cluster --help
 expect_grep 'synth' "--help shows synth" "$LAST_OUT"
 

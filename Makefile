@@ -240,7 +240,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 # the docs the man page points to, installed in PREFIX/share/doc/stalelab
 DOCS    := docs/api.md docs/bus.md docs/tui.md docs/formats.md docs/rules.md docs/performance.md docs/dashboard.md docs/cluster.md \
-	   docs/experiments.md \
+	   docs/experiments.md docs/cluster-gpus.png docs/cluster-jct.png \
 	   docs/dashboard.png
 install: all
 	@$(MAKE) --no-print-directory install-files

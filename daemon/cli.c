@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "sl.h"
@@ -107,3 +108,30 @@ cli_write_all(int fd, const void *p, size_t n)
 	}
 	return 0;
 }
+
+int
+cli_run_gnuplot(const char *dir, const char *script, char *err)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return sl_fail(err, SL_EIO, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		if (chdir(dir) < 0)
+			_exit(126);
+		execlp("gnuplot", "gnuplot", script, (char *)NULL);
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+		return sl_fail(err, SL_EIO,
+			       "gnuplot not found (apt-get install gnuplot-nox; `make deps` "
+			       "installs it): the data and %s/%s are written, run "
+			       "`gnuplot %s` there", dir, script, script);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return sl_fail(err, SL_EIO, "gnuplot failed on %s/%s (exit %d)", dir, script,
+			       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	return 0;
+}
+

@@ -36,6 +36,10 @@ int cli_read_json(const char *path, json_t **out, char *err);
  * 0, or -1 with errno set. */
 int cli_write_all(int fd, const void *p, size_t n);
 
+/* Run gnuplot on dir/script in dir: 0, or -1 with err saying why (not
+ * installed: how to get it, and that the data is written). */
+int cli_run_gnuplot(const char *dir, const char *script, char *err);
+
 /* Number of online CPUs (at least 1). */
 int cli_ncpu(void);
 

@@ -47,7 +47,8 @@ static const char cluster_usage[] =
 	"      --las-thresholds L las's queue thresholds, GPU-seconds, rising,\n"
 	"                         comma-separated (default 3600,57600)\n"
 	"  -o, --out DIR          also write summary.csv, jobs_POLICY.csv and\n"
-	"                         timeline_POLICY.csv there\n"
+	"                         timeline_POLICY.csv there, and (gnuplot) the\n"
+	"                         figures gpus.svg and jct.svg (and .png)\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"synth: N jobs with Poisson arrivals at R jobs per hour, Gavel's durations\n"
@@ -238,6 +239,44 @@ simulate(const cl_config *c, const cl_model *ms, int nm, const cl_job *trace, si
 	return rc;
 }
 
+/* DIR/cluster.gp: the GPUs in use over time and the JCT's distribution,
+ * one line per policy simulated, as SVG and PNG (gnuplot) */
+static int
+figures(const char *dir, const int *ran, int gpus, size_t n, char *err)
+{
+	char path[4200];
+	snprintf(path, sizeof(path), "%s/cluster.gp", dir);
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return sl_fail(err, SL_EIO, "cannot write %s", path);
+	fprintf(f, "# stalelab cluster's figures from the CSVs beside this file; run: gnuplot cluster.gp\n"
+		   "set datafile separator ','\nset key outside right top\nset grid\n");
+	static const char *const fmt[2][2] = {{"svg size 900,500", "svg"}, {"pngcairo size 900,500", "png"}};
+	for (int t = 0; t < 2; t++) {
+		fprintf(f, "set terminal %s\nset output 'gpus.%s'\n", fmt[t][0], fmt[t][1]);
+		fprintf(f, "set xlabel 'hours'\nset ylabel 'GPUs in use (of %d)'\nset yrange [0:%d]\n",
+			gpus, gpus);
+		fprintf(f, "plot");
+		for (int p = 0, k = 0; p < CL_N_POLICIES; p++)
+			if (ran[p])
+				fprintf(f, "%s 'timeline_%s.csv' skip 1 using ($1/3600):(%d-$2) with steps "
+					   "title '%s'", k++ ? ", \\\n     " : " ", cl_policy_name(p), gpus,
+					cl_policy_name(p));
+		fprintf(f, "\nset output 'jct.%s'\n", fmt[t][1]);
+		fprintf(f, "set xlabel 'job completion time, hours (log)'\nset logscale x\n"
+			   "set ylabel 'share of the %zu jobs'\nset yrange [0:1]\nplot", n);
+		for (int p = 0, k = 0; p < CL_N_POLICIES; p++)
+			if (ran[p])
+				fprintf(f, "%s 'jobs_%s.csv' skip 1 using ($7/3600):(1.0/%zu) smooth "
+					   "cumulative title '%s'", k++ ? ", \\\n     " : " ",
+					cl_policy_name(p), n ? n : 1, cl_policy_name(p));
+		fprintf(f, "\nunset logscale x\nset autoscale y\n");
+	}
+	if (fclose(f) != 0)
+		return sl_fail(err, SL_EIO, "cannot write %s", path);
+	return cli_run_gnuplot(dir, "cluster.gp", err);
+}
+
 int
 cmd_cluster(int argc, char **argv)
 {
@@ -351,6 +390,7 @@ cmd_cluster(int argc, char **argv)
 	       "p50 s", "p95 s", "makespan s", "alloc", "comp", "samples/GPUh", "preempt",
 	       "gain");
 	double fifo_mk = 0;
+	int ran[CL_N_POLICIES] = {0};
 	for (int p = 0; p < CL_N_POLICIES; p++) {
 		/* fifo first: the baseline of every gain */
 		if (only >= 0 && p != only && p != CL_FIFO)
@@ -366,6 +406,7 @@ cmd_cluster(int argc, char **argv)
 			fifo_mk = s.makespan;
 		if (only >= 0 && p != only)
 			continue;
+		ran[p] = 1;
 		double gain = s.makespan > 0 ? fifo_mk / s.makespan - 1 : 0;
 		printf("%-8s %10.1f %10.1f %10.1f %11.1f %6.3f %6.3f %12.0f %7ld %+5.1f%%\n",
 		       cl_policy_name(c.policy), s.avg_jct, s.p50_jct, s.p95_jct, s.makespan,
@@ -379,6 +420,15 @@ cmd_cluster(int argc, char **argv)
 	if (sf && fclose(sf) != 0) {
 		fprintf(stderr, "stalelab cluster: cannot write %s\n", path);
 		code = 1;
+	}
+	if (out && code == 0) {
+		if (figures(out, ran, c.gpus, n, err) < 0) {
+			fprintf(stderr, "stalelab cluster: %s\n", err);
+			code = 1;
+		} else {
+			printf("%s/{gpus,jct}.{svg,png}: the GPUs in use over time and the JCTs' "
+			       "distribution\n", out);
+		}
 	}
 done:
 	free(text);

@@ -169,33 +169,6 @@ figure(sl_buf *gp, const char *name, const char *file, const char *xlabel, const
 	}
 }
 
-/* run gnuplot on the script in dir; 0, or -1 with err saying why */
-static int
-run_gnuplot(const char *dir, char *err)
-{
-	pid_t pid = fork();
-	if (pid < 0)
-		return sl_fail(err, SL_EIO, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		if (chdir(dir) < 0)
-			_exit(126);
-		execlp("gnuplot", "gnuplot", "plots.gp", (char *)NULL);
-		_exit(errno == ENOENT ? 127 : 126);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
-		return sl_fail(err, SL_EIO,
-			       "gnuplot not found (apt-get install gnuplot-nox; `make deps` "
-			       "installs it): the data and %s/plots.gp are written, run "
-			       "`gnuplot plots.gp` there", dir);
-	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-		return sl_fail(err, SL_EIO, "gnuplot failed on %s/plots.gp (exit %d)", dir,
-			       WIFEXITED(st) ? WEXITSTATUS(st) : -1);
-	return 0;
-}
-
 int
 sweep_plot(const char *dir, const char *baseline, char *err)
 {
@@ -360,7 +333,7 @@ sweep_plot(const char *dir, const char *baseline, char *err)
 	if (rc == 0)
 		rc = write_text(figs, "plots.gp", gp.p, err);
 	if (rc == 0)
-		rc = run_gnuplot(figs, err);
+		rc = cli_run_gnuplot(figs, "plots.gp", err);
 	if (rc == 0)
 		printf("%s/{loss,accuracy,staleness%s}.{svg,png}: %d group%s from %zu cell%s\n", figs,
 		       n_slow ? ",slowdown" : "", ng, ng == 1 ? "" : "s", json_array_size(results),

@@ -20,9 +20,11 @@ expect_exit 0 "T3, every policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.cs
 expect_grep '^fifo +30\.0 +20\.0 +40\.0 +40\.0 +1\.000 +0\.500 ' "fifo: 30 s on average, 40 s makespan" "$LAST_OUT"
 expect_grep '^gandiva +30\.0 .* \+0\.0%$' "gandiva cannot pack (10 + 10 GB > 16)" "$LAST_OUT"
 expect_grep '^jigsaw +16\.8 +16\.8 +16\.8 +16\.8 +2\.000 +1\.000 .* \+138\.1%$' "jigsaw packs two halves: 16.8 s, +138%" "$LAST_OUT"
-for f in summary jobs_fifo jobs_jigsaw timeline_jigsaw; do
-	[ -s "$TMP/out/$f.csv" ] && ok "--out wrote $f.csv" || bad "--out wrote $f.csv" "$(ls "$TMP/out")"
+for f in summary.csv jobs_fifo.csv jobs_jigsaw.csv timeline_jigsaw.csv gpus.svg jct.svg gpus.png jct.png; do
+	[ -s "$TMP/out/$f" ] && ok "--out wrote $f" || bad "--out wrote $f" "$(ls "$TMP/out")"
 done
+expect_grep "timeline_jigsaw.csv' skip 1 using" "cluster.gp draws from the timelines" "$(cat "$TMP/out/cluster.gp")"
+grep -q '<svg' "$TMP/out/jct.svg" && ok "jct.svg is an SVG" || bad "jct.svg is an SVG" "$(head -c 200 "$TMP/out/jct.svg")"
 expect_grep '^jigsaw,2,16\.8' "summary.csv has jigsaw's row" "$(cat "$TMP/out/summary.csv")"
 expect_grep '^2,0\.000000,2,spb,0\.000000,16\.800000,16\.800000,0\.000000,.*,0,half$' \
 	"jobs_jigsaw.csv: J2 ran half backprop, done at 16.8" "$(cat "$TMP/out/jobs_jigsaw.csv")"

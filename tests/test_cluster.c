@@ -255,6 +255,15 @@ START_TEST(restarts_cost_time_and_pairs_split)
 	run(&c, &m4, 1, k, 2);
 	near(k[1].finish, 10, "J2, packed");
 	near(k[0].finish, 20, "J1, alone after J2");
+	/* ... and where the pair is slower than one alone: T3's halves under
+	 * jigsaw, J2 with 5 iterations: both at 1 per 1.4 x 1.2 s, J2 done at
+	 * 8.4; J1's last 5 alone at 1.2 x 1.2 s each: 8.4 + 7.2 = 15.6 */
+	cl_model m3 = t3_model(10, 1);
+	c = cfg(CL_JIGSAW);
+	cl_job h[2] = {job(1, 0, 2, 10), job(2, 0, 2, 5)};
+	run(&c, &m3, 1, h, 2);
+	near(h[1].finish, 8.4, "J2, packed");
+	near(h[0].finish, 15.6, "J1, alone after J2, at its own speed");
 }
 END_TEST
 
@@ -479,6 +488,34 @@ START_TEST(synthetic_trace)
 }
 END_TEST
 
+START_TEST(large_times_end)
+{
+	/* Gavel-like durations (up to 10^6 s) at 1.9 ms an iteration: service
+	 * in the 10^8 GPU-seconds and progress in the 10^9 iterations, where a
+	 * sum of steps lands within rounding of a threshold or the end; every
+	 * policy must still end, every job done (the case's timeout guards) */
+	cl_model m = model1(0.0004, 0.0015, 1);
+	cl_synth p = {.n = 400, .jobs_per_hour = 3, .max_gpus = 16, .seed = 4};
+	cl_job *j;
+	char err[SL_ERR_LEN];
+	ck_assert_int_eq(cl_jobs_synth(&p, &m, 1, &j, err), 0);
+	for (int pol = 0; pol < CL_N_POLICIES; pol++) {
+		cl_config c = cfg((cl_policy)pol);
+		c.gpus = 16;
+		c.gpu_mem_gb = 80;
+		c.n_thresholds = 2;
+		c.thresholds[0] = 3600;
+		c.thresholds[1] = 57600;
+		cl_summary s = run(&c, &m, 1, j, (size_t)p.n);
+		ck_assert_int_eq(s.jobs, (int)p.n);
+		for (long i = 0; i < p.n; i++)
+			ck_assert_msg(j[i].finish >= j[i].arrival, "%s: job %ld never finished",
+				      cl_policy_name(pol), j[i].id);
+	}
+	free(j);
+}
+END_TEST
+
 static Suite *
 cluster_suite(void)
 {
@@ -492,6 +529,7 @@ cluster_suite(void)
 	tcase_add_test(tc, restarts_cost_time_and_pairs_split);
 	tcase_add_test(tc, bad_input_names_the_job_and_field);
 	tcase_add_test(tc, deterministic_and_conserving);
+	tcase_add_test(tc, large_times_end);
 	tcase_add_test(tc, profiles_parse);
 	tcase_add_test(tc, jobs_parse);
 	tcase_add_test(tc, synthetic_trace);

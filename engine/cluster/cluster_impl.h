@@ -29,13 +29,26 @@ typedef struct jstate {
 	int ran;            /* has run before (a start after it is a restart) */
 	unsigned gen;       /* its current entry in the waiting heap */
 	int planned;        /* in the plan being made */
-	int alone_again;    /* its partner finished: jigsaw re-chooses its schedule */
+	int alone_again;    /* its partner finished: its rate is now its own
+			     * (and jigsaw re-chooses its schedule) */
+	double t_set;       /* its progress and accounts are up to this time */
+	unsigned ver;       /* its current entries in the event heap */
 } jstate;
 
 /* one entry of a plan: a job alone, or two sharing their GPUs */
 typedef struct cl_group {
 	int n, job[2], sched[2];
 } cl_group;
+
+/* a running job's next completion (kind 0) or las threshold (kind 1 + its
+ * index) */
+typedef struct ev {
+	double t;
+	int kind;
+	long id;
+	int j;
+	unsigned ver;
+} ev;
 
 /* an entry of the waiting heap: the job, its key when it was queued */
 typedef struct wq_ent {
@@ -58,7 +71,9 @@ typedef struct sim {
 	size_t n_waiting;   /* live entries */
 	wq_ent *back;       /* looked at, not started: back in after the plan */
 	size_t n_back;
-	int failed;         /* out of memory growing the heap */
+	ev *evh;            /* the running jobs' events, soonest first */
+	size_t n_ev, cap_ev;
+	int failed;         /* out of memory growing a heap */
 	int free_gpus;
 	double t;
 	/* the plan being made (policy.c) */
@@ -74,6 +89,16 @@ typedef struct sim {
 void policy_decide(sim *s);
 /* queue waiting job j under the policy's key (arrival, a preemption) */
 void wait_push(sim *s, int j);
+/* has attained service a reached threshold th? (relative: service in
+ * GPU-seconds grows large, and a sum of steps lands within rounding) */
+static inline int
+cl_crossed(double a, double th)
+{
+	return a >= th * (1 - 1e-12) - 1e-9;
+}
+
+/* bring running job j's progress and accounts up to s->t (sim.c) */
+void settle(sim *s, int j);
 
 /* the seconds of one iteration of job j's schedule k alone */
 double sched_time(const sim *s, int j, int k);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cluster_impl.h"
+#include "heap.h"
 
 double
 sched_time(const sim *s, int j, int k)
@@ -187,7 +188,7 @@ static int
 queue_of(const sim *s, double attained)
 {
 	int q = 0;
-	while (q < s->c->n_thresholds && attained >= s->c->thresholds[q] - 1e-9)
+	while (q < s->c->n_thresholds && cl_crossed(attained, s->c->thresholds[q]))
 		q++;
 	return q;
 }
@@ -212,46 +213,19 @@ before(const wq_ent *a, const wq_ent *b)
 	return a->id < b->id;
 }
 
+SL_HEAP(wqheap, wq_ent, before)
+
 static void
 heap_push(sim *s, wq_ent e)
 {
-	if (s->n_heap == s->cap_heap) {
-		size_t cap = s->cap_heap ? 2 * s->cap_heap : 1024;
-		wq_ent *h = realloc(s->heap, sizeof(wq_ent) * cap);
-		if (!h) {
-			s->failed = 1;
-			return;
-		}
-		s->heap = h;
-		s->cap_heap = cap;
-	}
-	size_t i = s->n_heap++;
-	while (i && before(&e, &s->heap[(i - 1) / 2])) {
-		s->heap[i] = s->heap[(i - 1) / 2];
-		i = (i - 1) / 2;
-	}
-	s->heap[i] = e;
+	if (wqheap_push(&s->heap, &s->n_heap, &s->cap_heap, e) < 0)
+		s->failed = 1;
 }
 
 static wq_ent
 heap_pop(sim *s)
 {
-	wq_ent top = s->heap[0], last = s->heap[--s->n_heap];
-	size_t i = 0, n = s->n_heap;
-	for (;;) {
-		size_t c = 2 * i + 1;
-		if (c >= n)
-			break;
-		if (c + 1 < n && before(&s->heap[c + 1], &s->heap[c]))
-			c++;
-		if (!before(&s->heap[c], &last))
-			break;
-		s->heap[i] = s->heap[c];
-		i = c;
-	}
-	if (n)
-		s->heap[i] = last;
-	return top;
+	return wqheap_pop(s->heap, &s->n_heap);
 }
 
 void
@@ -303,7 +277,6 @@ in_order(sim *s)
 			cl_group *g = &s->plan[i];
 			if (g->n == 1 && s->js[g->job[0]].alone_again)
 				rechoose(s, g);
-			s->js[g->job[0]].alone_again = 0;
 		}
 	wq_ent e;
 	while (wait_next(s, &e)) {

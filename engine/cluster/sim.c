@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cluster_impl.h"
+#include "heap.h"
 #include "sl.h"
 
 static const char *const names[CL_N_POLICIES] = {"fifo", "srtf", "las", "gandiva", "jigsaw"};
@@ -104,50 +105,89 @@ set_rates(sim *s, const cl_group *g)
 	}
 }
 
-/* every running job from s->t to t */
-static void
-advance(sim *s, double t)
+/* running job j from its last settling to s->t: progress after its warm
+ * up, attained service, GPU-seconds allocated and computing */
+void
+settle(sim *s, int j)
 {
-	for (size_t i = 0; i < s->n_run; i++) {
-		int j = s->run[i];
-		jstate *x = &s->js[j];
-		const double g = s->jobs[j].gpus, dt = t - s->t;
-		double from = x->warm_until > s->t ? x->warm_until : s->t;
-		double run = t > from ? t - from : 0;
+	jstate *x = &s->js[j];
+	const double g = s->jobs[j].gpus, dt = s->t - x->t_set;
+	if (dt > 0) {
+		double from = x->warm_until > x->t_set ? x->warm_until : x->t_set;
+		double run = s->t > from ? s->t - from : 0;
 		x->remaining -= x->rate * run;
 		x->attained += g * dt;
 		s->jobs[j].alloc_gpu_s += g * dt;
 		s->jobs[j].compute_gpu_s += g * x->comp_frac * run;
 	}
-	s->t = t;
+	x->t_set = s->t;
 }
 
-/* the next decision point after s->t, or INFINITY: a completion, a queue
- * threshold crossed (las), the next arrival */
-static double
-next_event(const sim *s, size_t next_arrival, const int *order)
+static int
+ev_before(const ev *a, const ev *b)
 {
-	double tn = next_arrival < s->n_jobs ? s->jobs[order[next_arrival]].arrival : INFINITY;
-	for (size_t i = 0; i < s->n_run; i++) {
-		int j = s->run[i];
-		const jstate *x = &s->js[j];
-		double from = x->warm_until > s->t ? x->warm_until : s->t;
-		double tc = from + (x->remaining > 0 ? x->remaining : 0) / x->rate;
-		if (tc < tn)
-			tn = tc;
-		if (s->c->policy == CL_LAS) {
-			const double g = s->jobs[j].gpus;
-			for (int q = 0; q < s->c->n_thresholds; q++) {
-				double th = s->c->thresholds[q];
-				if (th > x->attained + 1e-9) {
-					double tt = s->t + (th - x->attained) / g;
-					if (tt < tn)
-						tn = tt;
-					break;
-				}
-			}
+	if (a->t != b->t)
+		return a->t < b->t;
+	if (a->kind != b->kind)
+		return a->kind < b->kind;
+	return a->id < b->id;
+}
+
+SL_HEAP(evheap, ev, ev_before)
+
+static void
+ev_push(sim *s, ev e)
+{
+	if (evheap_push(&s->evh, &s->n_ev, &s->cap_ev, e) < 0)
+		s->failed = 1;
+}
+
+static ev
+ev_pop(sim *s)
+{
+	return evheap_pop(s->evh, &s->n_ev);
+}
+
+static int
+ev_live(const sim *s, const ev *e)
+{
+	const jstate *x = &s->js[e->j];
+	return x->st == JS_RUNNING && x->ver == e->ver;
+}
+
+/* running job j's next events from its settled state: its completion and
+ * (las) the next queue threshold it crosses; earlier ones go stale */
+static void
+plan_events(sim *s, int j)
+{
+	jstate *x = &s->js[j];
+	x->ver++;
+	double from = x->warm_until > x->t_set ? x->warm_until : x->t_set;
+	double tc = from + (x->remaining > 0 ? x->remaining : 0) / x->rate;
+	ev_push(s, (ev){tc, 0, s->jobs[j].id, j, x->ver});
+	if (s->c->policy != CL_LAS)
+		return;
+	const double g = s->jobs[j].gpus;
+	for (int q = 0; q < s->c->n_thresholds; q++) {
+		double th = s->c->thresholds[q];
+		if (!cl_crossed(x->attained, th)) {
+			double tt = x->t_set + (th - x->attained) / g;
+			if (tt < tc)
+				ev_push(s, (ev){tt, 1 + q, s->jobs[j].id, j, x->ver});
+			break;
 		}
 	}
+}
+
+/* the next decision point: the soonest live event or the next arrival */
+static double
+next_event(sim *s, size_t next_arrival, const int *order)
+{
+	double tn = next_arrival < s->n_jobs ? s->jobs[order[next_arrival]].arrival : INFINITY;
+	while (s->n_ev && !ev_live(s, &s->evh[0]))
+		ev_pop(s);
+	if (s->n_ev && s->evh[0].t < tn)
+		tn = s->evh[0].t;
 	return tn;
 }
 
@@ -160,16 +200,26 @@ apply_plan(sim *s)
 	for (size_t i = 0; i < s->n_run; i++) {
 		int j = s->run[i];
 		if (!s->js[j].planned) {
+			settle(s, j);
 			s->jobs[j].preemptions++;
 			s->js[j].partner = -1;
+			s->js[j].ver++; /* its events go stale */
 			wait_push(s, j);
 		}
 	}
-	/* who runs, with whom, under what: the plan's order */
+	/* who runs, with whom, under what: the plan's order; a group whose
+	 * jobs, partners or schedules changed gets new rates and events */
 	s->n_run = 0;
 	int used = 0;
 	for (int p = 0; p < s->n_plan; p++) {
 		const cl_group *g = &s->plan[p];
+		int changed = 0;
+		for (int i = 0; i < g->n; i++) {
+			const jstate *x = &s->js[g->job[i]];
+			int partner = g->n == 2 ? g->job[1 - i] : -1;
+			changed |= x->st != JS_RUNNING || x->sched != g->sched[i] ||
+				   x->partner != partner || x->alone_again;
+		}
 		for (int i = 0; i < g->n; i++) {
 			int j = g->job[i];
 			jstate *x = &s->js[j];
@@ -182,13 +232,21 @@ apply_plan(sim *s)
 					x->warm_until = s->t + s->c->restart_s;
 				x->st = JS_RUNNING;
 				x->ran = 1;
+				x->t_set = s->t;
+			} else if (changed) {
+				settle(s, j); /* at the old rate, up to now */
 			}
 			x->sched = g->sched[i];
 			x->partner = g->n == 2 ? g->job[1 - i] : -1;
+			x->alone_again = 0;
 			s->run[s->n_run++] = j;
 		}
+		if (changed) {
+			set_rates(s, g);
+			for (int i = 0; i < g->n; i++)
+				plan_events(s, g->job[i]);
+		}
 		used += s->jobs[g->job[0]].gpus;
-		set_rates(s, g);
 	}
 	s->free_gpus = s->c->gpus - used;
 }
@@ -296,27 +354,50 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 		double tn = next_event(&s, next, order);
 		if (!isfinite(tn))
 			break; /* cannot happen after cl_check: every job fits alone */
-		advance(&s, tn);
-		/* completions, then arrivals (1e-9 relative: the same instant) */
-		size_t k = 0;
-		for (size_t i = 0; i < s.n_run; i++) {
-			int j = s.run[i];
+		s.t = tn;
+		/* the events due now: completions, then las thresholds (1e-9
+		 * relative: the same instant) */
+		int done = 0;
+		while (s.n_ev && s.evh[0].t <= tn + 1e-9 * (1 + tn)) {
+			ev e = ev_pop(&s);
+			if (!ev_live(&s, &e))
+				continue;
+			int j = e.j;
 			jstate *x = &s.js[j];
-			if (x->remaining <= 1e-9 * jobs[j].iters) {
-				x->st = JS_DONE;
-				x->remaining = 0;
-				jobs[j].finish = s.t;
-				jobs[j].last_sched = x->sched;
-				if (x->partner >= 0) {
-					s.js[x->partner].partner = -1;
-					s.js[x->partner].alone_again = 1;
-				}
-				s.free_gpus += x->partner >= 0 ? 0 : jobs[j].gpus;
+			settle(&s, j);
+			if (e.kind > 0) {
+				/* las threshold kind - 1, due now: crossed, whatever
+				 * the rounding of the service's sum */
+				double th = c->thresholds[e.kind - 1];
+				if (!cl_crossed(x->attained, th))
+					x->attained = th;
+				plan_events(&s, j);
 				continue;
 			}
-			s.run[k++] = j;
+			/* its completion, due now (a live event: its rate has not
+			 * changed since), whatever the rounding of its progress */
+			x->st = JS_DONE;
+			x->remaining = 0;
+			jobs[j].finish = s.t;
+			jobs[j].last_sched = x->sched;
+			if (x->partner >= 0) { /* up to now at the pair's rate */
+				settle(&s, x->partner);
+				s.js[x->partner].partner = -1;
+				s.js[x->partner].alone_again = 1;
+			}
+			done++;
 		}
-		s.n_run = k;
+		if (done) { /* the finished jobs leave the running list */
+			size_t k = 0;
+			for (size_t i = 0; i < s.n_run; i++)
+				if (s.js[s.run[i]].st == JS_RUNNING)
+					s.run[k++] = s.run[i];
+			s.n_run = k;
+		}
+		/* srtf and las order by remaining time or attained service */
+		if (c->policy == CL_SRTF || c->policy == CL_LAS)
+			for (size_t i = 0; i < s.n_run; i++)
+				settle(&s, s.run[i]);
 		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t))
 			wait_push(&s, order[next++]);
 		policy_decide(&s);
@@ -338,5 +419,6 @@ out:
 	free(s.plan);
 	free(s.back);
 	free(s.heap);
+	free(s.evh);
 	return rc;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -135,3 +136,24 @@ cli_run_gnuplot(const char *dir, const char *script, char *err)
 	return 0;
 }
 
+int
+cli_mkdir_p(const char *path, char *err)
+{
+	char buf[4096];
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char c = *p;
+			*p = 0;
+			if (mkdir(buf, 0777) < 0 && errno != EEXIST)
+				return sl_fail(err, SL_EIO, "%s: %s", buf, strerror(errno));
+			*p = c;
+			if (!c)
+				break;
+		}
+	}
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		return sl_fail(err, SL_EIO, "%s: not a directory", path);
+	return 0;
+}

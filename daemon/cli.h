@@ -39,6 +39,8 @@ int cli_write_all(int fd, const void *p, size_t n);
 /* Run gnuplot on dir/script in dir: 0, or -1 with err saying why (not
  * installed: how to get it, and that the data is written). */
 int cli_run_gnuplot(const char *dir, const char *script, char *err);
+/* mkdir -p: path and every missing parent; 0, or -SL_EIO naming the part */
+int cli_mkdir_p(const char *path, char *err);
 
 /* Number of online CPUs (at least 1). */
 int cli_ncpu(void);

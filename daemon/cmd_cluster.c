@@ -2,14 +2,19 @@
  * command line (engine/cluster/, docs/cluster.md). `cluster --trace F
  * --profiles P --gpus N --policy X|all` runs a trace and prints each
  * policy's summary, with its gain over fifo; --out DIR also writes
- * summary.csv, jobs_POLICY.csv and timeline_POLICY.csv. `cluster synth`
- * writes a seeded synthetic trace. */
+ * summary.csv, jobs_POLICY.csv and timeline_POLICY.csv, the figures, and
+ * cluster.json (the inputs and their origin: what `stalelab serve
+ * --clusters` shows in the dashboard). `cluster synth` writes a seeded
+ * synthetic trace. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+
+#include <jansson.h>
 
 #include "cli.h"
 #include "cluster.h"
@@ -66,14 +71,39 @@ slurp(const char *path, size_t *len, char *err)
 	return (char *)b;
 }
 
+#define NOTES_MAX 64 /* comment lines kept from an input file */
+
+/* the "# ..." lines of a file (its origin, as `cluster profile` and
+ * `cluster synth` write it), without the "# " */
+static json_t *
+comments_of(const char *t, size_t len)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; i < len && json_array_size(a) < NOTES_MAX;) {
+		size_t e = i;
+		while (e < len && t[e] != '\n')
+			e++;
+		if (t[i] == '#') {
+			size_t b = i + 1 + (i + 1 < e && t[i + 1] == ' ');
+			size_t n = e - b > 0 && t[e - 1] == '\r' ? e - b - 1 : e - b;
+			json_array_append_new(a, json_stringn(t + b, n < 500 ? n : 500));
+		}
+		i = e + 1;
+	}
+	return a;
+}
+
+/* the profiles in path; their comment lines into *notes when asked */
 static int
-load_profiles(const char *path, cl_model **ms, int *n, char *err)
+load_profiles(const char *path, cl_model **ms, int *n, json_t **notes, char *err)
 {
 	size_t len;
 	char *t = slurp(path, &len, err);
 	if (!t)
 		return -1;
 	int rc = cl_profiles_parse(t, len, path, ms, n, err);
+	if (notes)
+		*notes = comments_of(t, len);
 	free(t);
 	return rc;
 }
@@ -157,7 +187,7 @@ synth(int argc, char **argv)
 	cl_model *ms = NULL;
 	int nm = 0;
 	cl_job *js = NULL;
-	if (load_profiles(prof, &ms, &nm, err) < 0 || cl_jobs_synth(&p, ms, nm, &js, err) < 0) {
+	if (load_profiles(prof, &ms, &nm, NULL, err) < 0 || cl_jobs_synth(&p, ms, nm, &js, err) < 0) {
 		fprintf(stderr, "stalelab cluster synth: %s\n", err);
 		free(ms);
 		return 2;
@@ -277,6 +307,54 @@ figures(const char *dir, const int *ran, int gpus, size_t n, char *err)
 	return cli_run_gnuplot(dir, "cluster.gp", err);
 }
 
+/* DIR/cluster.json: what was simulated, from what (the inputs' own
+ * comment lines say where they came from: the notes arrays), with which
+ * options */
+static int
+write_spec(const char *dir, int argc, char **argv, const char *trace, json_t *trace_notes,
+	   const char *prof, json_t *prof_notes, const cl_config *c, const int *ran,
+	   const cl_model *ms, int nm, size_t n, char *err)
+{
+	char cmd[4096] = "stalelab", day[32] = "", path[4200];
+	size_t k = strlen(cmd);
+	for (int i = 0; i < argc && k < sizeof(cmd); i++)
+		k += (size_t)snprintf(cmd + k, sizeof(cmd) - k, " %s", argv[i]);
+	time_t now = time(NULL);
+	struct tm tm;
+	if (gmtime_r(&now, &tm))
+		strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	json_t *pol = json_array(), *th = json_array(), *models = json_array();
+	for (int p = 0; p < CL_N_POLICIES; p++)
+		if (ran[p])
+			json_array_append_new(pol, json_string(cl_policy_name(p)));
+	for (int i = 0; i < c->n_thresholds; i++)
+		json_array_append_new(th, json_real(c->thresholds[i]));
+	for (int m = 0; m < nm; m++) {
+		json_t *sc = json_array();
+		for (int i = 0; i < ms[m].n_sched; i++) {
+			const cl_sched *x = &ms[m].sched[i];
+			json_array_append_new(sc, json_pack("{s:s,s:f,s:f,s:f,s:f}", "name", x->name,
+							    "compute_s", x->compute_s, "comm_s",
+							    x->comm_s, "mem_gb", x->mem_gb,
+							    "iter_mult", x->iter_mult));
+		}
+		json_array_append_new(models, json_pack("{s:s,s:o}", "name", ms[m].name,
+							"schedules", sc));
+	}
+	json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:O,s:s,s:O,s:I,s:i,s:f,s:o,s:s,s:f,s:o,s:o}",
+			      "stalelab", SL_VERSION, "written", day, "command", cmd,
+			      "trace", trace, "trace_notes", trace_notes,
+			      "profiles", prof, "profiles_notes", prof_notes,
+			      "jobs", (json_int_t)n, "gpus", c->gpus, "gpu_mem_gb", c->gpu_mem_gb,
+			      "policies", pol, "spb", c->spb_best ? "best" : "off",
+			      "restart_s", c->restart_s, "las_thresholds", th, "models", models);
+	snprintf(path, sizeof(path), "%s/cluster.json", dir);
+	int rc = j && json_dump_file(j, path, JSON_INDENT(1) | JSON_REAL_PRECISION(15)) == 0
+		 ? 0 : sl_fail(err, SL_EIO, "cannot write %s", path);
+	json_decref(j);
+	return rc;
+}
+
 int
 cmd_cluster(int argc, char **argv)
 {
@@ -362,15 +440,16 @@ cmd_cluster(int argc, char **argv)
 	cl_job *js = NULL;
 	size_t n = 0, len;
 	char *text = NULL;
-	if (load_profiles(prof, &ms, &nm, err) < 0 || !(text = slurp(trace, &len, err)) ||
+	json_t *prof_notes = NULL;
+	if (load_profiles(prof, &ms, &nm, &prof_notes, err) < 0 || !(text = slurp(trace, &len, err)) ||
 	    cl_jobs_parse(text, len, trace, ms, nm, c.gpus, &js, &n, err) < 0 ||
 	    cl_check(&c, ms, nm, js, n, err) < 0) {
 		fprintf(stderr, "stalelab cluster: %s\n", err);
 		code = 2;
 		goto done;
 	}
-	if (out && mkdir(out, 0755) < 0 && errno != EEXIST) {
-		fprintf(stderr, "stalelab cluster: --out %s: %s\n", out, strerror(errno));
+	if (out && cli_mkdir_p(out, err) < 0) {
+		fprintf(stderr, "stalelab cluster: --out: %s\n", err);
 		code = 1;
 		goto done;
 	}
@@ -422,15 +501,20 @@ cmd_cluster(int argc, char **argv)
 		code = 1;
 	}
 	if (out && code == 0) {
-		if (figures(out, ran, c.gpus, n, err) < 0) {
+		json_t *trace_notes = comments_of(text, len);
+		if (write_spec(out, argc, argv, trace, trace_notes, prof, prof_notes, &c, ran, ms,
+			       nm, n, err) < 0 || figures(out, ran, c.gpus, n, err) < 0) {
 			fprintf(stderr, "stalelab cluster: %s\n", err);
 			code = 1;
-		} else {
+		}
+		json_decref(trace_notes);
+		if (code == 0) {
 			printf("%s/{gpus,jct}.{svg,png}: the GPUs in use over time and the JCTs' "
 			       "distribution\n", out);
 		}
 	}
 done:
+	json_decref(prof_notes);
 	free(text);
 	free(js);
 	free(ms);

@@ -36,6 +36,9 @@ const char ctl_index_text[] =
 	"GET   /api/v1/sweeps            finished sweeps (serve --sweeps DIR)\n"
 	"GET   /api/v1/sweeps/{name}     one: its sweep file, results and summary\n"
 	"GET   /api/v1/sweeps/{name}/figures/{file}.svg   a figure of stalelab plot\n"
+	"GET   /api/v1/clusters          finished cluster simulations (serve --clusters DIR)\n"
+	"GET   /api/v1/clusters/{name}   one: its inputs, summary and series per policy\n"
+	"GET   /api/v1/clusters/{name}/files/{file}   one of its CSV or SVG files\n"
 	"GET   /metrics                  Prometheus text format\n"
 	"\n"
 	"See docs/api.md.\n";
@@ -426,6 +429,10 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 	memset(o, 0, sizeof(*o));
 	if (!strncmp(path, "/api/v1/sweeps", 14) && (!path[14] || path[14] == '/')) {
 		ctl_get_sweeps(c, method, path + 14, o);
+		return;
+	}
+	if (!strncmp(path, "/api/v1/clusters", 16) && (!path[16] || path[16] == '/')) {
+		ctl_get_clusters(c, method, path + 16, o);
 		return;
 	}
 	int id = -1;

@@ -55,6 +55,7 @@ typedef struct ctl {
 	int verbose;        /* one line per evaluation too */
 	const char *ckpt_dir;
 	const char *sweeps_dir; /* --sweeps: finished sweeps served read-only (NULL: none) */
+	const char *clusters_dir; /* --clusters: finished cluster simulations, read-only */
 	events ev;
 	/* PATCH waits for its change to be applied, to answer with t and v */
 	pthread_mutex_t wait_mu;

@@ -11,7 +11,10 @@
  *   control_demo.c    the demo's thread: its run and captioned scenes
  *   control_body.c    the request bodies, as pure functions (the fuzz
  *                     harnesses' entry points)
+ *   control_files.c   files served read-only: names looked up among a
+ *                     directory's entries, capped reads, CSV as JSON rows
  *   control_sweeps.c  GET /api/v1/sweeps...: finished sweeps on disk
+ *   control_clusters.c GET /api/v1/clusters...: finished cluster simulations
  *
  * "c->mu held" means the caller holds the ctl's lock. */
 #ifndef SL_CONTROL_IMPL_H
@@ -56,12 +59,66 @@ json_t *ctl_status_json(ctl *c, const run_snapshot *snap);
  * lock released (NULL) */
 run_snapshot *ctl_lock_run(ctl *c, ctl_reply *o);
 
-/* ---- finished sweeps (control_sweeps.c) ------------------------------------ */
+/* ---- files served read-only (control_files.c) ------------------------------ */
+
+#define CTL_LIST_MAX 1000         /* entries listed from one directory */
+#define CTL_FILE_MAX (64 << 20)   /* the largest file read */
+
+/* a name we serve: [A-Za-z0-9._=-], 1..200, not starting with '.' */
+int ctl_name_ok(const char *s);
+/* dir/name is a regular file */
+int ctl_has_file(const char *dir, const char *name);
+/* the sorted names in dir that pass ctl_name_ok and keep (NULL: dir
+ * unreadable, errno set) */
+json_t *ctl_list_dir(const char *dir, int (*keep)(const char *dir, const char *name));
+/* a whole file, NUL-terminated; NULL on error (errno) or over max */
+char *ctl_slurp(const char *path, size_t max, size_t *len);
+/* RFC 4180 text as an array of rows (arrays of strings), the header first */
+json_t *ctl_csv_rows(const char *text);
+/* {"columns": [...], "rows": [[...], ...]} of dir/name, or null */
+json_t *ctl_csv_json(const char *dir, const char *name);
+
+/* A shelf: a directory of finished things (each a directory holding the
+ * marker file), or one of them (the root holds the marker: listed under
+ * its base name, or fallback). */
+typedef struct ctl_shelf {
+	const char *root;      /* NULL: the daemon serves none */
+	const char *marker;    /* "sweep.json" */
+	const char *fallback;  /* the name of a root "/" */
+	const char *what;      /* "sweeps", in messages */
+	const char *flag;      /* "sweeps": serve's --flag */
+	const char *how;       /* what DIR is, in messages */
+	const char *none_code; /* the 404's code without root */
+	const char *one;       /* "sweep": one thing, in messages */
+	const char *miss_code; /* the 404's code for a name not on the shelf */
+	const char *list_key;  /* the list's key in the listing: "sweeps" */
+	const char *endpoint;  /* "/api/v1/sweeps" */
+} ctl_shelf;
+
+/* the root holds the marker: it is the one thing on the shelf */
+int ctl_shelf_is_one(const ctl_shelf *s);
+/* the path of the thing called name, or -1 (not on the shelf) */
+int ctl_shelf_path(const ctl_shelf *s, const char *name, char *path, size_t cap);
+/* the same, answering 404 (miss_code, naming the listing) when it is not */
+int ctl_shelf_find(const ctl_shelf *s, const char *name, char *path, size_t cap, ctl_reply *o);
+/* [entry(name, path), ...] in name order; NULL: root unreadable (errno) */
+json_t *ctl_shelf_list(const ctl_shelf *s, json_t *(*entry)(const char *name, const char *path));
+/* the listing, {"dir": root, list_key: ctl_shelf_list}, or a 500 naming
+ * --flag and why */
+void ctl_shelf_reply_list(const ctl_shelf *s, json_t *(*entry)(const char *name, const char *path),
+			  ctl_reply *o);
+/* a GET below a shelf's endpoint: OPTIONS, 405 and "none served" answered
+ * (-1, o set); else 0 with name the first segment of rest ("" for the
+ * list) and *sub what follows it ("/figures/x.svg", or NULL) */
+int ctl_shelf_route(const ctl_shelf *s, const char *method, const char *rest, ctl_reply *o,
+		    char *name, size_t cap, const char **sub);
+
+/* ---- finished sweeps and simulations (control_sweeps.c, _clusters.c) ------- */
 
 /* /api/v1/sweeps and below; rest is the path after "/api/v1/sweeps" */
 void ctl_get_sweeps(ctl *c, const char *method, const char *rest, ctl_reply *o);
-/* RFC 4180 text as an array of rows (arrays of strings), the header first */
-json_t *ctl_csv_rows(const char *text);
+/* /api/v1/clusters and below; rest is the path after "/api/v1/clusters" */
+void ctl_get_clusters(ctl *c, const char *method, const char *rest, ctl_reply *o);
 
 /* ---- what a run reports (control_notify.c) -------------------------------- */
 

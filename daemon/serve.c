@@ -67,6 +67,10 @@ static const char serve_usage[] =
 	"      --sweeps DIR        finished sweeps to show in the dashboard's Sweeps\n"
 	"                          view (GET /api/v1/sweeps): a sweep's --out, or a\n"
 	"                          directory of them; read only\n"
+	"      --clusters DIR      finished cluster simulations to show in the\n"
+	"                          dashboard's Cluster view (GET /api/v1/clusters): a\n"
+	"                          `stalelab cluster --out` directory, or a directory\n"
+	"                          of them; read only\n"
 	"      --workers-listen URL  where remote workers (stalelab worker) connect:\n"
 	"                          tcp://ADDRESS:PORT or ipc://PATH (default\n"
 	"                          tcp://127.0.0.1:8473, loopback; when that is taken\n"
@@ -163,7 +167,7 @@ cmd_serve(int argc, char **argv)
 	if (!getenv("MALLOC_ARENA_MAX"))
 		mallopt(M_ARENA_MAX, 2);
 	enum { O_TOKEN_FILE = 256, O_BUS, O_BUS_REP, O_BUS_HZ, O_HTTP_MAX, O_HTTP_TIMEOUT,
-	       O_SWEEPS, O_WORKERS_LISTEN, O_WORKER_TIMEOUT, O_PUSH_LOG,
+	       O_SWEEPS, O_CLUSTERS, O_WORKERS_LISTEN, O_WORKER_TIMEOUT, O_PUSH_LOG,
 	       O_MAX_MIB };
 	static const struct option opts[] = {
 		{"listen", required_argument, NULL, 'L'},
@@ -180,6 +184,7 @@ cmd_serve(int argc, char **argv)
 		{"checkpoint-on-exit", required_argument, NULL, 'X'},
 		{"checkpoint-dir", required_argument, NULL, 'K'},
 		{"sweeps", required_argument, NULL, O_SWEEPS},
+		{"clusters", required_argument, NULL, O_CLUSTERS},
 		{"workers-listen", required_argument, NULL, O_WORKERS_LISTEN},
 		{"worker-timeout", required_argument, NULL, O_WORKER_TIMEOUT},
 		{"push-log", required_argument, NULL, O_PUSH_LOG},
@@ -243,6 +248,7 @@ cmd_serve(int argc, char **argv)
 		case 'X': ckpt_on_exit = optarg; break;
 		case 'K': s->ctl.ckpt_dir = optarg; break;
 		case O_SWEEPS: s->ctl.sweeps_dir = optarg; break;
+		case O_CLUSTERS: s->ctl.clusters_dir = optarg; break;
 		case O_WORKERS_LISTEN: workers_url = optarg; break;
 		case O_PUSH_LOG: push_log = optarg; break;
 		case O_MAX_MIB:
@@ -277,11 +283,12 @@ cmd_serve(int argc, char **argv)
 		fprintf(stderr, "stalelab serve: unexpected argument '%s'\n", argv[optind]);
 		goto out;
 	}
-	if (s->ctl.sweeps_dir) {
+	const char *shelves[2][2] = {{"sweeps", s->ctl.sweeps_dir}, {"clusters", s->ctl.clusters_dir}};
+	for (int i = 0; i < 2; i++) {
 		struct stat sst;
-		if (stat(s->ctl.sweeps_dir, &sst) < 0 || !S_ISDIR(sst.st_mode)) {
-			fprintf(stderr, "stalelab serve: --sweeps %s: %s\n", s->ctl.sweeps_dir,
-				stat(s->ctl.sweeps_dir, &sst) < 0 ? strerror(errno) : "not a directory");
+		if (shelves[i][1] && (stat(shelves[i][1], &sst) < 0 || !S_ISDIR(sst.st_mode))) {
+			fprintf(stderr, "stalelab serve: --%s %s: %s\n", shelves[i][0], shelves[i][1],
+				stat(shelves[i][1], &sst) < 0 ? strerror(errno) : "not a directory");
 			goto out;
 		}
 	}

@@ -194,7 +194,7 @@ mode_merge(char **dirs, int n_dirs, const char *out)
 		goto out;
 	}
 	snprintf(ocells, sizeof(ocells), "%s/cells", out);
-	if (sweep_mkdir_p(ocells, err) < 0 || sweep_check_spec(out, spec, 0, err) < 0)
+	if (cli_mkdir_p(ocells, err) < 0 || sweep_check_spec(out, spec, 0, err) < 0)
 		goto out;
 	for (int d = 0; d < n_dirs; d++) {
 		json_t *other = NULL;

@@ -60,28 +60,6 @@ sweep_load_grid(const char *path, json_t **spec, sweep_grid *g, char *err)
 
 /* ---- files ----------------------------------------------------------------- */
 
-int
-sweep_mkdir_p(const char *path, char *err)
-{
-	char buf[4096];
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (char *p = buf + 1;; p++) {
-		if (*p == '/' || !*p) {
-			char c = *p;
-			*p = 0;
-			if (mkdir(buf, 0777) < 0 && errno != EEXIST)
-				return sl_fail(err, SL_EIO, "%s: %s", buf, strerror(errno));
-			*p = c;
-			if (!c)
-				break;
-		}
-	}
-	struct stat st;
-	if (stat(path, &st) < 0 || !S_ISDIR(st.st_mode))
-		return sl_fail(err, SL_EIO, "%s: not a directory", path);
-	return 0;
-}
-
 static int
 write_json(const char *path, const json_t *j, char *err)
 {

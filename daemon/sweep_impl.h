@@ -45,7 +45,6 @@ void sweep_group_label(const json_t *axes, char *out, size_t cap);
  * changed file refused unless force, naming the keys); a file copied
  * through a rename */
 int sweep_load_grid(const char *path, json_t **spec, sweep_grid *g, char *err);
-int sweep_mkdir_p(const char *path, char *err);
 int sweep_check_spec(const char *dir, const json_t *spec, int force, char *err);
 int sweep_copy_file(const char *from, const char *to, char *err);
 

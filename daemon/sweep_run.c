@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "config.h"
 #include "dataset.h"
 #include "sl.h"
@@ -357,7 +358,7 @@ sweep_run(const char *file, const char *dir, int jobs, int shard, int n_shards, 
 		goto out;
 	snprintf(s.cells, sizeof(s.cells), "%s/cells", dir);
 	snprintf(s.csv, sizeof(s.csv), "%s/results.csv", dir);
-	if (sweep_mkdir_p(s.cells, err) < 0 || sweep_check_spec(dir, spec, force, err) < 0)
+	if (cli_mkdir_p(s.cells, err) < 0 || sweep_check_spec(dir, spec, force, err) < 0)
 		goto out;
 	s.done = calloc((size_t)s.g.n_cells + 1, 1);
 	if (!s.done) {

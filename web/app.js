@@ -10,6 +10,7 @@ import { loadSchema, Controls, ruleSummary } from "./schema.js";
 import { WorkerTable } from "./workers.js";
 import { CompareView } from "./compare.js";
 import { SweepsView } from "./sweeps.js";
+import { ClusterView } from "./cluster.js";
 
 const $ = (id) => document.getElementById(id);
 const WINDOW_MS = 5000;   // per-worker sliding histogram: the last 5 s
@@ -26,13 +27,14 @@ const view = (() => {
   const worker = q.get("worker");
   const hz = Number(q.get("hz"));
   return {
-    tab: pick("view", ["live", "compare", "sweeps"], "live"),
+    tab: pick("view", ["live", "compare", "sweeps", "cluster"], "live"),
     x: pick("x", ["t", "v"], "t"),
     hist: pick("hist", ["window", "cumulative"], "window"),
     worker: worker !== null && /^\d+$/.test(worker) ? Number(worker) : null,
     runs: (q.get("runs") || "").split(",").filter((s) => /^\d+$/.test(s)).map(Number),
     hz: hz >= 0.1 && hz <= 50 ? hz : 4,
     sweep: q.get("sweep") || "",
+    sim: q.get("sim") || "",
   };
 })();
 
@@ -45,6 +47,7 @@ function saveView() {
   if (view.runs.length) q.set("runs", view.runs.join(","));
   if (view.hz !== 4) q.set("hz", String(view.hz));
   if (view.sweep) q.set("sweep", view.sweep);
+  if (view.sim) q.set("sim", view.sim);
   const s = q.toString();
   history.replaceState(null, "", s ? `?${s}` : location.pathname);
 }
@@ -147,6 +150,7 @@ let controls = null;
 let table = null;
 let compare = null;
 let sweeps = null;
+let cluster = null;
 
 const xLabel = () => (view.x === "t" ? "run time (s)" : "version (updates)");
 
@@ -751,6 +755,7 @@ function showTab(tab) {
   }
   if (tab === "compare") compare.load();
   else if (tab === "sweeps") sweeps.load();
+  else if (tab === "cluster") cluster.load();
   else schedule();
 }
 
@@ -780,6 +785,14 @@ async function main() {
       saveView();
     },
   }, showError);
+  cluster = new ClusterView($("cluster-body"), {
+    name: () => view.sim,
+    setName: (n) => {
+      view.sim = n;
+      saveView();
+    },
+  }, showError);
+  window.stalelab.cluster = cluster;
   bindToolbar();
   showTab(view.tab);
   connectEvents(view.hz, handlers, setConn);

@@ -3,6 +3,7 @@
 // side with the differing settings marked.
 
 import { api } from "./api.js";
+import { el } from "./dom.js";
 import { C, RUN_COLOURS, fmt, downloadPNG, downloadCSV } from "./charts.js";
 
 const uPlot = window.uPlot;
@@ -29,12 +30,6 @@ export function alignSeries(runs, xKey, yKey) {
   return [xs, ...cols];
 }
 
-function el(tag, props = {}, ...kids) {
-  const e = document.createElement(tag);
-  Object.assign(e, props);
-  e.append(...kids);
-  return e;
-}
 
 // state: {get runs(): ids chosen (array), set, xKey(): "t"|"v"}
 export class CompareView {

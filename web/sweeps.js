@@ -5,6 +5,7 @@
 // sweep file it ran.
 
 import { api } from "./api.js";
+import { el } from "./dom.js";
 
 const ROWS_MAX = 500; // results shown; the rest are in results.csv
 // results.csv's columns worth a glance, after the axes
@@ -15,12 +16,6 @@ const METRICS = new Set(["final_acc", "best_acc", "test_loss", "updates", "sampl
   "stale_max", "bytes_sent", "bytes_recv", "comm_s", "coherence", "bwd_flops", "bwd_flops_saved", "stop",
   "diverged", "train_s", "samples_per_s"]);
 
-function el(tag, props = {}, ...kids) {
-  const e = document.createElement(tag);
-  Object.assign(e, props);
-  e.append(...kids);
-  return e;
-}
 
 // a number as text: at most 4 significant digits, integers whole
 function num(s) {

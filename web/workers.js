@@ -4,6 +4,7 @@
 // /api/v1/workers/{id}; add and remove go to PUT /api/v1/workers.
 
 import { fmt } from "./charts.js";
+import { el } from "./dom.js";
 
 const DISTS = ["none", "const", "uniform", "exp", "lognormal", "pareto", "version"];
 const SLIDER_MAX = 1000; // ms; the field takes more
@@ -20,12 +21,6 @@ function bytes(n) {
   return `${n.toFixed(n < 10 && i ? 1 : 0)} ${u[i]}`;
 }
 
-function el(tag, props = {}, ...kids) {
-  const e = document.createElement(tag);
-  Object.assign(e, props);
-  e.append(...kids);
-  return e;
-}
 
 function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;

@@ -47,3 +47,52 @@ export function stop(d) {
   });
 }
 
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// fn() until it gives something truthy (errors count as nothing), at most
+// ms; throws naming what was awaited
+export async function until(what, fn, ms = 30000, every = 100) {
+  const end = Date.now() + ms;
+  for (;;) {
+    let v;
+    try {
+      v = await fn();
+    } catch {
+      v = null;
+    }
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(every);
+  }
+}
+
+// the checks of a test: check(name, fn) prints "  ok   NAME" or "  FAIL
+// NAME" and the reason (fn threw or gave false); fail counts the failures
+export function checks() {
+  const t = {
+    fail: 0,
+    async check(name, fn) {
+      try {
+        if ((await fn()) === false) throw new Error("false");
+        console.log(`  ok   ${name}`);
+      } catch (e) {
+        t.fail++;
+        console.log(`  FAIL ${name}\n       ${String(e && e.message ? e.message : e).split("\n").slice(0, 4).join("\n       ")}`);
+      }
+    },
+  };
+  return t;
+}
+
+// the end of a test: the browser closed, the daemon stopped, which must
+// exit 0 (a sanitizer's report fails the test), the exit status set
+export async function finish(t, browser, daemon) {
+  await browser.close();
+  const r = await stop(daemon);
+  if (r.code !== 0) {
+    t.fail++;
+    console.log(`  FAIL the daemon exits 0 (got ${r.code} ${r.signal})\n${r.err}`);
+  }
+  process.exit(t.fail ? 1 : 0);
+}

@@ -8,38 +8,15 @@
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 
-import { launch, serve, stop } from "./lib.mjs";
+import { checks, finish, launch, serve, until } from "./lib.mjs";
 
 const BIN = resolve(process.argv[2] || "build/stalelab");
 const DIR = resolve(process.argv[3]);
 const OUT = resolve(process.argv[4] || "build/dashboard");
 mkdirSync(OUT, { recursive: true });
 
-let fail = 0;
-async function check(name, fn) {
-  try {
-    if ((await fn()) === false) throw new Error("false");
-    console.log(`  ok   ${name}`);
-  } catch (e) {
-    fail++;
-    console.log(`  FAIL ${name}\n       ${String(e && e.message ? e.message : e).split("\n").slice(0, 4).join("\n       ")}`);
-  }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-async function until(what, fn, ms = 30000) {
-  const end = Date.now() + ms;
-  for (;;) {
-    let v;
-    try {
-      v = await fn();
-    } catch {
-      v = null;
-    }
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+const t = checks();
+const check = t.check;
 
 // a virtual-clock run with gradient coherence, slowed by nothing: it trains
 // until stopped, its evaluations carry "coherence"
@@ -113,11 +90,5 @@ try {
     if (errors.length) throw new Error(errors.join("\n"));
   });
 } finally {
-  await browser.close();
-  const r = await stop(daemon);
-  if (r.code !== 0) {
-    fail++;
-    console.log(`  FAIL the daemon exits 0 (got ${r.code} ${r.signal})\n${r.err}`);
-  }
+  await finish(t, browser, daemon);
 }
-process.exit(fail ? 1 : 0);

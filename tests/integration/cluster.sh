@@ -7,14 +7,9 @@
 SL=${1:-build/stalelab}
 echo "integration: cluster"
 
-cat >"$TMP/prof.csv" <<'CSV'
-# T3's model: full backprop 1 s of compute and 1 of communication, half
-# backprop 0.7 and 0.5 s, 1.2 times the iterations
-model,schedule,compute_s,comm_s,mem_gb,iter_mult
-spb,full,1.0,1.0,10,1
-spb,half,0.7,0.5,7,1.2
-CSV
-printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,2,spb,10\n2,0,2,spb,10\n' >"$TMP/t3.csv"
+# T3 of docs/cluster.md: two 2-GPU jobs of a model with full and half backprop
+cp tests/fixtures/cluster/t3-profiles.csv "$TMP/prof.csv"
+cp tests/fixtures/cluster/t3-jobs.csv "$TMP/t3.csv"
 
 expect_exit 0 "T3, every policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -o "$TMP/out"
 expect_grep '^fifo +30\.0 +20\.0 +40\.0 +40\.0 +1\.000 +0\.500 ' "fifo: 30 s on average, 40 s makespan" "$LAST_OUT"

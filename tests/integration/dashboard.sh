@@ -30,21 +30,5 @@ kill "$PID"; wait "$PID" 2>/dev/null
 
 # the browser test
 out=$(dirname "$SL")/dashboard
-if ! command -v node >/dev/null 2>&1; then
-	bad "browser test" "node not found (make deps installs it)"
-elif [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-	bad "browser test" "chromium not found at ${CHROMIUM:-/usr/bin/chromium} (make deps installs it)"
-elif [ ! -d web/node_modules/playwright-core ]; then
-	bad "browser test" "web/node_modules/playwright-core missing (make builds it with npm ci)"
-else
-	timeout 300 node tests/browser/dashboard.mjs "$SL" "$out" >"$TMP/browser.log" 2>&1
-	rc=$?
-	cat "$TMP/browser.log"
-	p=$(grep -c '^  ok ' "$TMP/browser.log")
-	f=$(grep -c '^  FAIL ' "$TMP/browser.log")
-	PASS=$((PASS + p)); FAIL=$((FAIL + f))
-	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
-		bad "browser test exited $rc"
-	fi
-fi
+browser_test 300 tests/browser/dashboard.mjs "$SL" "$out"
 finish dashboard

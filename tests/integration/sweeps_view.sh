@@ -71,16 +71,5 @@ expect_grep 'serve --sweeps DIR' "no --sweeps: how to" "$(cat "$TMP/body")"
 kill "$PID"; wait "$PID" 2>/dev/null
 
 out=$(dirname "$SL")/dashboard
-if ! command -v node >/dev/null 2>&1 || [ ! -x "${CHROMIUM:-/usr/bin/chromium}" ] ||
-	[ ! -d web/node_modules/playwright-core ]; then
-	bad "browser test" "node, chromium or web/node_modules/playwright-core missing (make deps, make)"
-else
-	timeout 200 node tests/browser/sweeps.mjs "$SL" "$D" "$out" >"$TMP/browser.log" 2>&1
-	rc=$?
-	cat "$TMP/browser.log"
-	p=$(grep -c '^  ok ' "$TMP/browser.log")
-	f=$(grep -c '^  FAIL ' "$TMP/browser.log")
-	PASS=$((PASS + p)); FAIL=$((FAIL + f))
-	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && bad "browser test exited $rc"
-fi
+browser_test 200 tests/browser/sweeps.mjs "$SL" "$D" "$out"
 finish sweeps_view

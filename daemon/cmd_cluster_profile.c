@@ -13,7 +13,8 @@
  *              depth over full backprop's: asgd runs on the virtual clock,
  *              medians over seeds. A depth that misses the target within
  *              --max-epochs on any seed is left out, with a comment.
- * The CSV goes to stdout, its origin in '#' lines. */
+ * The CSV goes to stdout, its origin in '#' lines, with each layer's
+ * measured forward and backward time, bytes and FLOPs. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -134,6 +135,53 @@ cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* '#' lines: each layer's forward and backward time per batch at full
+ * backprop on the device (the engine's own per-layer profile, ~seconds),
+ * its parameter bytes, output activation bytes and FLOPs per batch; the
+ * schedules' costs are measured whole below, these say where they go */
+static void
+print_layer_profile(model *m, const dataset *tr, double seconds)
+{
+	int B = m->batch_cap;
+	uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)B);
+	layer_info info[MODEL_MAX_LAYERS];
+	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	if (!idx || nl != m->n_layers) {
+		free(idx);
+		return;
+	}
+	for (int i = 0; i < B; i++)
+		idx[i] = (uint32_t)((size_t)i * 7919 % tr->n);
+	model_load_batch(m, tr->x, tr->y, idx, B);
+	for (int i = 0; i < 5; i++) /* warm-up */
+		model_step(m, NULL, B, 0);
+	memset(m->prof_fwd, 0, sizeof(m->prof_fwd));
+	memset(m->prof_bwd, 0, sizeof(m->prof_bwd));
+	m->prof_loss = 0;
+	m->profile = 1;
+	long steps = 0;
+	double t_end = sl_now() + seconds;
+	while (steps < 3 || sl_now() < t_end) {
+		model_step(m, NULL, B, 0);
+		steps++;
+	}
+	m->profile = 0;
+	free(idx);
+	printf("# layers at batch %d, per batch (the engine's per-layer profile at full backprop, "
+	       "%ld steps; a topD schedule runs the backward of the layers above its D-th "
+	       "parameterised one from the top, and that one without its input gradient):\n",
+	       B, steps);
+	for (int i = 0; i < nl; i++) {
+		const layer_info *l = &info[i];
+		printf("#   %d %-7s forward %9.1f us  backward %9.1f us  params %10zu B  "
+		       "activations %10zu B  FLOP fwd %.4g bwd %.4g\n", i, l->name,
+		       m->prof_fwd[i] / steps * 1e6, m->prof_bwd[i] / steps * 1e6,
+		       l->n_params * 4, l->act_floats * 4 * (size_t)B, l->flops_fwd * B,
+		       (l->flops_bwd_w + (i ? l->flops_bwd_x : 0)) * B);
+	}
+	printf("#     loss    %9.1f us\n", m->prof_loss / steps * 1e6);
+}
+
 int
 cmd_cluster_profile(int argc, char **argv)
 {
@@ -227,6 +275,7 @@ cmd_cluster_profile(int argc, char **argv)
 	printf("# iter_mult: updates to test accuracy %g over full backprop's; asgd, %d workers "
 	       "at the depth, virtual clock, batch %d, medians of %d seeds, evaluated every 50 "
 	       "updates\n", o.target, o.workers, o.batch, o.seeds);
+	print_layer_profile(m, &d.train, secs / 2);
 	printf("model,schedule,compute_s,comm_s,mem_gb,iter_mult\n");
 	fflush(stdout);
 	double full_med = 0;

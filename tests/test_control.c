@@ -2,7 +2,9 @@
  * (method, path, query, body, authorized) in, (status, JSON, headers) out,
  * as the HTTP transport and the bus see it. */
 #include <jansson.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config_json.h"
@@ -523,6 +525,141 @@ START_TEST(recover_from_start_keeps_the_schedule_ahead)
 }
 END_TEST
 
+/* a file of the simulation's directory, written whole */
+static void
+sim_file(const char *dir, const char *name, const char *text)
+{
+	char p[4200];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	sl_test_write(p, text, strlen(text));
+}
+
+static double
+num_at(json_t *a, size_t i)
+{
+	return json_number_value(json_array_get(a, i));
+}
+
+/* GET /api/v1/clusters/NAME reduces a long timeline to 1000 equal spans'
+ * time-weighted means (the area under in_use, the GPU-seconds, kept) and
+ * many jobs to 1000 JCT quantiles (ceil(k n / 1000)-th smallest), counts
+ * the schedules, and sends a short timeline as it is; names and files not
+ * in the directory are refused. Pinned on hand-computed values. */
+START_TEST(cluster_series_reduced)
+{
+	char root[512], d[600], small[600];
+	sl_test_tmpdir(root, sizeof(root));
+	snprintf(d, sizeof(d), "%s/sim", root);
+	snprintf(small, sizeof(small), "%s/small", root);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	ck_assert_int_eq(mkdir(small, 0755), 0);
+	const char *summary = "policy,jobs,avg_jct_s\nfifo,1500,1\n";
+	for (int k = 0; k < 2; k++) {
+		const char *dir = k ? small : d;
+		sim_file(dir, "cluster.json", "{\"jobs\": 1500, \"gpus\": 10, \"policies\": [\"fifo\"]}");
+		sim_file(dir, "summary.csv", summary);
+	}
+	/* 2501 decisions a second apart: in use 10 - i % 7 over [i, i + 1),
+	 * then none from t = 2500 */
+	size_t cap = 64 << 10, n = 0;
+	char *t = malloc(cap);
+	double area = 0;
+	n += (size_t)snprintf(t + n, cap - n, "t,free_gpus,running,queued\n");
+	for (int i = 0; i <= 2500; i++) {
+		int fr = i < 2500 ? i % 7 : 10;
+		n += (size_t)snprintf(t + n, cap - n, "%d.000000,%d,%d,%d\n", i, fr, 10 - fr, i % 3);
+		if (i < 2500)
+			area += 10 - fr;
+	}
+	sim_file(d, "timeline_fifo.csv", t);
+	/* 1500 jobs whose JCTs are 1500 down to 1, schedules full and top2 in turn */
+	n = (size_t)snprintf(t, cap, "job_id,jct_s,schedule\n");
+	for (int i = 0; i < 1500; i++)
+		n += (size_t)snprintf(t + n, cap - n, "%d,%d.000000,%s\n", i, 1500 - i,
+				      i % 2 ? "top2" : "full");
+	sim_file(d, "jobs_fifo.csv", t);
+	free(t);
+	sim_file(small, "timeline_fifo.csv", "t,free_gpus,running,queued\n0,4,2,0\n5.5,10,0,0\n");
+	sim_file(small, "jobs_fifo.csv", "job_id,jct_s,schedule\n1,5.5,full\n2,5.5,full\n");
+
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c);
+	json_t *j = call(&c, "GET", "/api/v1/clusters", NULL, NULL, 404, &o);
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j, "error"), "code")),
+			 "no_clusters");
+	ctl_reply_free(&o);
+	c.clusters_dir = root;
+	j = call(&c, "GET", "/api/v1/clusters", NULL, NULL, 200, &o);
+	json_t *sims = json_object_get(j, "simulations");
+	ck_assert_int_eq((int)json_array_size(sims), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(sims, 0), "name")), "sim");
+	ctl_reply_free(&o);
+
+	j = call(&c, "GET", "/api/v1/clusters/sim", NULL, NULL, 200, &o);
+	json_t *fifo = json_object_get(json_object_get(j, "series"), "fifo");
+	json_t *tl = json_object_get(fifo, "timeline");
+	json_t *ts = json_object_get(tl, "t"), *use = json_object_get(tl, "in_use");
+	ck_assert_int_eq((int)json_integer_value(json_object_get(tl, "points")), 2501);
+	ck_assert_int_eq((int)json_integer_value(json_object_get(tl, "spans")), 1000);
+	ck_assert_int_eq((int)json_array_size(ts), 1001);
+	double kept = 0;
+	for (size_t i = 0; i + 1 < json_array_size(ts); i++)
+		kept += (num_at(ts, i + 1) - num_at(ts, i)) * num_at(use, i);
+	ck_assert_double_eq_tol(kept, area, 1e-9 * area);
+	/* span 0 is [0, 2.5): 10, 9, then half a second of 8 */
+	ck_assert_double_eq_tol(num_at(use, 0), (10 + 9 + 0.5 * 8) / 2.5, 1e-12);
+	ck_assert_double_eq_tol(num_at(ts, 1), 2.5, 1e-12);
+	/* span 1 is [2.5, 5): half of 8, then 7 and 6 */
+	ck_assert_double_eq_tol(num_at(use, 1), (0.5 * 8 + 7 + 6) / 2.5, 1e-12);
+	ck_assert_double_eq_tol(num_at(ts, 1000), 2500, 1e-12);
+	ck_assert_double_eq(num_at(use, 1000), 0);
+	/* queued: (0 + 1 + 0.5 * 2) / 2.5 over span 0 */
+	ck_assert_double_eq_tol(num_at(json_object_get(tl, "queued"), 0), 2 / 2.5, 1e-12);
+
+	json_t *jct = json_object_get(fifo, "jct");
+	json_t *s = json_object_get(jct, "s"), *share = json_object_get(jct, "share");
+	ck_assert_int_eq((int)json_array_size(s), 1000);
+	ck_assert_double_eq(num_at(s, 0), 2);        /* ceil(1500 / 1000) = the 2nd */
+	ck_assert_double_eq(num_at(share, 0), 2.0 / 1500);
+	ck_assert_double_eq(num_at(s, 499), 750);    /* ceil(500 x 1.5) = the 750th */
+	ck_assert_double_eq(num_at(share, 499), 0.5);
+	ck_assert_double_eq(num_at(s, 999), 1500);
+	ck_assert_double_eq(num_at(share, 999), 1);
+	json_t *sc = json_object_get(fifo, "schedules");
+	ck_assert_int_eq((int)json_integer_value(json_object_get(sc, "full")), 750);
+	ck_assert_int_eq((int)json_integer_value(json_object_get(sc, "top2")), 750);
+	ck_assert_int_eq((int)json_integer_value(json_object_get(fifo, "jobs")), 1500);
+	ctl_reply_free(&o);
+
+	j = call(&c, "GET", "/api/v1/clusters/small", NULL, NULL, 200, &o);
+	fifo = json_object_get(json_object_get(j, "series"), "fifo");
+	tl = json_object_get(fifo, "timeline");
+	ck_assert_int_eq((int)json_integer_value(json_object_get(tl, "spans")), 0);
+	ck_assert_double_eq(num_at(json_object_get(tl, "t"), 1), 5.5);
+	ck_assert_double_eq(num_at(json_object_get(tl, "in_use"), 0), 6);
+	ck_assert_double_eq(num_at(json_object_get(json_object_get(fifo, "jct"), "share"), 0), 0.5);
+	ctl_reply_free(&o);
+
+	call(&c, "GET", "/api/v1/clusters/nope", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+	call(&c, "GET", "/api/v1/clusters/sim/files/..%2Fsmall%2Fsummary.csv", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+	call(&c, "GET", "/api/v1/clusters/sim/files/cluster.json", NULL, NULL, 404, &o);
+	ctl_reply_free(&o);
+	ctl_handle(&c, "GET", "/api/v1/clusters/sim/files/summary.csv", NULL, NULL, 0, 1, &o);
+	ck_assert_int_eq(o.status, 200);
+	ck_assert_str_eq(o.text, summary);
+	ctl_reply_free(&o);
+	call(&c, "DELETE", "/api/v1/clusters/sim", NULL, NULL, 405, &o);
+	ctl_reply_free(&o);
+	ctl_free(&c);
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -540,6 +677,7 @@ control_suite(void)
 	tcase_add_test(tc, link_and_server_mid_run);
 	tcase_add_test(tc, recover_applies_the_schedule_once);
 	tcase_add_test(tc, recover_from_start_keeps_the_schedule_ahead);
+	tcase_add_test(tc, cluster_series_reduced);
 	suite_add_tcase(s, tc);
 	return s;
 }

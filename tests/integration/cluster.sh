@@ -57,12 +57,33 @@ expect_grep 'unknown "lifo" \(expected fifo, srtf, las, gandiva, jigsaw or all\)
 expect_exit 2 "no trace" "$SL" cluster -p "$TMP/prof.csv" -g 2
 expect_exit 2 "a missing file" "$SL" cluster -t "$TMP/none.csv" -p "$TMP/prof.csv" -g 2
 expect_grep 'none\.csv' "... names it" "$LAST_OUT"
+# the Philly trace's job log converted (tools/philly_jobs.py) on a sample
+# of its shape: attempts summed, GPUs over machines, unusable jobs counted
+PH=tests/fixtures/cluster/philly-sample.json
+expect_exit 0 "philly_jobs.py converts a Philly job log" python3 tools/philly_jobs.py "$PH" \
+	--profiles "$TMP/prof.csv" --max-gpus 8 --min-minutes 1
+printf '%s\n' "$LAST_OUT" >"$TMP/philly.csv"
+expect_grep '^1,0,4,spb,5400,application_1506638472019_10239$' \
+	"philly: the first submitted, its two attempts summed, its largest attempt's GPUs over two machines" "$LAST_OUT"
+expect_grep '^2,199,4,spb,7200,application_1506638472019_10238$' "philly: arrival from the earliest submission" "$LAST_OUT"
+expect_grep '^# left out: 2 \(no attempt with a start and a later end\)$' "philly: jobs without a usable attempt counted" "$LAST_OUT"
+expect_grep '^# left out: 1 \(more than 8 GPUs\)$' "philly: --max-gpus" "$LAST_OUT"
+expect_grep '^# left out: 1 \(duration outside the minutes kept\)$' "philly: --min-minutes" "$LAST_OUT"
+expect_exit 0 "the converted trace drives a simulation" "$SL" cluster -t "$TMP/philly.csv" -p "$TMP/prof.csv" -g 8 -m 16 -P fifo
+expect_grep '^fifo +6300\.0 +5400\.0 +7200\.0 ' "philly: fifo runs both at once, JCTs their durations" "$LAST_OUT"
+echo '{"jobs": []}' >"$TMP/notphilly.json"
+expect_exit 1 "philly: not a job log" python3 tools/philly_jobs.py "$TMP/notphilly.json" --profiles "$TMP/prof.csv"
+expect_grep 'expected a JSON array of jobs' "philly: ... said" "$LAST_OUT"
 # profiles measured by the engine: a small model on the synthetic set
 expect_exit 0 "cluster profile of a small MLP" "$SL" cluster profile -m mlp:784-32-10 -d synthetic:2400 \
 	--target-acc 0.5 --seeds 2 -S 0.2 --max-epochs 20
 printf '%s\n' "$LAST_OUT" | grep -v '^stalelab' >"$TMP/measured.csv"
 expect_grep '^# compute_s: one worker.s step at batch 64 on cpu' "the profile says where it was timed" "$LAST_OUT"
 expect_grep '^# iter_mult: updates to test accuracy 0.5 over full backprop.s' "... and how the multipliers were measured" "$LAST_OUT"
+expect_grep '^# layers at batch 64, per batch' "the profile has the per-layer lines" "$LAST_OUT"
+expect_grep '^#   0 dense +forward +[0-9.]+ us +backward +[0-9.]+ us +params +100480 B +activations +8192 B ' \
+	"layer 0: its times, 784 x 32 + 32 floats of parameters, 32 x 64 of activations" "$LAST_OUT"
+expect_grep '^#   1 dense .* params +1320 B ' "layer 1: 32 x 10 + 10 floats" "$LAST_OUT"
 expect_grep '^mlp:784-32-10,full,[0-9.e-]+,[0-9.e-]+,[0-9.e-]+,1\.0000$' "full backprop's row, multiplier 1" "$LAST_OUT"
 expect_grep '^mlp:784-32-10,top1,|^# top1: missed' "the partial depth: a row, or why it is left out" "$LAST_OUT"
 printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,mlp:784-32-10,1000\n2,0,1,mlp:784-32-10,1000\n' >"$TMP/small.csv"

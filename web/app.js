@@ -404,7 +404,12 @@ let filledConfig = "";
 let tableAt = 0;
 function render() {
   frame = 0;
-  if (view.tab !== "live") return;
+  // the header is on every tab; the rest of the page only on the live one
+  if (view.tab !== "live") {
+    if (st.snap && (dirty.snap || dirty.all)) drawHeader();
+    dirty.snap = false;
+    return;
+  }
   const d = dirty;
   dirty = {};
   if (st.snap && (d.snap || d.all)) {

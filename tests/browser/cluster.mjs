@@ -36,6 +36,12 @@ const chartData = (key) => page.evaluate((k) => {
 try {
   await page.goto(`${base}/`);
 
+  await check("a page opened on the Cluster tab still shows the run in its header", async () => {
+    await page.goto(`${base}/?view=cluster`);
+    await until("the header", async () => (await page.locator("#h-model").innerText()) === "mlp:784-16-10");
+    await page.goto(`${base}/`);
+  });
+
   await check("the Cluster tab opens by keyboard and lists the two simulations", async () => {
     await page.click("#tab-live");
     await page.keyboard.press("ArrowRight");

@@ -52,14 +52,20 @@ static const char cluster_usage[] =
 	"      --las-thresholds L las's queue thresholds, GPU-seconds, rising,\n"
 	"                         comma-separated (default 3600,57600)\n"
 	"  -o, --out DIR          also write summary.csv, jobs_POLICY.csv and\n"
-	"                         timeline_POLICY.csv there, and (gnuplot) the\n"
-	"                         figures gpus.svg and jct.svg (and .png)\n"
+	"                         timeline_POLICY.csv there, cluster.json (the\n"
+	"                         inputs and their notes), and (gnuplot) the\n"
+	"                         figures gpus.svg and jct.svg (and .png); made\n"
+	"                         with its parents; `stalelab serve --clusters`\n"
+	"                         shows it in the dashboard\n"
 	"  -h, --help             this text\n"
 	"\n"
 	"synth: N jobs with Poisson arrivals at R jobs per hour, Gavel's durations\n"
 	"(80%: 60 x 10^U(1.5,3) s, 20%: 60 x 10^U(3,4) s) and GPU counts (1, 2, 4, 8\n"
 	"at 70, 10, 15, 5%, at most --gpus), each of a model of the profiles drawn\n"
-	"uniformly, its iterations its duration at full backprop; jobs.csv on stdout.\n";
+	"uniformly, its iterations its duration at full backprop; jobs.csv on stdout.\n"
+	"\n"
+	"A public trace: tools/philly_jobs.py turns Philly's job log into jobs.csv\n"
+	"(docs/cluster.md, \"The Philly trace\").\n";
 
 /* a whole file, or NULL with err naming it */
 static char *

@@ -69,6 +69,28 @@ expect(cl_policy p, const cl_job *j, size_t n, const double *finish, const cl_su
 	}
 }
 
+/* Among lone running jobs that gain the same, a job packs onto the one
+ * that started first. G 2 of 32 GB; one model, 2 s compute and 1 s
+ * communication (3 s alone; a pair's cycle 4 s, so gandiva packs: 6 / 4 >
+ * 1). J1 (0, 1 GPU, 10 iterations) and J2 (0, 1, 100) start at 0 in that
+ * order; J3 (1, 1, 10) finds no free GPU and packs onto J1: J1 has 29/3
+ * iterations left at 1 and runs them at 4 s each, done at 1 + 116/3; J3 has
+ * 29/3 done by then and its last third alone takes 1 s. J2 runs alone to
+ * 300. Packed onto J2 instead, J1 would be done at 30. */
+START_TEST(pack_onto_the_first_started)
+{
+	cl_model m = model1(2, 1, 10);
+	for (int p = CL_GANDIVA; p <= CL_JIGSAW; p++) {
+		cl_config c = {.gpus = 2, .gpu_mem_gb = 32, .policy = (cl_policy)p};
+		cl_job j[3] = {job(1, 0, 1, 10), job(2, 0, 1, 100), job(3, 1, 1, 10)};
+		cl_summary s = run(&c, &m, 1, j, 3);
+		const double finish[3] = {1 + 116.0 / 3, 300, 2 + 116.0 / 3};
+		expect((cl_policy)p, j, 3, finish, &s, (1 + 116.0 / 3 + 300 + 1 + 116.0 / 3) / 3,
+		       300, -1);
+	}
+}
+END_TEST
+
 START_TEST(t1_three_jobs_every_policy)
 {
 	/* G 2; T 1 s; J1 (0, 2 GPUs, 10), J2 (1, 1, 2), J3 (2, 1, 4); las
@@ -522,6 +544,7 @@ cluster_suite(void)
 	Suite *s = suite_create("cluster");
 	TCase *tc = tcase_create("hand");
 	tcase_add_test(tc, t1_three_jobs_every_policy);
+	tcase_add_test(tc, pack_onto_the_first_started);
 	tcase_add_test(tc, t2_demotion_and_ties);
 	tcase_add_test(tc, t3_partial_backprop);
 	tcase_add_test(tc, t4_packing_without_partial_backprop);

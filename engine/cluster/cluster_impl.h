@@ -2,8 +2,11 @@
  * accounting) and policy.c (the decisions, the waiting queue); included
  * nowhere else.
  *
- * Each event costs time in the running jobs (at most two a GPU) and in the
- * waiting jobs the policy looks at, never in all the jobs that wait: those
+ * Under fifo, gandiva and jigsaw an event costs time in the groups it
+ * changes (a completion, the partner left alone, the jobs that start or
+ * pack) and in the waiting jobs the policy looks at; under srtf and las,
+ * which re-rank, in every running job (at most two a GPU) as well. Never
+ * in all the jobs that wait: those
  * sit in a heap ordered by the policy's key (arrival for fifo, gandiva and
  * jigsaw; remaining time for srtf; queue, then arrival, for las). A waiting
  * job's key does not change while it waits, so the heap stays valid; a job
@@ -33,6 +36,11 @@ typedef struct jstate {
 			     * (and jigsaw re-chooses its schedule) */
 	double t_set;       /* its progress and accounts are up to this time */
 	unsigned ver;       /* its current entries in the event heap */
+	size_t run_at;      /* its index in the running list */
+	long stamp;         /* fifo, gandiva, jigsaw: its group's place in the
+			     * order groups started (a joiner takes its host's) */
+	int lone_cls;       /* the packing index's class it is in, -1: none */
+	unsigned lone_ver;  /* its current entry there */
 } jstate;
 
 /* one entry of a plan: a job alone, or two sharing their GPUs */
@@ -58,6 +66,18 @@ typedef struct wq_ent {
 	unsigned gen;
 } wq_ent;
 
+/* an entry of the packing index: a running job alone, by its group's stamp */
+typedef struct lone_ent {
+	long stamp;
+	int j;
+	unsigned ver;
+} lone_ent;
+
+typedef struct lone_heap {
+	lone_ent *v;
+	size_t n, cap;
+} lone_heap;
+
 typedef struct sim {
 	const cl_config *c;
 	const cl_model *models;
@@ -76,17 +96,40 @@ typedef struct sim {
 	int failed;         /* out of memory growing a heap */
 	int free_gpus;
 	double t;
-	/* the plan being made (policy.c) */
+	/* the plan being made (policy.c; srtf and las) */
 	cl_group *plan;
 	int n_plan;
 	int plan_free;
+	/* fifo, gandiva, jigsaw decide and apply one group at a time, and
+	 * touch only the groups that change: the jobs whose partner finished
+	 * (again), the ones that start, the lone ones they pack onto. The
+	 * packing index holds the lone running jobs by (GPUs, schedule), each
+	 * class a heap by stamp, so the first of a class in start order is
+	 * found without walking the running jobs. */
+	int *again;
+	size_t n_again;
+	long next_stamp;
+	int *gvals, n_gvals;  /* the trace's distinct GPU counts, sorted */
+	int *sbase, n_sall;   /* model m's schedules are sbase[m] ... */
+	lone_heap *cls;       /* [gpu value][schedule]; NULL: no packing */
+	lone_ent *reps;       /* n_sall: the classes' first, in pack() */
 } sim;
 
 /* ---- policy.c ------------------------------------------------------------- */
 
-/* Fill s->plan (every job that runs from now, and its schedule) from the
- * current state. */
+/* srtf, las: fill s->plan (every job that runs from now, and its
+ * schedule) from the current state, for apply_plan; fifo, gandiva,
+ * jigsaw: start and pack jobs, applying each group as it is decided. */
 void policy_decide(sim *s);
+/* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
+int policy_init(sim *s);
+void policy_free(sim *s);
+
+/* group g's jobs run from now as g says: started, settled and given new
+ * rates and events where anything changed (sim.c) */
+void group_apply(sim *s, const cl_group *g);
+/* j joins the running list (sim.c) */
+void run_add(sim *s, int j);
 /* queue waiting job j under the policy's key (arrival, a preemption) */
 void wait_push(sim *s, int j);
 /* has attained service a reached threshold th? (relative: service in

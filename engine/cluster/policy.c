@@ -97,89 +97,6 @@ plan_add(sim *s, int j, int k)
 	s->js[j].planned = 1;
 }
 
-/* j joins plan entry g, sharing its GPUs */
-static void
-plan_join(sim *s, cl_group *g, int j, int k)
-{
-	g->n = 2;
-	g->job[1] = j;
-	g->sched[1] = k;
-	s->js[j].planned = 1;
-}
-
-/* the running jobs as they are, packed pairs together */
-static void
-plan_keep_running(sim *s)
-{
-	for (size_t i = 0; i < s->n_run; i++) {
-		int j = s->run[i];
-		const jstate *x = &s->js[j];
-		if (x->partner >= 0 && x->partner < j)
-			continue; /* a pair is entered once, by its lower index */
-		plan_add(s, j, x->sched);
-		if (x->partner >= 0)
-			plan_join(s, &s->plan[s->n_plan - 1], x->partner, s->js[x->partner].sched);
-	}
-}
-
-/* jigsaw: each group's schedules re-chosen for the most goodput */
-static double
-rechoose(sim *s, cl_group *g)
-{
-	if (g->n == 1) {
-		g->sched[0] = alone_sched(s, g->job[0]);
-		return goodput_alone(s, g->job[0], g->sched[0]);
-	}
-	int ka = 0, kb = 0;
-	double gp = pair_best(s, g->job[0], g->job[1], 1, &ka, &kb);
-	if (gp > 0) {
-		g->sched[0] = ka;
-		g->sched[1] = kb;
-	}
-	return gp;
-}
-
-/* gandiva, jigsaw: pack waiting job j onto a lone running job with as
- * many GPUs, where it gains the most; 1 when packed */
-static int
-pack(sim *s, int j)
-{
-	const int jig = s->c->policy == CL_JIGSAW;
-	int at = -1, ka = 0, kb = 0;
-	double gain = 0;
-	for (int i = 0; i < s->n_plan; i++) {
-		cl_group *g = &s->plan[i];
-		int a = g->job[0];
-		if (g->n != 1 || s->jobs[a].gpus != s->jobs[j].gpus)
-			continue;
-		int x = g->sched[0], y = alone_sched(s, j);
-		double by;
-		if (jig) { /* summed goodput: packed, against a alone */
-			double gp = pair_best(s, a, j, 1, &x, &y);
-			if (gp <= 0)
-				continue;
-			by = gp - goodput_alone(s, a, g->sched[0]);
-		} else { /* Gandiva: the pair's speed over each alone, above 1 */
-			if (mem(s, a, x) + mem(s, j, y) > s->c->gpu_mem_gb)
-				continue;
-			double cyc = pair_cycle(s, a, x, j, y);
-			by = (sched_time(s, a, x) + sched_time(s, j, y)) / cyc - 1.0;
-		}
-		if (by > gain + 1e-12) {
-			gain = by;
-			at = i;
-			ka = x;
-			kb = y;
-		}
-	}
-	if (at < 0)
-		return 0;
-	cl_group *g = &s->plan[at];
-	g->sched[0] = ka;
-	plan_join(s, g, j, kb);
-	return 1;
-}
-
 /* ---- the waiting heap --------------------------------------------------- */
 
 /* the policy's key of job j as it is now: srtf its remaining time alone at
@@ -262,28 +179,188 @@ put_back(sim *s, const wq_ent *e)
 
 /* ---- the decisions ----------------------------------------------------- */
 
-/* fifo, gandiva, jigsaw: the running jobs stay; waiting ones start in
- * arrival order while they fit (or pack), and the first that cannot
- * blocks the rest */
+/* ---- fifo, gandiva, jigsaw: the packing index ---------------------------- */
+
+static int
+lone_before(const lone_ent *a, const lone_ent *b)
+{
+	return a->stamp < b->stamp;
+}
+
+SL_HEAP(loneheap, lone_ent, lone_before)
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	int x = *(const int *)a, y = *(const int *)b;
+	return (x > y) - (x < y);
+}
+
+int
+policy_init(sim *s)
+{
+	if (s->c->policy != CL_GANDIVA && s->c->policy != CL_JIGSAW)
+		return 0; /* fifo never packs; srtf and las plan afresh */
+	size_t n = s->n_jobs ? s->n_jobs : 1;
+	int nm = 0;
+	for (size_t i = 0; i < s->n_jobs; i++)
+		if (s->jobs[i].model + 1 > nm)
+			nm = s->jobs[i].model + 1;
+	s->gvals = malloc(sizeof(int) * n);
+	s->sbase = malloc(sizeof(int) * (size_t)(nm ? nm : 1));
+	if (!s->gvals || !s->sbase)
+		return -1;
+	for (size_t i = 0; i < s->n_jobs; i++)
+		s->gvals[i] = s->jobs[i].gpus;
+	qsort(s->gvals, s->n_jobs, sizeof(int), cmp_int);
+	s->n_gvals = 0;
+	for (size_t i = 0; i < s->n_jobs; i++)
+		if (!s->n_gvals || s->gvals[s->n_gvals - 1] != s->gvals[i])
+			s->gvals[s->n_gvals++] = s->gvals[i];
+	s->n_sall = 0;
+	for (int m = 0; m < nm; m++) {
+		s->sbase[m] = s->n_sall;
+		s->n_sall += s->models[m].n_sched;
+	}
+	s->cls = calloc((size_t)(s->n_gvals ? s->n_gvals : 1) * (size_t)(s->n_sall ? s->n_sall : 1),
+			sizeof(lone_heap));
+	s->reps = malloc(sizeof(lone_ent) * (size_t)(s->n_sall ? s->n_sall : 1));
+	return s->cls && s->reps ? 0 : -1;
+}
+
+void
+policy_free(sim *s)
+{
+	if (s->cls)
+		for (int i = 0; i < s->n_gvals * s->n_sall; i++)
+			free(s->cls[i].v);
+	free(s->cls);
+	free(s->reps);
+	free(s->gvals);
+	free(s->sbase);
+}
+
+/* the index of GPU count g among the trace's (it is one of them) */
+static int
+gval_at(const sim *s, int g)
+{
+	int lo = 0, hi = s->n_gvals - 1;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (s->gvals[mid] < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* running job j, alone from now, joins its class */
+static void
+lone_enter(sim *s, int j)
+{
+	if (!s->cls)
+		return;
+	jstate *x = &s->js[j];
+	int cl = gval_at(s, s->jobs[j].gpus) * s->n_sall + s->sbase[s->jobs[j].model] + x->sched;
+	x->lone_cls = cl;
+	x->lone_ver++;
+	lone_heap *h = &s->cls[cl];
+	if (loneheap_push(&h->v, &h->n, &h->cap, (lone_ent){x->stamp, j, x->lone_ver}) < 0)
+		s->failed = 1;
+}
+
+static int
+lone_live(const sim *s, const lone_ent *e, int cl)
+{
+	const jstate *x = &s->js[e->j];
+	return x->st == JS_RUNNING && x->partner < 0 && x->lone_cls == cl && x->lone_ver == e->ver;
+}
+
+/* gandiva, jigsaw: pack waiting job j onto a lone running job with as
+ * many GPUs, where it gains the most, the first in start order among
+ * equals (each class's first stands for it: its members gain the same);
+ * 1 when packed */
+static int
+pack(sim *s, int j)
+{
+	const int jig = s->c->policy == CL_JIGSAW;
+	int base = gval_at(s, s->jobs[j].gpus) * s->n_sall, nr = 0;
+	for (int k = 0; k < s->n_sall; k++) {
+		lone_heap *h = &s->cls[base + k];
+		while (h->n && !lone_live(s, &h->v[0], base + k))
+			loneheap_pop(h->v, &h->n);
+		if (h->n) { /* in stamp order among the classes' firsts */
+			int at = nr++;
+			while (at && s->reps[at - 1].stamp > h->v[0].stamp) {
+				s->reps[at] = s->reps[at - 1];
+				at--;
+			}
+			s->reps[at] = h->v[0];
+		}
+	}
+	int host = -1, ka = 0, kb = 0;
+	double gain = 0;
+	for (int r = 0; r < nr; r++) {
+		int a = s->reps[r].j;
+		int x = s->js[a].sched, y = alone_sched(s, j);
+		double by;
+		if (jig) { /* summed goodput: packed, against a alone */
+			double gp = pair_best(s, a, j, 1, &x, &y);
+			if (gp <= 0)
+				continue;
+			by = gp - goodput_alone(s, a, s->js[a].sched);
+		} else { /* Gandiva: the pair's speed over each alone, above 1 */
+			if (mem(s, a, x) + mem(s, j, y) > s->c->gpu_mem_gb)
+				continue;
+			double cyc = pair_cycle(s, a, x, j, y);
+			by = (sched_time(s, a, x) + sched_time(s, j, y)) / cyc - 1.0;
+		}
+		if (by > gain + 1e-12) {
+			gain = by;
+			host = a;
+			ka = x;
+			kb = y;
+		}
+	}
+	if (host < 0)
+		return 0;
+	s->js[host].lone_cls = -1;
+	s->js[j].stamp = s->js[host].stamp;
+	cl_group g = {2, {host, j}, {ka, kb}};
+	group_apply(s, &g);
+	run_add(s, j);
+	return 1;
+}
+
+/* fifo, gandiva, jigsaw: the running jobs stay; a job whose partner
+ * finished runs alone (jigsaw: under its best schedule alone); waiting
+ * ones start in arrival order while they fit (or pack), and the first
+ * that cannot blocks the rest */
 static void
 in_order(sim *s)
 {
-	plan_keep_running(s);
-	/* a running group's schedules were the best for it when it formed
-	 * (the profiles do not change); a job whose partner finished is a
-	 * new group of one */
-	if (s->c->policy == CL_JIGSAW)
-		for (int i = 0; i < s->n_plan; i++) {
-			cl_group *g = &s->plan[i];
-			if (g->n == 1 && s->js[g->job[0]].alone_again)
-				rechoose(s, g);
-		}
+	for (size_t i = 0; i < s->n_again; i++) {
+		int j = s->again[i];
+		jstate *x = &s->js[j];
+		if (x->st != JS_RUNNING || x->partner >= 0 || !x->alone_again)
+			continue;
+		cl_group g = {1, {j, -1}, {s->c->policy == CL_JIGSAW ? alone_sched(s, j) : x->sched, -1}};
+		group_apply(s, &g);
+		lone_enter(s, j);
+	}
+	s->n_again = 0;
 	wq_ent e;
 	while (wait_next(s, &e)) {
 		int j = e.j;
-		if (s->jobs[j].gpus <= s->plan_free) {
-			plan_add(s, j, alone_sched(s, j));
-		} else if (s->c->policy == CL_FIFO || !pack(s, j)) {
+		if (s->jobs[j].gpus <= s->free_gpus) {
+			cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
+			s->js[j].stamp = s->next_stamp++;
+			group_apply(s, &g);
+			run_add(s, j);
+			s->free_gpus -= s->jobs[j].gpus;
+			lone_enter(s, j);
+		} else if (!s->cls || !pack(s, j)) {
 			put_back(s, &e);
 			break;
 		}
@@ -338,15 +415,16 @@ by_key(sim *s)
 void
 policy_decide(sim *s)
 {
-	s->n_plan = 0;
 	s->n_back = 0;
-	s->plan_free = s->c->gpus;
-	for (size_t i = 0; i < s->n_run; i++)
-		s->js[s->run[i]].planned = 0;
-	if (s->c->policy == CL_SRTF || s->c->policy == CL_LAS)
+	if (s->c->policy == CL_SRTF || s->c->policy == CL_LAS) {
+		s->n_plan = 0;
+		s->plan_free = s->c->gpus;
+		for (size_t i = 0; i < s->n_run; i++)
+			s->js[s->run[i]].planned = 0;
 		by_key(s);
-	else
+	} else {
 		in_order(s);
+	}
 	for (size_t i = 0; i < s->n_back; i++)
 		heap_push(s, s->back[i]);
 }

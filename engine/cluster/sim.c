@@ -193,10 +193,66 @@ next_event(sim *s, size_t next_arrival, const int *order)
 
 /* ---- applying a plan -------------------------------------------------------- */
 
+void
+group_apply(sim *s, const cl_group *g)
+{
+	int changed = 0;
+	for (int i = 0; i < g->n; i++) {
+		const jstate *x = &s->js[g->job[i]];
+		int partner = g->n == 2 ? g->job[1 - i] : -1;
+		changed |= x->st != JS_RUNNING || x->sched != g->sched[i] ||
+			   x->partner != partner || x->alone_again;
+	}
+	for (int i = 0; i < g->n; i++) {
+		int j = g->job[i];
+		jstate *x = &s->js[j];
+		if (x->st != JS_RUNNING) { /* starts (again) */
+			if (x->st == JS_WAITING)
+				s->n_waiting--;
+			if (s->jobs[j].first_start < 0)
+				s->jobs[j].first_start = s->t;
+			if (x->ran)
+				x->warm_until = s->t + s->c->restart_s;
+			x->st = JS_RUNNING;
+			x->ran = 1;
+			x->t_set = s->t;
+		} else if (changed) {
+			settle(s, j); /* at the old rate, up to now */
+		}
+		x->sched = g->sched[i];
+		x->partner = g->n == 2 ? g->job[1 - i] : -1;
+		x->alone_again = 0;
+	}
+	if (changed) {
+		set_rates(s, g);
+		for (int i = 0; i < g->n; i++)
+			plan_events(s, g->job[i]);
+	}
+}
+
+void
+run_add(sim *s, int j)
+{
+	s->js[j].run_at = s->n_run;
+	s->run[s->n_run++] = j;
+}
+
+/* j leaves the running list (its place taken by the last: fifo, gandiva
+ * and jigsaw keep their order in the stamps) */
+static void
+run_remove(sim *s, int j)
+{
+	size_t at = s->js[j].run_at;
+	int last = s->run[--s->n_run];
+	s->run[at] = last;
+	s->js[last].run_at = at;
+}
+
+/* srtf, las: the plan is every job that runs from now; the running jobs
+ * it leaves out are preempted, the rest run as it says, in its order */
 static void
 apply_plan(sim *s)
 {
-	/* the running jobs the plan leaves out are preempted */
 	for (size_t i = 0; i < s->n_run; i++) {
 		int j = s->run[i];
 		if (!s->js[j].planned) {
@@ -207,45 +263,13 @@ apply_plan(sim *s)
 			wait_push(s, j);
 		}
 	}
-	/* who runs, with whom, under what: the plan's order; a group whose
-	 * jobs, partners or schedules changed gets new rates and events */
 	s->n_run = 0;
 	int used = 0;
 	for (int p = 0; p < s->n_plan; p++) {
 		const cl_group *g = &s->plan[p];
-		int changed = 0;
-		for (int i = 0; i < g->n; i++) {
-			const jstate *x = &s->js[g->job[i]];
-			int partner = g->n == 2 ? g->job[1 - i] : -1;
-			changed |= x->st != JS_RUNNING || x->sched != g->sched[i] ||
-				   x->partner != partner || x->alone_again;
-		}
-		for (int i = 0; i < g->n; i++) {
-			int j = g->job[i];
-			jstate *x = &s->js[j];
-			if (x->st != JS_RUNNING) { /* starts (again) */
-				if (x->st == JS_WAITING)
-					s->n_waiting--;
-				if (s->jobs[j].first_start < 0)
-					s->jobs[j].first_start = s->t;
-				if (x->ran)
-					x->warm_until = s->t + s->c->restart_s;
-				x->st = JS_RUNNING;
-				x->ran = 1;
-				x->t_set = s->t;
-			} else if (changed) {
-				settle(s, j); /* at the old rate, up to now */
-			}
-			x->sched = g->sched[i];
-			x->partner = g->n == 2 ? g->job[1 - i] : -1;
-			x->alone_again = 0;
-			s->run[s->n_run++] = j;
-		}
-		if (changed) {
-			set_rates(s, g);
-			for (int i = 0; i < g->n; i++)
-				plan_events(s, g->job[i]);
-		}
+		group_apply(s, g);
+		for (int i = 0; i < g->n; i++)
+			run_add(s, g->job[i]);
 		used += s->jobs[g->job[0]].gpus;
 	}
 	s->free_gpus = s->c->gpus - used;
@@ -335,7 +359,10 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	s.run = malloc(sizeof(int) * n);
 	s.plan = malloc(sizeof(cl_group) * n);
 	s.back = malloc(sizeof(wq_ent) * 2 * n);
-	if (!order || !s.js || !s.run || !s.plan || !s.back) {
+	s.again = malloc(sizeof(int) * n);
+	const int by_key = c->policy == CL_SRTF || c->policy == CL_LAS;
+	if (!order || !s.js || !s.run || !s.plan || !s.back || !s.again ||
+	    policy_init(&s) < 0) {
 		rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for %zu jobs", n_jobs);
 		goto out;
 	}
@@ -380,14 +407,21 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			x->remaining = 0;
 			jobs[j].finish = s.t;
 			jobs[j].last_sched = x->sched;
+			if (by_key)
+				done++; /* leaves the list below, in order */
+			else
+				run_remove(&s, j);
 			if (x->partner >= 0) { /* up to now at the pair's rate */
 				settle(&s, x->partner);
 				s.js[x->partner].partner = -1;
 				s.js[x->partner].alone_again = 1;
+				if (!by_key)
+					s.again[s.n_again++] = x->partner;
+			} else {
+				s.free_gpus += jobs[j].gpus; /* the group's last member */
 			}
-			done++;
 		}
-		if (done) { /* the finished jobs leave the running list */
+		if (done) { /* srtf, las: their list stays in key order, nearly */
 			size_t k = 0;
 			for (size_t i = 0; i < s.n_run; i++)
 				if (s.js[s.run[i]].st == JS_RUNNING)
@@ -401,7 +435,8 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t))
 			wait_push(&s, order[next++]);
 		policy_decide(&s);
-		apply_plan(&s);
+		if (by_key)
+			apply_plan(&s);
 		if (s.failed) {
 			rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for the waiting jobs");
 			goto out;
@@ -418,6 +453,8 @@ out:
 	free(s.run);
 	free(s.plan);
 	free(s.back);
+	free(s.again);
+	policy_free(&s);
 	free(s.heap);
 	free(s.evh);
 	return rc;

@@ -113,6 +113,13 @@ typedef struct sim {
 	int *sbase, n_sall;   /* model m's schedules are sbase[m] ... */
 	lone_heap *cls;       /* [gpu value][schedule]; NULL: no packing */
 	lone_ent *reps;       /* n_sall: the classes' first, in pack() */
+	/* srtf, las: a key (with its ties) no running job's comes after; an
+	 * event whose waiting jobs ahead of it fit in the free GPUs changes
+	 * nothing but starts (policy.c, by_key_fast) */
+	wq_ent bound;
+	int has_bound;
+	int crossed;          /* las: a threshold crossed at this instant */
+	long full_plans;      /* srtf, las: decisions that ranked every job */
 } sim;
 
 /* ---- policy.c ------------------------------------------------------------- */
@@ -120,7 +127,7 @@ typedef struct sim {
 /* srtf, las: fill s->plan (every job that runs from now, and its
  * schedule) from the current state, for apply_plan; fifo, gandiva,
  * jigsaw: start and pack jobs, applying each group as it is decided. */
-void policy_decide(sim *s);
+int policy_decide(sim *s); /* 1: s->plan made, for apply_plan */
 /* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
 int policy_init(sim *s);
 void policy_free(sim *s);

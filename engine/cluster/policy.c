@@ -373,6 +373,7 @@ static void
 by_key(sim *s)
 {
 	const int strict = s->c->policy == CL_SRTF;
+	s->has_bound = 0;
 	/* the running jobs' keys, sorted by insertion: nearly in order already */
 	size_t nr = s->n_run;
 	for (size_t i = 0; i < nr; i++) {
@@ -396,10 +397,14 @@ by_key(sim *s)
 		int from_run = i < nr && (!have || !before(&e, &run[i]));
 		const wq_ent *x = from_run ? &run[i] : &e;
 		int j = x->j;
-		if (s->jobs[j].gpus <= s->plan_free)
+		if (s->jobs[j].gpus <= s->plan_free) {
 			plan_add(s, j, alone_sched(s, j));
-		else if (!from_run)
+			if (!s->has_bound || before(&s->bound, x))
+				s->bound = *x; /* the last running, in key order */
+			s->has_bound = 1;
+		} else if (!from_run) {
 			put_back(s, &e);
+		}
 		if (from_run) {
 			i++;
 		} else {
@@ -412,19 +417,93 @@ by_key(sim *s)
 		put_back(s, &e);
 }
 
-void
+/* srtf, las: the plan when every waiting job ahead of the bound fits in
+ * the free GPUs. The full ranking would keep every running job (with
+ * those waiting ones, they need no more than the cluster), start the
+ * ones ahead, then go on through the waiting jobs in key order as
+ * in_order does: srtf up to the first that does not fit, las past those
+ * (backfill) while GPUs are free. 1 when done so; 0 (nothing changed):
+ * rank everything. */
+static int
+by_key_fast(sim *s)
+{
+	if (s->crossed)
+		return 0; /* a running job's key rose past the bound */
+	size_t n_ahead = 0;
+	int need = 0, have;
+	wq_ent e;
+	for (;;) {
+		have = wait_next(s, &e);
+		if (!have || !s->has_bound || !before(&e, &s->bound))
+			break;
+		put_back(s, &e); /* back[] holds them for now */
+		n_ahead++;
+		need += s->jobs[e.j].gpus;
+		if (need > s->free_gpus)
+			return 0; /* the caller puts back[] back */
+	}
+	/* the ones ahead start; then the rest in key order */
+	for (size_t i = 0; i < n_ahead; i++) {
+		int j = s->back[i].j;
+		cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
+		group_apply(s, &g);
+		run_add(s, j);
+		s->free_gpus -= s->jobs[j].gpus;
+	}
+	s->n_back = 0;
+	const int strict = s->c->policy == CL_SRTF;
+	while (have && s->free_gpus > 0) {
+		int j = e.j;
+		if (s->jobs[j].gpus <= s->free_gpus) {
+			cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
+			group_apply(s, &g);
+			run_add(s, j);
+			s->free_gpus -= s->jobs[j].gpus;
+			if (!s->has_bound || before(&s->bound, &e))
+				s->bound = e;
+			s->has_bound = 1;
+		} else {
+			put_back(s, &e);
+			if (strict) {
+				have = 0;
+				break;
+			}
+		}
+		have = wait_next(s, &e);
+	}
+	if (have)
+		put_back(s, &e);
+	return 1;
+}
+
+int
 policy_decide(sim *s)
 {
 	s->n_back = 0;
-	if (s->c->policy == CL_SRTF || s->c->policy == CL_LAS) {
-		s->n_plan = 0;
-		s->plan_free = s->c->gpus;
-		for (size_t i = 0; i < s->n_run; i++)
-			s->js[s->run[i]].planned = 0;
-		by_key(s);
-	} else {
+	if (s->c->policy != CL_SRTF && s->c->policy != CL_LAS) {
 		in_order(s);
+		for (size_t i = 0; i < s->n_back; i++)
+			heap_push(s, s->back[i]);
+		return 0;
+	}
+	if (by_key_fast(s)) {
+		for (size_t i = 0; i < s->n_back; i++)
+			heap_push(s, s->back[i]);
+		return 0;
 	}
 	for (size_t i = 0; i < s->n_back; i++)
 		heap_push(s, s->back[i]);
+	s->n_back = 0;
+	s->full_plans++;
+	/* every running job's key as of now */
+	for (size_t i = 0; i < s->n_run; i++)
+		settle(s, s->run[i]);
+	s->n_plan = 0;
+	s->plan_free = s->c->gpus;
+	for (size_t i = 0; i < s->n_run; i++)
+		s->js[s->run[i]].planned = 0;
+	by_key(s);
+	for (size_t i = 0; i < s->n_back; i++)
+		heap_push(s, s->back[i]);
+	return 1;
 }

@@ -398,6 +398,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				double th = c->thresholds[e.kind - 1];
 				if (!cl_crossed(x->attained, th))
 					x->attained = th;
+				s.crossed = 1;
 				plan_events(&s, j);
 				continue;
 			}
@@ -428,15 +429,11 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 					s.run[k++] = s.run[i];
 			s.n_run = k;
 		}
-		/* srtf and las order by remaining time or attained service */
-		if (c->policy == CL_SRTF || c->policy == CL_LAS)
-			for (size_t i = 0; i < s.n_run; i++)
-				settle(&s, s.run[i]);
 		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t))
 			wait_push(&s, order[next++]);
-		policy_decide(&s);
-		if (by_key)
+		if (policy_decide(&s))
 			apply_plan(&s);
+		s.crossed = 0;
 		if (s.failed) {
 			rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for the waiting jobs");
 			goto out;

@@ -118,8 +118,6 @@ typedef struct sim {
 	 * nothing but starts (policy.c, by_key_fast) */
 	wq_ent bound;
 	int has_bound;
-	int crossed;          /* las: a threshold crossed at this instant */
-	long full_plans;      /* srtf, las: decisions that ranked every job */
 } sim;
 
 /* ---- policy.c ------------------------------------------------------------- */
@@ -130,6 +128,9 @@ typedef struct sim {
 int policy_decide(sim *s); /* 1: s->plan made, for apply_plan */
 /* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
 int policy_init(sim *s);
+/* las: running job j's key rose (a threshold crossed, j settled): the
+ * bound on the running keys rises with it */
+void policy_raise_bound(sim *s, int j);
 void policy_free(sim *s);
 
 /* group g's jobs run from now as g says: started, settled and given new

@@ -417,6 +417,14 @@ by_key(sim *s)
 		put_back(s, &e);
 }
 
+void
+policy_raise_bound(sim *s, int j)
+{
+	wq_ent r = {key_of(s, j), s->jobs[j].arrival, s->jobs[j].id, j, 0};
+	if (s->has_bound && before(&s->bound, &r))
+		s->bound = r;
+}
+
 /* srtf, las: the plan when every waiting job ahead of the bound fits in
  * the free GPUs. The full ranking would keep every running job (with
  * those waiting ones, they need no more than the cluster), start the
@@ -427,8 +435,6 @@ by_key(sim *s)
 static int
 by_key_fast(sim *s)
 {
-	if (s->crossed)
-		return 0; /* a running job's key rose past the bound */
 	size_t n_ahead = 0;
 	int need = 0, have;
 	wq_ent e;
@@ -494,7 +500,6 @@ policy_decide(sim *s)
 	for (size_t i = 0; i < s->n_back; i++)
 		heap_push(s, s->back[i]);
 	s->n_back = 0;
-	s->full_plans++;
 	/* every running job's key as of now */
 	for (size_t i = 0; i < s->n_run; i++)
 		settle(s, s->run[i]);

@@ -398,7 +398,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				double th = c->thresholds[e.kind - 1];
 				if (!cl_crossed(x->attained, th))
 					x->attained = th;
-				s.crossed = 1;
+				policy_raise_bound(&s, j); /* its key rose */
 				plan_events(&s, j);
 				continue;
 			}
@@ -433,7 +433,6 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			wait_push(&s, order[next++]);
 		if (policy_decide(&s))
 			apply_plan(&s);
-		s.crossed = 0;
 		if (s.failed) {
 			rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for the waiting jobs");
 			goto out;

@@ -143,13 +143,17 @@ export class ClusterView {
   async open(name) {
     this.state.setName(name);
     for (const b of this.list.querySelectorAll(".cluster-pick")) b.setAttribute("aria-pressed", String(b.dataset.sim === name));
+    // the last one asked for wins: an earlier answer arriving late (a
+    // large simulation opened first) is dropped
+    const ask = (this.asked = (this.asked || 0) + 1);
     let s;
     try {
       s = await api("GET", `/api/v1/clusters/${enc(name)}`);
     } catch (e) {
-      this.onError(e);
+      if (ask === this.asked) this.onError(e);
       return;
     }
+    if (ask !== this.asked) return;
     this.clear();
     this.sim = s;
     const spec = s.spec || {};

@@ -77,13 +77,16 @@ export class SweepsView {
   async open(name) {
     this.state.setName(name);
     for (const b of this.list.querySelectorAll(".sweep-pick")) b.setAttribute("aria-pressed", String(b.dataset.sweep === name));
+    // the last one asked for wins (an earlier answer arriving late is dropped)
+    const ask = (this.asked = (this.asked || 0) + 1);
     let s;
     try {
       s = await api("GET", `/api/v1/sweeps/${enc(name)}`);
     } catch (e) {
-      this.onError(e);
+      if (ask === this.asked) this.onError(e);
       return;
     }
+    if (ask !== this.asked) return;
     const figs = s.figures.length
       ? el("div", { className: "sweep-figures" }, ...s.figures.map((f) => el("figure", { className: "chart" },
         el("figcaption", {}, el("h3", { textContent: f.replace(/\.svg$/, "") }),

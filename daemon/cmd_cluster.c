@@ -51,6 +51,8 @@ static const char cluster_usage[] =
 	"      --restart-s X      a preempted job's restart time (default 0)\n"
 	"      --las-thresholds L las's queue thresholds, GPU-seconds, rising,\n"
 	"                         comma-separated (default 3600,57600)\n"
+	"      --verify           las: check every decision against a full ranking\n"
+	"                         of every job (slow; a test of the simulator)\n"
 	"  -o, --out DIR          also write summary.csv, jobs_POLICY.csv and\n"
 	"                         timeline_POLICY.csv there, cluster.json (the\n"
 	"                         inputs and their notes), and (gnuplot) the\n"
@@ -374,7 +376,7 @@ cmd_cluster(int argc, char **argv)
 		{"gpu-mem-gb", required_argument, NULL, 'm'}, {"spb", required_argument, NULL, 'S'},
 		{"restart-s", required_argument, NULL, 'R'}, {"las-thresholds", required_argument, NULL, 'T'},
 		{"out", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
+		{"verify", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
 	};
 	const char *trace = NULL, *prof = NULL, *out = NULL;
 	cl_config c = {.gpus = 0, .gpu_mem_gb = 80, .n_thresholds = 2, .thresholds = {3600, 57600}};
@@ -427,6 +429,7 @@ cmd_cluster(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'V': c.verify = 1; break;
 		case 'h': fputs(cluster_usage, stdout); return 0;
 		default: return cli_bad_option("cluster", opt, argv);
 		}

@@ -3,6 +3,7 @@
  * every policy, and on cases of our own: restarts, a full cluster, bad
  * input named by job and field, and the same result on every run. */
 #include <math.h>
+#include <string.h>
 
 #include "cluster.h"
 #include "sl.h"
@@ -371,6 +372,77 @@ START_TEST(deterministic_and_conserving)
 }
 END_TEST
 
+/* las: a job the ranking squeezes out gives way, and a smaller one behind
+ * it that still fits keeps running. G 4, one threshold at 10 GPU-seconds,
+ * 1 s an iteration. J1 (0, 2 GPUs, 100 iterations) and J2 (0, 1, 100)
+ * start at 0 and reach queue 1 at 5 and 10. J3 (12, 3, 3) arrives in
+ * queue 0, first in key order, and takes 3 GPUs; the one left does not
+ * hold J1 (2, next in order: same queue and arrival, lower id), which is
+ * preempted with 88 to go; J2 (1) still fits and runs on to 100. J3 is
+ * done at 15 (9 GPU-seconds, still queue 0) and J1 resumes: 15 + 88. */
+START_TEST(las_preempts_the_first_that_does_not_fit)
+{
+	cl_model m = model1(1, 0, 1);
+	cl_config c = cfg(CL_LAS);
+	c.gpus = 4;
+	c.n_thresholds = 1;
+	c.thresholds[0] = 10;
+	c.verify = 1;
+	cl_job j[3] = {job(1, 0, 2, 100), job(2, 0, 1, 100), job(3, 12, 3, 3)};
+	cl_summary s = run(&c, &m, 1, j, 3);
+	double finish[] = {103, 100, 15};
+	expect(CL_LAS, j, 3, finish, &s, (103 + 100 + 3) / 3.0, 103, -1);
+	ck_assert_int_eq(j[0].preemptions, 1);
+	ck_assert_int_eq(j[1].preemptions, 0);
+	ck_assert_int_eq(j[2].preemptions, 0);
+}
+END_TEST
+
+/* las decides incrementally (las.c); cl_config.verify checks every
+ * decision against the plain greedy over every job in key order. Seeded
+ * traces with GPU counts of every size up to the cluster's, arrivals
+ * shared by several jobs, one to four thresholds, restarts or none. */
+START_TEST(las_matches_a_full_ranking)
+{
+	enum { N = 400 };
+	static cl_job j[N];
+	cl_model m = t3_model(6, 1);
+	const int sizes[] = {4, 9, 16};
+	const double th[][4] = {{50}, {20, 200, 2000, 20000}, {1e9}};
+	const int nth[] = {1, 4, 1};
+	for (int gi = 0; gi < 3; gi++)
+		for (int ti = 0; ti < 3; ti++)
+			for (int seed = 1; seed <= 2; seed++) {
+				cl_config c = cfg(CL_LAS);
+				c.gpus = sizes[gi];
+				c.n_thresholds = nth[ti];
+				memcpy(c.thresholds, th[ti], sizeof(th[ti]));
+				c.restart_s = seed == 2 ? 7 : 0;
+				c.spb_best = seed == 2;
+				c.verify = 1;
+				unsigned x = (unsigned)(seed * 7919 + gi * 31 + ti);
+				double t = 0;
+				for (int i = 0; i < N; i++) {
+					x = x * 1103515245u + 12345u;
+					if ((x >> 16) % 2) /* else it arrives with the one before */
+						t += (x >> 16) % 40;
+					x = x * 1103515245u + 12345u;
+					int g = 1 + (int)((x >> 16) % (unsigned)c.gpus);
+					x = x * 1103515245u + 12345u;
+					/* ids falling with arrival: ties ordered by id */
+					j[i] = job(N - i, t, g, 5 + (x >> 16) % 300);
+				}
+				cl_summary s;
+				char err[SL_ERR_LEN] = "";
+				int rc = cl_simulate(&c, &m, 1, j, N, &s, NULL, NULL, err);
+				ck_assert_msg(rc == 0, "G %d, thresholds %d, seed %d: %s", c.gpus,
+					      c.n_thresholds, seed, err);
+				ck_assert_int_eq(s.jobs, N);
+				ck_assert(s.util_alloc <= 1.0 + 1e-9);
+			}
+}
+END_TEST
+
 /* ---- the files ------------------------------------------------------------ */
 
 static const char profiles_csv[] =
@@ -549,6 +621,8 @@ cluster_suite(void)
 	tcase_add_test(tc, t3_partial_backprop);
 	tcase_add_test(tc, t4_packing_without_partial_backprop);
 	tcase_add_test(tc, strict_order_and_backfill);
+	tcase_add_test(tc, las_preempts_the_first_that_does_not_fit);
+	tcase_add_test(tc, las_matches_a_full_ranking);
 	tcase_add_test(tc, restarts_cost_time_and_pairs_split);
 	tcase_add_test(tc, bad_input_names_the_job_and_field);
 	tcase_add_test(tc, deterministic_and_conserving);

@@ -77,6 +77,9 @@ typedef struct cl_config {
 	double restart_s;  /* a preempted job's restart: GPUs held, no progress */
 	int n_thresholds;  /* las: queue thresholds in attained GPU-seconds */
 	double thresholds[CL_MAX_THRESHOLDS];
+	/* las: check every decision against a full ranking of every job
+	 * (slow, O(jobs log jobs) a decision; for testing the simulator) */
+	int verify;
 } cl_config;
 
 typedef struct cl_summary {

@@ -4,14 +4,15 @@
  *
  * Under fifo, gandiva and jigsaw an event costs time in the groups it
  * changes (a completion, the partner left alone, the jobs that start or
- * pack) and in the waiting jobs the policy looks at; under srtf and las,
- * which re-rank, in every running job (at most two a GPU) as well. Never
- * in all the jobs that wait: those
- * sit in a heap ordered by the policy's key (arrival for fifo, gandiva and
- * jigsaw; remaining time for srtf; queue, then arrival, for las). A waiting
- * job's key does not change while it waits, so the heap stays valid; a job
- * that leaves the queue leaves a stale entry behind, told apart by its
- * generation and dropped when it comes up. */
+ * pack) and in the waiting jobs the policy looks at; under las in the jobs
+ * that start or are preempted (las.c); under srtf, which re-ranks, in
+ * every running job (at most two a GPU) as well. Never in all the jobs
+ * that wait: those sit in a heap ordered by the policy's key (arrival for
+ * fifo, gandiva and jigsaw; remaining time for srtf; queue, then arrival,
+ * for las, a heap per GPU count). A waiting job's key does not change
+ * while it waits, so the heap stays valid; a job that leaves the queue
+ * leaves a stale entry behind, told apart by its generation and dropped
+ * when it comes up. */
 #ifndef SL_CLUSTER_IMPL_H
 #define SL_CLUSTER_IMPL_H
 
@@ -21,26 +22,32 @@ enum { JS_PENDING, JS_WAITING, JS_RUNNING, JS_DONE };
 
 /* a job's running state */
 typedef struct jstate {
+	/* what settling and ranking read, together */
 	int st;
 	int partner;        /* the job sharing its GPUs, or -1 */
 	int sched;
+	int ran;            /* has run before (a start after it is a restart) */
 	double remaining;   /* full-equivalent iterations */
 	double rate;        /* full-equivalent iterations per second (after warm) */
 	double comp_frac;   /* the fraction of its GPU time spent computing */
 	double warm_until;  /* a restart: no progress before */
 	double attained;    /* GPU-seconds run (las) */
-	int ran;            /* has run before (a start after it is a restart) */
+	double t_set;       /* its progress and accounts are up to this time */
 	unsigned gen;       /* its current entry in the waiting heap */
 	int planned;        /* in the plan being made */
 	int alone_again;    /* its partner finished: its rate is now its own
 			     * (and jigsaw re-chooses its schedule) */
-	double t_set;       /* its progress and accounts are up to this time */
 	unsigned ver;       /* its current entries in the event heap */
 	size_t run_at;      /* its index in the running list */
 	long stamp;         /* fifo, gandiva, jigsaw: its group's place in the
 			     * order groups started (a joiner takes its host's) */
 	int lone_cls;       /* the packing index's class it is in, -1: none */
 	unsigned lone_ver;  /* its current entry there */
+	int gcls;           /* gandiva, jigsaw, las: its GPU count's index
+			     * among the trace's */
+	int rank;           /* its place in (arrival, id) order */
+	int fq;             /* las: the queue it is counted in while it
+			     * runs, -1: none */
 } jstate;
 
 /* one entry of a plan: a job alone, or two sharing their GPUs */
@@ -73,6 +80,22 @@ typedef struct lone_ent {
 	unsigned ver;
 } lone_ent;
 
+typedef struct wq_heap {
+	wq_ent *v;
+	size_t n, cap;
+} wq_heap;
+
+/* waiting entries in key order: the key, then arrival, then id */
+static inline int
+wq_before(const wq_ent *a, const wq_ent *b)
+{
+	if (a->k1 != b->k1)
+		return a->k1 < b->k1;
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival;
+	return a->id < b->id;
+}
+
 typedef struct lone_heap {
 	lone_ent *v;
 	size_t n, cap;
@@ -93,7 +116,8 @@ typedef struct sim {
 	size_t n_back;
 	ev *evh;            /* the running jobs' events, soonest first */
 	size_t n_ev, cap_ev;
-	int failed;         /* out of memory growing a heap */
+	int failed;         /* 1: out of memory growing a heap; 2: verify
+			     * found a decision that is not the ranking's */
 	int free_gpus;
 	double t;
 	/* the plan being made (policy.c; srtf and las) */
@@ -118,6 +142,19 @@ typedef struct sim {
 	 * nothing but starts (policy.c, by_key_fast) */
 	wq_ent bound;
 	int has_bound;
+	/* las (las.c): a key is a position, queue * n_jobs + arrival rank;
+	 * the running jobs' GPUs by position in a Fenwick tree, the waiting
+	 * jobs in a heap per GPU count (its class, gcls) */
+	const int *order;     /* rank -> job */
+	size_t n_pos;
+	int *fen;
+	int run_gpus;
+	wq_heap *wqs;
+	unsigned char *dead;  /* per class: done for this decision */
+	int *take, *pre;      /* this decision's starts, preemptions */
+	size_t n_take, n_pre;
+	size_t *chk;          /* cl_config.verify's keys */
+	int bad_job;          /* failed == 2: the job verify disagreed on */
 } sim;
 
 /* ---- policy.c ------------------------------------------------------------- */
@@ -128,16 +165,31 @@ typedef struct sim {
 int policy_decide(sim *s); /* 1: s->plan made, for apply_plan */
 /* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
 int policy_init(sim *s);
-/* las: running job j's key rose (a threshold crossed, j settled): the
- * bound on the running keys rises with it */
-void policy_raise_bound(sim *s, int j);
 void policy_free(sim *s);
+/* the schedule job j runs alone under */
+int alone_sched(const sim *s, int j);
+
+/* ---- las.c ----------------------------------------------------------------- */
+
+int las_init(sim *s);  /* after the classes (policy_init); 0, or -1 */
+void las_free(sim *s);
+/* the queue of a job that has attained a GPU-seconds */
+int las_queue(const sim *s, double attained);
+/* decide and apply: the waiting jobs that start, the running that wait */
+void las_decide(sim *s);
+void las_wait_push(sim *s, wq_ent e);
+/* running job j: started (from waiting), stopped (done, preempted), its
+ * key risen (a threshold crossed, j settled); no-ops but under las */
+void las_enter(sim *s, int j);
+void las_leave(sim *s, int j);
+void las_crossed(sim *s, int j);
 
 /* group g's jobs run from now as g says: started, settled and given new
  * rates and events where anything changed (sim.c) */
 void group_apply(sim *s, const cl_group *g);
-/* j joins the running list (sim.c) */
+/* j joins / leaves the running list (sim.c) */
 void run_add(sim *s, int j);
+void run_remove(sim *s, int j);
 /* queue waiting job j under the policy's key (arrival, a preemption) */
 void wait_push(sim *s, int j);
 /* has attained service a reached threshold th? (relative: service in

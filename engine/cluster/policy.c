@@ -49,7 +49,7 @@ mult(const sim *s, int j, int k)
 
 /* the schedule j runs alone: full, or (spb_best, jigsaw) the one with the
  * most goodput, the earliest of equals */
-static int
+int
 alone_sched(const sim *s, int j)
 {
 	if (!s->c->spb_best && s->c->policy != CL_JIGSAW)
@@ -101,36 +101,17 @@ plan_add(sim *s, int j, int k)
 
 /* the policy's key of job j as it is now: srtf its remaining time alone at
  * full backprop, las its queue, fifo and the packers none (arrival order) */
-static int
-queue_of(const sim *s, double attained)
-{
-	int q = 0;
-	while (q < s->c->n_thresholds && cl_crossed(attained, s->c->thresholds[q]))
-		q++;
-	return q;
-}
-
 static double
 key_of(const sim *s, int j)
 {
 	if (s->c->policy == CL_SRTF)
 		return s->js[j].remaining * sched_time(s, j, 0) * mult(s, j, 0);
 	if (s->c->policy == CL_LAS)
-		return queue_of(s, s->js[j].attained);
+		return las_queue(s, s->js[j].attained);
 	return 0;
 }
 
-static int
-before(const wq_ent *a, const wq_ent *b)
-{
-	if (a->k1 != b->k1)
-		return a->k1 < b->k1;
-	if (a->arrival != b->arrival)
-		return a->arrival < b->arrival;
-	return a->id < b->id;
-}
-
-SL_HEAP(wqheap, wq_ent, before)
+SL_HEAP(wqheap, wq_ent, wq_before)
 
 static void
 heap_push(sim *s, wq_ent e)
@@ -153,7 +134,11 @@ wait_push(sim *s, int j)
 	x->planned = 0;
 	x->gen++;
 	s->n_waiting++;
-	heap_push(s, (wq_ent){key_of(s, j), s->jobs[j].arrival, s->jobs[j].id, j, x->gen});
+	wq_ent e = {key_of(s, j), s->jobs[j].arrival, s->jobs[j].id, j, x->gen};
+	if (s->c->policy == CL_LAS)
+		las_wait_push(s, e);
+	else
+		heap_push(s, e);
 }
 
 /* the first waiting job in key order, taken off the heap (the caller
@@ -196,11 +181,27 @@ cmp_int(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* the index of GPU count g among the trace's (it is one of them) */
+static int
+gval_at(const sim *s, int g)
+{
+	int lo = 0, hi = s->n_gvals - 1;
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		if (s->gvals[mid] < g)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 int
 policy_init(sim *s)
 {
-	if (s->c->policy != CL_GANDIVA && s->c->policy != CL_JIGSAW)
-		return 0; /* fifo never packs; srtf and las plan afresh */
+	const int las = s->c->policy == CL_LAS;
+	if (s->c->policy != CL_GANDIVA && s->c->policy != CL_JIGSAW && !las)
+		return 0; /* fifo never packs; srtf plans afresh */
 	size_t n = s->n_jobs ? s->n_jobs : 1;
 	int nm = 0;
 	for (size_t i = 0; i < s->n_jobs; i++)
@@ -217,6 +218,10 @@ policy_init(sim *s)
 	for (size_t i = 0; i < s->n_jobs; i++)
 		if (!s->n_gvals || s->gvals[s->n_gvals - 1] != s->gvals[i])
 			s->gvals[s->n_gvals++] = s->gvals[i];
+	for (size_t i = 0; i < s->n_jobs; i++)
+		s->js[i].gcls = gval_at(s, s->jobs[i].gpus);
+	if (las)
+		return las_init(s);
 	s->n_sall = 0;
 	for (int m = 0; m < nm; m++) {
 		s->sbase[m] = s->n_sall;
@@ -238,21 +243,7 @@ policy_free(sim *s)
 	free(s->reps);
 	free(s->gvals);
 	free(s->sbase);
-}
-
-/* the index of GPU count g among the trace's (it is one of them) */
-static int
-gval_at(const sim *s, int g)
-{
-	int lo = 0, hi = s->n_gvals - 1;
-	while (lo < hi) {
-		int mid = (lo + hi) / 2;
-		if (s->gvals[mid] < g)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	las_free(s);
 }
 
 /* running job j, alone from now, joins its class */
@@ -367,12 +358,13 @@ in_order(sim *s)
 	}
 }
 
-/* srtf, las: a fresh plan in key order from the running jobs (sorted now:
- * their keys move as they run) and the waiting ones (the heap), merged */
+/* srtf: a fresh plan in key order from the running jobs (sorted now:
+ * their keys move as they run) and the waiting ones (the heap), merged,
+ * up to the first that does not fit: it waits and blocks the longer
+ * ones */
 static void
 by_key(sim *s)
 {
-	const int strict = s->c->policy == CL_SRTF;
 	s->has_bound = 0;
 	/* the running jobs' keys, sorted by insertion: nearly in order already */
 	size_t nr = s->n_run;
@@ -380,58 +372,42 @@ by_key(sim *s)
 		wq_ent r = {key_of(s, s->run[i]), s->jobs[s->run[i]].arrival,
 			    s->jobs[s->run[i]].id, s->run[i], 0};
 		size_t k = i;
-		while (k && before(&r, &s->back[k - 1])) {
+		while (k && wq_before(&r, &s->back[k - 1])) {
 			s->back[k] = s->back[k - 1];
 			k--;
 		}
 		s->back[k] = r;
 	}
 	/* the sorted running jobs sit at the top of back[], above room for
-	 * the waiting ones looked at */
+	 * the waiting one looked at */
 	wq_ent *run = s->back + s->n_jobs;
 	memcpy(run, s->back, sizeof(wq_ent) * nr);
 	size_t i = 0;
 	wq_ent e;
 	int have = wait_next(s, &e);
 	while ((i < nr || have) && s->plan_free > 0) {
-		int from_run = i < nr && (!have || !before(&e, &run[i]));
+		int from_run = i < nr && (!have || !wq_before(&e, &run[i]));
 		const wq_ent *x = from_run ? &run[i] : &e;
-		int j = x->j;
-		if (s->jobs[j].gpus <= s->plan_free) {
-			plan_add(s, j, alone_sched(s, j));
-			if (!s->has_bound || before(&s->bound, x))
-				s->bound = *x; /* the last running, in key order */
-			s->has_bound = 1;
-		} else if (!from_run) {
-			put_back(s, &e);
-		}
-		if (from_run) {
+		if (s->jobs[x->j].gpus > s->plan_free)
+			break;
+		plan_add(s, x->j, alone_sched(s, x->j));
+		s->bound = *x; /* the last running, in key order */
+		s->has_bound = 1;
+		if (from_run)
 			i++;
-		} else {
+		else
 			have = wait_next(s, &e);
-		}
-		if (!s->js[j].planned && strict)
-			break; /* it waits and blocks the longer ones */
 	}
 	if (have)
 		put_back(s, &e);
 }
 
-void
-policy_raise_bound(sim *s, int j)
-{
-	wq_ent r = {key_of(s, j), s->jobs[j].arrival, s->jobs[j].id, j, 0};
-	if (s->has_bound && before(&s->bound, &r))
-		s->bound = r;
-}
-
-/* srtf, las: the plan when every waiting job ahead of the bound fits in
- * the free GPUs. The full ranking would keep every running job (with
- * those waiting ones, they need no more than the cluster), start the
- * ones ahead, then go on through the waiting jobs in key order as
- * in_order does: srtf up to the first that does not fit, las past those
- * (backfill) while GPUs are free. 1 when done so; 0 (nothing changed):
- * rank everything. */
+/* srtf: the plan when every waiting job ahead of the bound fits in the
+ * free GPUs. The full ranking would keep every running job (with those
+ * waiting ones, they need no more than the cluster), start the ones
+ * ahead, then go on through the waiting jobs in key order as in_order
+ * does, up to the first that does not fit. 1 when done so; 0 (nothing
+ * changed): rank everything. */
 static int
 by_key_fast(sim *s)
 {
@@ -440,7 +416,7 @@ by_key_fast(sim *s)
 	wq_ent e;
 	for (;;) {
 		have = wait_next(s, &e);
-		if (!have || !s->has_bound || !before(&e, &s->bound))
+		if (!have || !s->has_bound || !wq_before(&e, &s->bound))
 			break;
 		put_back(s, &e); /* back[] holds them for now */
 		n_ahead++;
@@ -448,7 +424,7 @@ by_key_fast(sim *s)
 		if (need > s->free_gpus)
 			return 0; /* the caller puts back[] back */
 	}
-	/* the ones ahead start; then the rest in key order */
+	/* the ones ahead start; then the rest in key order while they fit */
 	for (size_t i = 0; i < n_ahead; i++) {
 		int j = s->back[i].j;
 		cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
@@ -457,24 +433,14 @@ by_key_fast(sim *s)
 		s->free_gpus -= s->jobs[j].gpus;
 	}
 	s->n_back = 0;
-	const int strict = s->c->policy == CL_SRTF;
-	while (have && s->free_gpus > 0) {
-		int j = e.j;
-		if (s->jobs[j].gpus <= s->free_gpus) {
-			cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
-			group_apply(s, &g);
-			run_add(s, j);
-			s->free_gpus -= s->jobs[j].gpus;
-			if (!s->has_bound || before(&s->bound, &e))
-				s->bound = e;
-			s->has_bound = 1;
-		} else {
-			put_back(s, &e);
-			if (strict) {
-				have = 0;
-				break;
-			}
-		}
+	while (have && s->jobs[e.j].gpus <= s->free_gpus) {
+		cl_group g = {1, {e.j, -1}, {alone_sched(s, e.j), -1}};
+		group_apply(s, &g);
+		run_add(s, e.j);
+		s->free_gpus -= s->jobs[e.j].gpus;
+		if (!s->has_bound || wq_before(&s->bound, &e))
+			s->bound = e;
+		s->has_bound = 1;
 		have = wait_next(s, &e);
 	}
 	if (have)
@@ -486,7 +452,11 @@ int
 policy_decide(sim *s)
 {
 	s->n_back = 0;
-	if (s->c->policy != CL_SRTF && s->c->policy != CL_LAS) {
+	if (s->c->policy == CL_LAS) {
+		las_decide(s);
+		return 0;
+	}
+	if (s->c->policy != CL_SRTF) {
 		in_order(s);
 		for (size_t i = 0; i < s->n_back; i++)
 			heap_push(s, s->back[i]);

@@ -216,6 +216,7 @@ group_apply(sim *s, const cl_group *g)
 			x->st = JS_RUNNING;
 			x->ran = 1;
 			x->t_set = s->t;
+			las_enter(s, j);
 		} else if (changed) {
 			settle(s, j); /* at the old rate, up to now */
 		}
@@ -238,8 +239,8 @@ run_add(sim *s, int j)
 }
 
 /* j leaves the running list (its place taken by the last: fifo, gandiva
- * and jigsaw keep their order in the stamps) */
-static void
+ * and jigsaw keep their order in the stamps, las in its tree) */
+void
 run_remove(sim *s, int j)
 {
 	size_t at = s->js[j].run_at;
@@ -248,7 +249,7 @@ run_remove(sim *s, int j)
 	s->js[last].run_at = at;
 }
 
-/* srtf, las: the plan is every job that runs from now; the running jobs
+/* srtf: the plan is every job that runs from now; the running jobs
  * it leaves out are preempted, the rest run as it says, in its order */
 static void
 apply_plan(sim *s)
@@ -360,20 +361,23 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	s.plan = malloc(sizeof(cl_group) * n);
 	s.back = malloc(sizeof(wq_ent) * 2 * n);
 	s.again = malloc(sizeof(int) * n);
-	const int by_key = c->policy == CL_SRTF || c->policy == CL_LAS;
-	if (!order || !s.js || !s.run || !s.plan || !s.back || !s.again ||
-	    policy_init(&s) < 0) {
-		rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for %zu jobs", n_jobs);
-		goto out;
-	}
+	const int by_key = c->policy == CL_SRTF;
+	if (!order || !s.js || !s.run || !s.plan || !s.back || !s.again)
+		goto oom;
 	for (size_t i = 0; i < n_jobs; i++) {
 		order[i] = (int)i;
 		jobs[i].first_start = jobs[i].finish = -1;
 		jobs[i].preemptions = 0;
 		jobs[i].alloc_gpu_s = jobs[i].compute_gpu_s = 0;
-		s.js[i] = (jstate){.st = JS_PENDING, .partner = -1, .remaining = jobs[i].iters};
+		s.js[i] = (jstate){.st = JS_PENDING, .partner = -1, .remaining = jobs[i].iters,
+				   .fq = -1};
 	}
 	qsort_r(order, n_jobs, sizeof(int), cmp_order, jobs);
+	for (size_t i = 0; i < n_jobs; i++)
+		s.js[order[i]].rank = (int)i;
+	s.order = order;
+	if (policy_init(&s) < 0)
+		goto oom;
 	size_t next = 0;
 	long events = 0;
 	s.t = n_jobs ? jobs[order[0]].arrival : 0;
@@ -398,7 +402,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				double th = c->thresholds[e.kind - 1];
 				if (!cl_crossed(x->attained, th))
 					x->attained = th;
-				policy_raise_bound(&s, j); /* its key rose */
+				las_crossed(&s, j); /* its key rose */
 				plan_events(&s, j);
 				continue;
 			}
@@ -406,6 +410,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			 * changed since), whatever the rounding of its progress */
 			x->st = JS_DONE;
 			x->remaining = 0;
+			las_leave(&s, j);
 			jobs[j].finish = s.t;
 			jobs[j].last_sched = x->sched;
 			if (by_key)
@@ -422,7 +427,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				s.free_gpus += jobs[j].gpus; /* the group's last member */
 			}
 		}
-		if (done) { /* srtf, las: their list stays in key order, nearly */
+		if (done) { /* srtf: its list stays in key order, nearly */
 			size_t k = 0;
 			for (size_t i = 0; i < s.n_run; i++)
 				if (s.js[s.run[i]].st == JS_RUNNING)
@@ -433,6 +438,12 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			wait_push(&s, order[next++]);
 		if (policy_decide(&s))
 			apply_plan(&s);
+		if (s.failed == 2) {
+			rc = sl_fail(err, SL_ESTATE,
+				     "cluster: las at t=%.6f decided job %ld otherwise than a full "
+				     "ranking would (verify)", s.t, jobs[s.bad_job].id);
+			goto out;
+		}
 		if (s.failed) {
 			rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for the waiting jobs");
 			goto out;
@@ -443,6 +454,9 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	}
 	summarise(&s, out);
 	out->events = events;
+	goto out;
+oom:
+	rc = sl_fail(err, SL_ENOMEM, "cluster: out of memory for %zu jobs", n_jobs);
 out:
 	free(order);
 	free(s.js);

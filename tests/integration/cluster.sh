@@ -39,6 +39,12 @@ expect_exit 0 "the synthetic trace on 16 GPUs" "$SL" cluster -t "$TMP/a.csv" -p 
 run1=$LAST_OUT
 expect_exit 0 "... again" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16
 [ "$run1" = "$LAST_OUT" ] && ok "a simulation is deterministic" || bad "two runs differ" "$run1"
+# las decides incrementally; --verify checks each decision against a full
+# ranking and changes nothing
+expect_exit 0 "las, thresholds 20 and 200" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16 -P las --las-thresholds 20,200
+run1=$LAST_OUT
+expect_exit 0 "... with --verify" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16 -P las --las-thresholds 20,200 --verify
+[ "$run1" = "$LAST_OUT" ] && ok "--verify agrees and changes nothing" || bad "--verify changed the result" "$LAST_OUT"
 
 # bad input: the file, the line and the field; exit status 2
 printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,2,spb,10\n2,-5,1,spb,3\n' >"$TMP/neg.csv"

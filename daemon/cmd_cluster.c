@@ -443,6 +443,9 @@ cmd_cluster(int argc, char **argv)
 				"(stalelab cluster --help)\n");
 		return 2;
 	}
+	if (c.verify && only >= 0 && only != CL_LAS)
+		fprintf(stderr, "stalelab cluster: note: --verify checks las's decisions; %s's "
+				"are not checked\n", cl_policy_name((cl_policy)only));
 	char err[SL_ERR_LEN];
 	cl_model *ms = NULL;
 	int nm = 0, code = 0;

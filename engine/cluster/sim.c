@@ -209,8 +209,10 @@ group_apply(sim *s, const cl_group *g)
 		if (x->st != JS_RUNNING) { /* starts (again) */
 			if (x->st == JS_WAITING)
 				s->n_waiting--;
+			/* an arrival within the instant's 1e-9 starts at it, not
+			 * before it: no negative queueing delay */
 			if (s->jobs[j].first_start < 0)
-				s->jobs[j].first_start = s->t;
+				s->jobs[j].first_start = fmax(s->t, s->jobs[j].arrival);
 			if (x->ran)
 				x->warm_until = s->t + s->c->restart_s;
 			x->st = JS_RUNNING;

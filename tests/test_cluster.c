@@ -530,6 +530,9 @@ START_TEST(jobs_parse)
 		 "j.csv:2: iters_full: must be positive"},
 		{"job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,spb\n", "j.csv:2: iters_full: missing"},
 		{"job_id,job_id,arrival_s,num_gpus,model,iters_full\n", "j.csv: the header names \"job_id\" twice"},
+		{"job_id,arrival_s,num_gpus,model,iters_full\n3,0,1,spb,5\n1,0,1,spb,5\n3,2,1,spb,5\n"
+		 "1,4,1,spb,5\n",
+		 "j.csv:5: job_id: 1 again (first on line 3)"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_lt(cl_jobs_parse(bad[i].text, strlen(bad[i].text), "j.csv", m, nm, 4, &j,

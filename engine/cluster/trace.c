@@ -236,6 +236,40 @@ enum { J_ID, J_ARRIVAL, J_GPUS, J_MODEL, J_BATCH, J_ITERS, J_DURATION, J_N };
 static const char *const jcols[J_N] = {"job_id", "arrival_s", "num_gpus", "model",
 				       "batch_size", "iters_full", "duration_s"};
 
+/* a job's id and the line it is on, to find an id given twice */
+typedef struct id_line {
+	long id;
+	int line;
+} id_line;
+
+static int
+cmp_id_line(const void *pa, const void *pb)
+{
+	const id_line *a = pa, *b = pb;
+	if (a->id != b->id)
+		return a->id < b->id ? -1 : 1;
+	return (a->line > b->line) - (a->line < b->line);
+}
+
+/* every job_id once: the second line of the lowest id given twice */
+static int
+unique_ids(const cl_job *js, const int *lines, size_t n, const char *file, char *err)
+{
+	id_line *v = malloc(sizeof(id_line) * (n ? n : 1));
+	if (!v)
+		return sl_fail(err, SL_ENOMEM, "out of memory for the trace");
+	for (size_t i = 0; i < n; i++)
+		v[i] = (id_line){js[i].id, lines[i]};
+	qsort(v, n, sizeof(id_line), cmp_id_line);
+	int rc = 0;
+	for (size_t i = 1; i < n && !rc; i++)
+		if (v[i].id == v[i - 1].id)
+			rc = sl_fail(err, SL_EFORMAT, "%s:%d: job_id: %ld again (first on line %d)", file,
+				     v[i].line, v[i].id, v[i - 1].line);
+	free(v);
+	return rc;
+}
+
 int
 cl_jobs_parse(const char *text, size_t len, const char *file, const cl_model *models,
 	      int n_models, int max_gpus, cl_job **out, size_t *n_out, char *err)
@@ -244,6 +278,7 @@ cl_jobs_parse(const char *text, size_t len, const char *file, const cl_model *mo
 	*n_out = 0;
 	row *r = malloc(sizeof(row));
 	cl_job *js = NULL;
+	int *lines = NULL; /* each job's line */
 	size_t n = 0, cap = 0;
 	int rc = 0, lineno = 0, col[J_N], have_header = 0;
 	size_t pos = 0;
@@ -267,12 +302,16 @@ cl_jobs_parse(const char *text, size_t len, const char *file, const cl_model *mo
 		if (n == cap) {
 			cap = cap ? 2 * cap : 256;
 			cl_job *g = realloc(js, sizeof(cl_job) * cap);
-			if (!g) {
+			if (g)
+				js = g;
+			int *l = g ? realloc(lines, sizeof(int) * cap) : NULL;
+			if (!l) {
 				rc = sl_fail(err, SL_ENOMEM, "out of memory for the trace");
 				break;
 			}
-			js = g;
+			lines = l;
 		}
+		lines[n] = lineno;
 		cl_job *j = &js[n];
 		memset(j, 0, sizeof(*j));
 		double id, gpus;
@@ -345,7 +384,10 @@ cl_jobs_parse(const char *text, size_t len, const char *file, const cl_model *mo
 	}
 	if (rc == 0 && !have_header)
 		rc = sl_fail(err, SL_EFORMAT, "%s: no header row", file);
+	if (rc == 0)
+		rc = unique_ids(js, lines, n, file, err);
 	free(r);
+	free(lines);
 	if (rc < 0) {
 		free(js);
 		return rc;

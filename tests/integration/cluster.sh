@@ -58,6 +58,9 @@ expect_grep 'col\.csv:1: missing column "num_gpus"' "... names the column" "$LAS
 printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,4,spb,10\n' >"$TMP/big.csv"
 expect_exit 2 "more GPUs than the cluster has" "$SL" cluster -t "$TMP/big.csv" -p "$TMP/prof.csv" -g 2 -m 16
 expect_grep "big\.csv:2: num_gpus: 4, more than the cluster's 2" "... names the line" "$LAST_OUT"
+printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,spb,10\n1,5,1,spb,3\n' >"$TMP/dup.csv"
+expect_exit 2 "a job_id given twice" "$SL" cluster -t "$TMP/dup.csv" -p "$TMP/prof.csv" -g 2 -m 16
+expect_grep 'dup\.csv:3: job_id: 1 again \(first on line 2\)' "... names both lines" "$LAST_OUT"
 expect_exit 2 "a model that does not fit a GPU" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 8
 expect_grep "model spb, schedule full: mem_gb 10 does not fit a GPU's 8" "... names model and schedule" "$LAST_OUT"
 expect_exit 2 "an unknown policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -P lifo

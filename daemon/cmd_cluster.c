@@ -51,8 +51,9 @@ static const char cluster_usage[] =
 	"      --restart-s X      a preempted job's restart time (default 0)\n"
 	"      --las-thresholds L las's queue thresholds, GPU-seconds, rising,\n"
 	"                         comma-separated (default 3600,57600)\n"
-	"      --verify           las: check every decision against a full ranking\n"
-	"                         of every job (slow; a test of the simulator)\n"
+	"      --verify           las, srtf: check every decision against a full\n"
+	"                         ranking of every job (slow; a test of the\n"
+	"                         simulator)\n"
 	"  -o, --out DIR          also write summary.csv, jobs_POLICY.csv and\n"
 	"                         timeline_POLICY.csv there, cluster.json (the\n"
 	"                         inputs and their notes), and (gnuplot) the\n"
@@ -443,9 +444,12 @@ cmd_cluster(int argc, char **argv)
 				"(stalelab cluster --help)\n");
 		return 2;
 	}
-	if (c.verify && only >= 0 && only != CL_LAS)
-		fprintf(stderr, "stalelab cluster: note: --verify checks las's decisions; %s's "
-				"are not checked\n", cl_policy_name((cl_policy)only));
+	cl_config one = c;
+	one.policy = only;
+	if (c.verify && only >= 0 && !cl_verifies(&one))
+		fprintf(stderr, "stalelab cluster: note: --verify checks las's decisions, and "
+				"srtf's without --spb best or --restart-s; %s's here are not checked\n",
+			cl_policy_name((cl_policy)only));
 	char err[SL_ERR_LEN];
 	cl_model *ms = NULL;
 	int nm = 0, code = 0;

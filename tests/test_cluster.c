@@ -398,6 +398,50 @@ START_TEST(las_preempts_the_first_that_does_not_fit)
 }
 END_TEST
 
+/* a seeded trace for the checks below: GPU counts of every size up to
+ * G, half the jobs arriving with the one before, ids falling with
+ * arrival (ties ordered by id) */
+static void
+mixed_trace(cl_job *j, int n, int gpus, unsigned seed)
+{
+	unsigned x = seed;
+	double t = 0;
+	for (int i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		if ((x >> 16) % 2)
+			t += (x >> 16) % 40;
+		x = x * 1103515245u + 12345u;
+		int g = 1 + (int)((x >> 16) % (unsigned)gpus);
+		x = x * 1103515245u + 12345u;
+		j[i] = job(n - i, t, g, 5 + (x >> 16) % 300);
+	}
+}
+
+/* srtf decides incrementally (srtf.c) when every running key falls at one
+ * a second; cl_config.verify checks every decision against the plain
+ * strict prefix over every job in key order */
+START_TEST(srtf_matches_a_full_ranking)
+{
+	enum { N = 400 };
+	static cl_job j[N];
+	cl_model m = t3_model(6, 1);
+	const int sizes[] = {4, 9, 16, 40};
+	for (int gi = 0; gi < 4; gi++)
+		for (unsigned seed = 1; seed <= 3; seed++) {
+			cl_config c = cfg(CL_SRTF);
+			c.gpus = sizes[gi];
+			c.verify = 1;
+			mixed_trace(j, N, c.gpus, seed * 7919 + (unsigned)gi);
+			cl_summary s;
+			char err[SL_ERR_LEN] = "";
+			int rc = cl_simulate(&c, &m, 1, j, N, &s, NULL, NULL, err);
+			ck_assert_msg(rc == 0, "G %d, seed %u: %s", c.gpus, seed, err);
+			ck_assert_int_eq(s.jobs, N);
+			ck_assert(s.util_alloc <= 1.0 + 1e-9);
+		}
+}
+END_TEST
+
 /* las decides incrementally (las.c); cl_config.verify checks every
  * decision against the plain greedy over every job in key order. Seeded
  * traces with GPU counts of every size up to the cluster's, arrivals
@@ -420,18 +464,7 @@ START_TEST(las_matches_a_full_ranking)
 				c.restart_s = seed == 2 ? 7 : 0;
 				c.spb_best = seed == 2;
 				c.verify = 1;
-				unsigned x = (unsigned)(seed * 7919 + gi * 31 + ti);
-				double t = 0;
-				for (int i = 0; i < N; i++) {
-					x = x * 1103515245u + 12345u;
-					if ((x >> 16) % 2) /* else it arrives with the one before */
-						t += (x >> 16) % 40;
-					x = x * 1103515245u + 12345u;
-					int g = 1 + (int)((x >> 16) % (unsigned)c.gpus);
-					x = x * 1103515245u + 12345u;
-					/* ids falling with arrival: ties ordered by id */
-					j[i] = job(N - i, t, g, 5 + (x >> 16) % 300);
-				}
+				mixed_trace(j, N, c.gpus, (unsigned)(seed * 7919 + gi * 31 + ti));
 				cl_summary s;
 				char err[SL_ERR_LEN] = "";
 				int rc = cl_simulate(&c, &m, 1, j, N, &s, NULL, NULL, err);
@@ -626,6 +659,7 @@ cluster_suite(void)
 	tcase_add_test(tc, strict_order_and_backfill);
 	tcase_add_test(tc, las_preempts_the_first_that_does_not_fit);
 	tcase_add_test(tc, las_matches_a_full_ranking);
+	tcase_add_test(tc, srtf_matches_a_full_ranking);
 	tcase_add_test(tc, restarts_cost_time_and_pairs_split);
 	tcase_add_test(tc, bad_input_names_the_job_and_field);
 	tcase_add_test(tc, deterministic_and_conserving);

@@ -77,10 +77,15 @@ typedef struct cl_config {
 	double restart_s;  /* a preempted job's restart: GPUs held, no progress */
 	int n_thresholds;  /* las: queue thresholds in attained GPU-seconds */
 	double thresholds[CL_MAX_THRESHOLDS];
-	/* las: check every decision against a full ranking of every job
-	 * (slow, O(jobs log jobs) a decision; for testing the simulator) */
+	/* las, srtf: check every decision against a full ranking of every
+	 * job (slow, O(jobs log jobs) a decision; for testing the
+	 * simulator); cl_verifies says where it applies */
 	int verify;
 } cl_config;
+
+/* does c.verify check c's decisions? las always; srtf when it decides
+ * incrementally (no spb_best, no restart time); the others never */
+int cl_verifies(const cl_config *c);
 
 typedef struct cl_summary {
 	int jobs;

@@ -1,12 +1,14 @@
 /* cluster_impl.h - the simulator's state, shared by sim.c (events, time,
- * accounting) and policy.c (the decisions, the waiting queue); included
- * nowhere else.
+ * accounting), policy.c (the decisions, the waiting queue), las.c and
+ * srtf.c (those two policies' incremental rankings); included nowhere
+ * else.
  *
  * Under fifo, gandiva and jigsaw an event costs time in the groups it
  * changes (a completion, the partner left alone, the jobs that start or
- * pack) and in the waiting jobs the policy looks at; under las in the jobs
- * that start or are preempted (las.c); under srtf, which re-ranks, in
- * every running job (at most two a GPU) as well. Never in all the jobs
+ * pack) and in the waiting jobs the policy looks at; under las and srtf
+ * in the jobs that start or are preempted (las.c, srtf.c), except srtf
+ * with --spb best or restarts, which re-ranks every running job (at most
+ * two a GPU) as well. Never in all the jobs
  * that wait: those sit in a heap ordered by the policy's key (arrival for
  * fifo, gandiva and jigsaw; remaining time for srtf; queue, then arrival,
  * for las, a heap per GPU count). A waiting job's key does not change
@@ -79,6 +81,13 @@ typedef struct lone_ent {
 	int j;
 	unsigned ver;
 } lone_ent;
+
+/* srtf.c: a running job's node in the treap of running jobs */
+typedef struct tnode {
+	double c;           /* its key plus the time: fixed while it runs */
+	int l, r, sum;      /* children, and the subtree's GPUs */
+	unsigned prio;
+} tnode;
 
 typedef struct wq_heap {
 	wq_ent *v;
@@ -154,6 +163,10 @@ typedef struct sim {
 	int *take, *pre;      /* this decision's starts, preemptions */
 	size_t n_take, n_pre;
 	size_t *chk;          /* cl_config.verify's keys */
+	/* srtf (srtf.c), when its keys all fall at one a second */
+	tnode *tn;            /* per job */
+	int troot;
+	double *wkey;         /* verify: each waiting job's key */
 	int bad_job;          /* failed == 2: the job verify disagreed on */
 } sim;
 
@@ -184,9 +197,28 @@ void las_enter(sim *s, int j);
 void las_leave(sim *s, int j);
 void las_crossed(sim *s, int j);
 
+/* ---- srtf.c ---------------------------------------------------------------- */
+
+/* does srtf decide incrementally under c (no --spb best, no restarts)? */
+int srtf_fast(const cl_config *c);
+int srtf_init(sim *s); /* 0, or -1 out of memory */
+void srtf_free(sim *s);
+void srtf_decide(sim *s);
+/* running job j: started (its key now), stopped; no-ops unless fast */
+void srtf_enter(sim *s, int j);
+void srtf_leave(sim *s, int j);
+
+/* the waiting heap (policy.c): push an entry; the first live one, taken
+ * off (0: none) */
+void heap_push(sim *s, wq_ent e);
+int wait_next(sim *s, wq_ent *e);
+
 /* group g's jobs run from now as g says: started, settled and given new
  * rates and events where anything changed (sim.c) */
 void group_apply(sim *s, const cl_group *g);
+/* las, srtf: s->pre's jobs are preempted (settled, queued again at their
+ * keys as of now), then s->take's start alone (sim.c) */
+void preempt_and_start(sim *s);
 /* j joins / leaves the running list (sim.c) */
 void run_add(sim *s, int j);
 void run_remove(sim *s, int j);

@@ -303,25 +303,5 @@ las_decide(sim *s)
 	}
 	if (s->c->verify)
 		verify(s);
-	/* apply: the preempted queue again (their keys as of now), the
-	 * taken start */
-	for (size_t i = 0; i < s->n_pre; i++) {
-		int j = s->pre[i];
-		settle(s, j);
-		s->jobs[j].preemptions++;
-		s->js[j].partner = -1;
-		s->js[j].ver++; /* its events go stale */
-		las_leave(s, j);
-		run_remove(s, j);
-		s->free_gpus += s->jobs[j].gpus;
-	}
-	for (size_t i = 0; i < s->n_take; i++) {
-		int j = s->take[i];
-		cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
-		group_apply(s, &g);
-		run_add(s, j);
-		s->free_gpus -= s->jobs[j].gpus;
-	}
-	for (size_t i = 0; i < s->n_pre; i++)
-		wait_push(s, s->pre[i]);
+	preempt_and_start(s);
 }

@@ -113,7 +113,7 @@ key_of(const sim *s, int j)
 
 SL_HEAP(wqheap, wq_ent, wq_before)
 
-static void
+void
 heap_push(sim *s, wq_ent e)
 {
 	if (wqheap_push(&s->heap, &s->n_heap, &s->cap_heap, e) < 0)
@@ -143,7 +143,7 @@ wait_push(sim *s, int j)
 
 /* the first waiting job in key order, taken off the heap (the caller
  * starts it or puts it back); 0 when none waits */
-static int
+int
 wait_next(sim *s, wq_ent *e)
 {
 	while (s->n_heap) {
@@ -200,8 +200,10 @@ int
 policy_init(sim *s)
 {
 	const int las = s->c->policy == CL_LAS;
+	if (s->c->policy == CL_SRTF)
+		return srtf_init(s);
 	if (s->c->policy != CL_GANDIVA && s->c->policy != CL_JIGSAW && !las)
-		return 0; /* fifo never packs; srtf plans afresh */
+		return 0; /* fifo never packs */
 	size_t n = s->n_jobs ? s->n_jobs : 1;
 	int nm = 0;
 	for (size_t i = 0; i < s->n_jobs; i++)
@@ -244,6 +246,7 @@ policy_free(sim *s)
 	free(s->gvals);
 	free(s->sbase);
 	las_free(s);
+	srtf_free(s);
 }
 
 /* running job j, alone from now, joins its class */
@@ -454,6 +457,10 @@ policy_decide(sim *s)
 	s->n_back = 0;
 	if (s->c->policy == CL_LAS) {
 		las_decide(s);
+		return 0;
+	}
+	if (s->tn) {
+		srtf_decide(s);
 		return 0;
 	}
 	if (s->c->policy != CL_SRTF) {

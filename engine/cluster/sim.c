@@ -28,6 +28,12 @@ cl_policy_find(const char *s)
 }
 
 int
+cl_verifies(const cl_config *c)
+{
+	return c->policy == CL_LAS || srtf_fast(c);
+}
+
+int
 cl_check(const cl_config *c, const cl_model *models, int n_models,
 	 const cl_job *jobs, size_t n_jobs, char *err)
 {
@@ -219,6 +225,7 @@ group_apply(sim *s, const cl_group *g)
 			x->ran = 1;
 			x->t_set = s->t;
 			las_enter(s, j);
+			srtf_enter(s, j);
 		} else if (changed) {
 			settle(s, j); /* at the old rate, up to now */
 		}
@@ -249,6 +256,30 @@ run_remove(sim *s, int j)
 	int last = s->run[--s->n_run];
 	s->run[at] = last;
 	s->js[last].run_at = at;
+}
+
+void
+preempt_and_start(sim *s)
+{
+	for (size_t i = 0; i < s->n_pre; i++) {
+		int j = s->pre[i];
+		settle(s, j);
+		s->jobs[j].preemptions++;
+		s->js[j].partner = -1;
+		s->js[j].ver++; /* its events go stale */
+		las_leave(s, j);
+		run_remove(s, j);
+		s->free_gpus += s->jobs[j].gpus;
+	}
+	for (size_t i = 0; i < s->n_take; i++) {
+		int j = s->take[i];
+		cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
+		group_apply(s, &g);
+		run_add(s, j);
+		s->free_gpus -= s->jobs[j].gpus;
+	}
+	for (size_t i = 0; i < s->n_pre; i++)
+		wait_push(s, s->pre[i]);
 }
 
 /* srtf: the plan is every job that runs from now; the running jobs
@@ -363,7 +394,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	s.plan = malloc(sizeof(cl_group) * n);
 	s.back = malloc(sizeof(wq_ent) * 2 * n);
 	s.again = malloc(sizeof(int) * n);
-	const int by_key = c->policy == CL_SRTF;
+	const int by_key = c->policy == CL_SRTF && !srtf_fast(c);
 	if (!order || !s.js || !s.run || !s.plan || !s.back || !s.again)
 		goto oom;
 	for (size_t i = 0; i < n_jobs; i++) {
@@ -413,6 +444,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			x->st = JS_DONE;
 			x->remaining = 0;
 			las_leave(&s, j);
+			srtf_leave(&s, j);
 			jobs[j].finish = s.t;
 			jobs[j].last_sched = x->sched;
 			if (by_key)

@@ -45,8 +45,10 @@ expect_exit 0 "las, thresholds 20 and 200" "$SL" cluster -t "$TMP/a.csv" -p "$TM
 run1=$LAST_OUT
 expect_exit 0 "... with --verify" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16 -P las --las-thresholds 20,200 --verify
 [ "$run1" = "$LAST_OUT" ] && ok "--verify agrees and changes nothing" || bad "--verify changed the result" "$LAST_OUT"
-expect_exit 0 "srtf with --verify" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -P srtf --verify
-expect_grep "note: --verify checks las's decisions; srtf's are not checked" "... says it checks las only" "$LAST_OUT"
+expect_exit 0 "srtf with --verify" "$SL" cluster -t "$TMP/a.csv" -p "$TMP/prof.csv" -g 16 -m 16 -P srtf --verify
+[ "$(printf '%s\n' "$LAST_OUT" | grep -c 'note:')" -eq 0 ] && ok "... checked, no note" || bad "... a note" "$LAST_OUT"
+expect_exit 0 "gandiva with --verify" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -P gandiva --verify
+expect_grep "note: --verify checks las's decisions, and srtf's without --spb best or --restart-s; gandiva's here are not checked" "... says what it checks" "$LAST_OUT"
 
 # bad input: the file, the line and the field; exit status 2
 printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,2,spb,10\n2,-5,1,spb,3\n' >"$TMP/neg.csv"

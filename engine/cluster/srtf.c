@@ -1,0 +1,326 @@
+/* srtf.c - shortest remaining time first, decided incrementally.
+ *
+ * srtf ranks every job, running or waiting, by its remaining time alone
+ * at full backprop (then arrival, then id), and runs the longest prefix of
+ * that order that fits the cluster: the first job that does not fit waits,
+ * and every job after it waits too (strict). Ranking every running job at
+ * every event costs O(running); at 300,000 jobs on 30,000 GPUs that was a
+ * minute and a half. Here the same plan is found in time that grows with
+ * what changes, where the running jobs' keys all fall at one second a
+ * second (full backprop, no restart pause: without --spb best and
+ * --restart-s; otherwise policy.c ranks everything):
+ *
+ *  - A running job's key at time t is c - t, c fixed while it runs, so the
+ *    running jobs keep their order. They sit in a treap by (c, arrival,
+ *    id) holding each subtree's GPUs. A waiting job of key k compares at
+ *    time t as c = k + t.
+ *  - The GPUs of the running jobs ahead of a key are a descent; so is the
+ *    first running job that no longer fits once waiting jobs are taken
+ *    ahead of it; the running jobs from a cut on leave by one split.
+ *
+ * So a decision visits the waiting jobs it starts and the one that stops
+ * it, and the running jobs it preempts. */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "cluster_impl.h"
+
+int
+srtf_fast(const cl_config *c)
+{
+	return c->policy == CL_SRTF && !c->spb_best && !(c->restart_s > 0);
+}
+
+int
+srtf_init(sim *s)
+{
+	if (!srtf_fast(s->c))
+		return 0;
+	size_t n = s->n_jobs ? s->n_jobs : 1;
+	s->tn = malloc(sizeof(*s->tn) * n);
+	s->wkey = malloc(sizeof(double) * n);
+	s->pre = malloc(sizeof(int) * n);
+	s->take = malloc(sizeof(int) * n);
+	s->troot = -1;
+	if (!s->tn || !s->wkey || !s->pre || !s->take)
+		return -1;
+	for (size_t j = 0; j < s->n_jobs; j++) { /* a fixed priority per job */
+		uint64_t z = (uint64_t)j + 0x9e3779b97f4a7c15u;
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+		z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+		s->tn[j] = (tnode){.l = -1, .r = -1, .prio = (unsigned)(z ^ (z >> 31))};
+	}
+	return 0;
+}
+
+void
+srtf_free(sim *s)
+{
+	free(s->tn);
+	free(s->wkey);
+}
+
+/* ---- the treap ---------------------------------------------------------- */
+
+/* does running job a come before key (c, arrival, id)? */
+static int
+node_before(const sim *s, int a, double c, double arrival, long id)
+{
+	if (s->tn[a].c != c)
+		return s->tn[a].c < c;
+	if (s->jobs[a].arrival != arrival)
+		return s->jobs[a].arrival < arrival;
+	return s->jobs[a].id < id;
+}
+
+static void
+pull(sim *s, int x)
+{
+	tnode *t = &s->tn[x];
+	t->sum = s->jobs[x].gpus + (t->l >= 0 ? s->tn[t->l].sum : 0) + (t->r >= 0 ? s->tn[t->r].sum : 0);
+}
+
+/* split t into the nodes before key (*l) and the rest (*r) */
+static void
+split(sim *s, int t, double c, double arrival, long id, int *l, int *r)
+{
+	if (t < 0) {
+		*l = *r = -1;
+		return;
+	}
+	if (node_before(s, t, c, arrival, id)) {
+		split(s, s->tn[t].r, c, arrival, id, &s->tn[t].r, r);
+		*l = t;
+	} else {
+		split(s, s->tn[t].l, c, arrival, id, l, &s->tn[t].l);
+		*r = t;
+	}
+	pull(s, t);
+}
+
+/* a then b, every key of a before every key of b */
+static int
+merge(sim *s, int a, int b)
+{
+	if (a < 0)
+		return b;
+	if (b < 0)
+		return a;
+	if (s->tn[a].prio > s->tn[b].prio) {
+		s->tn[a].r = merge(s, s->tn[a].r, b);
+		pull(s, a);
+		return a;
+	}
+	s->tn[b].l = merge(s, a, s->tn[b].l);
+	pull(s, b);
+	return b;
+}
+
+static void
+tree_insert(sim *s, int j)
+{
+	int l, r;
+	split(s, s->troot, s->tn[j].c, s->jobs[j].arrival, s->jobs[j].id, &l, &r);
+	s->tn[j].l = s->tn[j].r = -1;
+	pull(s, j);
+	s->troot = merge(s, merge(s, l, j), r);
+}
+
+/* remove j: the nodes before it, then the ones after it */
+static int
+erase_at(sim *s, int t, int j)
+{
+	if (t == j)
+		return merge(s, s->tn[t].l, s->tn[t].r);
+	if (node_before(s, j, s->tn[t].c, s->jobs[t].arrival, s->jobs[t].id))
+		s->tn[t].l = erase_at(s, s->tn[t].l, j);
+	else
+		s->tn[t].r = erase_at(s, s->tn[t].r, j);
+	pull(s, t);
+	return t;
+}
+
+/* the running GPUs before key (c, arrival, id) */
+static int
+sum_before(const sim *s, double c, double arrival, long id)
+{
+	int t = s->troot, sum = 0;
+	while (t >= 0) {
+		const tnode *x = &s->tn[t];
+		if (node_before(s, t, c, arrival, id)) {
+			sum += s->jobs[t].gpus + (x->l >= 0 ? s->tn[x->l].sum : 0);
+			t = x->r;
+		} else {
+			t = x->l;
+		}
+	}
+	return sum;
+}
+
+/* the first running job whose GPUs up to it, itself included, exceed
+ * room; -1 when none */
+static int
+first_over(const sim *s, int room)
+{
+	int t = s->troot;
+	while (t >= 0) {
+		const tnode *x = &s->tn[t];
+		int left = x->l >= 0 ? s->tn[x->l].sum : 0;
+		if (left > room) {
+			t = x->l;
+		} else if (left + s->jobs[t].gpus > room) {
+			return t;
+		} else {
+			room -= left + s->jobs[t].gpus;
+			t = x->r;
+		}
+	}
+	return -1;
+}
+
+/* every node of t, in order, onto s->pre */
+static void
+collect(sim *s, int t)
+{
+	if (t < 0)
+		return;
+	collect(s, s->tn[t].l);
+	s->pre[s->n_pre++] = t;
+	collect(s, s->tn[t].r);
+}
+
+void
+srtf_enter(sim *s, int j)
+{
+	if (!s->tn)
+		return;
+	/* its key as policy.c's key_of has it (the same product) */
+	double key = s->js[j].remaining * sched_time(s, j, 0) *
+		     s->models[s->jobs[j].model].sched[0].iter_mult;
+	s->tn[j].c = key + s->t;
+	tree_insert(s, j);
+	s->run_gpus += s->jobs[j].gpus;
+}
+
+void
+srtf_leave(sim *s, int j)
+{
+	if (!s->tn)
+		return;
+	s->troot = erase_at(s, s->troot, j);
+	s->run_gpus -= s->jobs[j].gpus;
+}
+
+/* ---- the decision ----------------------------------------------------------- */
+
+/* cl_config.verify: the plain prefix over every job in key order (the
+ * same keys: c for a running job, k + t for a waiting one) against this
+ * decision; the first job they disagree on stops the simulation */
+typedef struct vkey {
+	double c, arrival;
+	long id;
+	int j;
+} vkey;
+
+static int
+cmp_vkey(const void *pa, const void *pb)
+{
+	const vkey *a = pa, *b = pb;
+	if (a->c != b->c)
+		return a->c < b->c ? -1 : 1;
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival ? -1 : 1;
+	return (a->id > b->id) - (a->id < b->id);
+}
+
+static void
+verify(sim *s, const double *wkey)
+{
+	vkey *v = malloc(sizeof(vkey) * (s->n_jobs ? s->n_jobs : 1));
+	if (!v) {
+		s->failed = 1;
+		return;
+	}
+	size_t n = 0;
+	for (size_t j = 0; j < s->n_jobs; j++) {
+		const jstate *x = &s->js[j];
+		if (x->st == JS_RUNNING)
+			v[n++] = (vkey){s->tn[j].c, s->jobs[j].arrival, s->jobs[j].id, (int)j};
+		else if (x->st == JS_WAITING || x->planned) /* planned: taken now */
+			v[n++] = (vkey){wkey[j] + s->t, s->jobs[j].arrival, s->jobs[j].id, (int)j};
+	}
+	qsort(v, n, sizeof(vkey), cmp_vkey);
+	int room = s->c->gpus, open = 1;
+	for (size_t i = 0; i < n; i++) {
+		int j = v[i].j, g = s->jobs[j].gpus;
+		open = open && g <= room;
+		if (open)
+			room -= g;
+		int runs = s->js[j].st == JS_RUNNING || s->js[j].planned;
+		for (size_t k = 0; k < s->n_pre; k++)
+			runs &= s->pre[k] != j;
+		if (runs != open) {
+			s->failed = 2;
+			s->bad_job = j;
+			break;
+		}
+	}
+	free(v);
+}
+
+void
+srtf_decide(sim *s)
+{
+	const int total = s->c->gpus;
+	int extra = 0, have; /* the GPUs of the waiting jobs taken */
+	wq_ent e;
+	s->n_take = s->n_pre = 0;
+	while ((have = wait_next(s, &e))) {
+		double c = e.k1 + s->t;
+		/* a running job before e squeezed out by the ones taken: the
+		 * order stops there */
+		if (s->run_gpus + extra > total) {
+			int r = first_over(s, total - extra);
+			if (r >= 0 && node_before(s, r, c, e.arrival, e.id)) {
+				int rest;
+				split(s, s->troot, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id,
+				      &s->troot, &rest);
+				collect(s, rest);
+				break;
+			}
+		}
+		if (sum_before(s, c, e.arrival, e.id) + extra + s->jobs[e.j].gpus > total) {
+			/* e does not fit: it and everything after it waits */
+			int rest;
+			split(s, s->troot, c, e.arrival, e.id, &s->troot, &rest);
+			collect(s, rest);
+			break;
+		}
+		extra += s->jobs[e.j].gpus;
+		s->take[s->n_take++] = e.j;
+		s->js[e.j].planned = 1;
+		s->wkey[e.j] = e.k1;
+	}
+	if (!have && s->run_gpus + extra > total) { /* nothing waits: the tail */
+		int r = first_over(s, total - extra);
+		int rest;
+		split(s, s->troot, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id, &s->troot, &rest);
+		collect(s, rest);
+	}
+	if (have)
+		heap_push(s, e);
+	if (s->c->verify) {
+		/* the waiting jobs' keys, for the check */
+		for (size_t i = 0; i < s->n_heap; i++) {
+			const wq_ent *w = &s->heap[i];
+			if (s->js[w->j].st == JS_WAITING && s->js[w->j].gen == w->gen)
+				s->wkey[w->j] = w->k1;
+		}
+		verify(s, s->wkey);
+	}
+	for (size_t i = 0; i < s->n_pre; i++) /* out of the tree (above) */
+		s->run_gpus -= s->jobs[s->pre[i]].gpus;
+	for (size_t i = 0; i < s->n_take; i++)
+		s->js[s->take[i]].planned = 0;
+	preempt_and_start(s); /* the taken enter the tree at their keys */
+}

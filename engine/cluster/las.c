@@ -47,11 +47,9 @@ las_init(sim *s)
 	s->fen = calloc(s->n_pos, sizeof(int));
 	s->wqs = calloc((size_t)(s->n_gvals ? s->n_gvals : 1), sizeof(*s->wqs));
 	s->dead = malloc((size_t)(s->n_gvals ? s->n_gvals : 1));
-	s->take = malloc(sizeof(int) * n);
-	s->pre = malloc(sizeof(int) * n);
 	if (s->c->verify && !(s->chk = malloc(sizeof(size_t) * n)))
 		return -1;
-	return s->fen && s->wqs && s->dead && s->take && s->pre ? 0 : -1;
+	return s->fen && s->wqs && s->dead ? 0 : -1;
 }
 
 void
@@ -63,8 +61,6 @@ las_free(sim *s)
 	free(s->wqs);
 	free(s->fen);
 	free(s->dead);
-	free(s->take);
-	free(s->pre);
 	free(s->chk);
 }
 

@@ -200,6 +200,13 @@ int
 policy_init(sim *s)
 {
 	const int las = s->c->policy == CL_LAS;
+	if (las || srtf_fast(s->c)) { /* a decision's preemptions and starts */
+		size_t n = s->n_jobs ? s->n_jobs : 1;
+		s->take = malloc(sizeof(int) * n);
+		s->pre = malloc(sizeof(int) * n);
+		if (!s->take || !s->pre)
+			return -1;
+	}
 	if (s->c->policy == CL_SRTF)
 		return srtf_init(s);
 	if (s->c->policy != CL_GANDIVA && s->c->policy != CL_JIGSAW && !las)
@@ -247,6 +254,8 @@ policy_free(sim *s)
 	free(s->sbase);
 	las_free(s);
 	srtf_free(s);
+	free(s->take);
+	free(s->pre);
 }
 
 /* running job j, alone from now, joins its class */

@@ -39,10 +39,8 @@ srtf_init(sim *s)
 	size_t n = s->n_jobs ? s->n_jobs : 1;
 	s->tn = malloc(sizeof(*s->tn) * n);
 	s->wkey = malloc(sizeof(double) * n);
-	s->pre = malloc(sizeof(int) * n);
-	s->take = malloc(sizeof(int) * n);
 	s->troot = -1;
-	if (!s->tn || !s->wkey || !s->pre || !s->take)
+	if (!s->tn || !s->wkey)
 		return -1;
 	for (size_t j = 0; j < s->n_jobs; j++) { /* a fixed priority per job */
 		uint64_t z = (uint64_t)j + 0x9e3779b97f4a7c15u;
@@ -268,6 +266,25 @@ verify(sim *s, const double *wkey)
 	free(v);
 }
 
+/* the running jobs from key (c, arrival, id) on leave the tree for
+ * s->pre: the order stops there */
+static void
+cut(sim *s, double c, double arrival, long id)
+{
+	int rest;
+	size_t from = s->n_pre;
+	split(s, s->troot, c, arrival, id, &s->troot, &rest);
+	collect(s, rest);
+	for (size_t i = from; i < s->n_pre; i++)
+		s->run_gpus -= s->jobs[s->pre[i]].gpus;
+}
+
+static void
+cut_at(sim *s, int r)
+{
+	cut(s, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id);
+}
+
 void
 srtf_decide(sim *s)
 {
@@ -282,18 +299,13 @@ srtf_decide(sim *s)
 		if (s->run_gpus + extra > total) {
 			int r = first_over(s, total - extra);
 			if (r >= 0 && node_before(s, r, c, e.arrival, e.id)) {
-				int rest;
-				split(s, s->troot, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id,
-				      &s->troot, &rest);
-				collect(s, rest);
+				cut_at(s, r);
 				break;
 			}
 		}
 		if (sum_before(s, c, e.arrival, e.id) + extra + s->jobs[e.j].gpus > total) {
 			/* e does not fit: it and everything after it waits */
-			int rest;
-			split(s, s->troot, c, e.arrival, e.id, &s->troot, &rest);
-			collect(s, rest);
+			cut(s, c, e.arrival, e.id);
 			break;
 		}
 		extra += s->jobs[e.j].gpus;
@@ -301,12 +313,8 @@ srtf_decide(sim *s)
 		s->js[e.j].planned = 1;
 		s->wkey[e.j] = e.k1;
 	}
-	if (!have && s->run_gpus + extra > total) { /* nothing waits: the tail */
-		int r = first_over(s, total - extra);
-		int rest;
-		split(s, s->troot, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id, &s->troot, &rest);
-		collect(s, rest);
-	}
+	if (!have && s->run_gpus + extra > total) /* nothing waits: the tail */
+		cut_at(s, first_over(s, total - extra));
 	if (have)
 		heap_push(s, e);
 	if (s->c->verify) {
@@ -318,8 +326,6 @@ srtf_decide(sim *s)
 		}
 		verify(s, s->wkey);
 	}
-	for (size_t i = 0; i < s->n_pre; i++) /* out of the tree (above) */
-		s->run_gpus -= s->jobs[s->pre[i]].gpus;
 	for (size_t i = 0; i < s->n_take; i++)
 		s->js[s->take[i]].planned = 0;
 	preempt_and_start(s); /* the taken enter the tree at their keys */

@@ -659,6 +659,9 @@ backend_suite(void)
 {
 	Suite *s = suite_create("backend");
 	TCase *tc = tcase_create("registry");
+	/* the plugin's dlopen maps cuBLAS (hundreds of MB): from a cold page
+	 * cache on a busy machine that took over Check's default 4 s */
+	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, registry_names);
 	tcase_add_test(tc, registry_auto_and_classes);
 	tcase_add_test(tc, cuda_plugin_says_why_not);

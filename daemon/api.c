@@ -95,6 +95,8 @@ api_log_record(const run_eval *e)
 	}
 	if (e->final)
 		json_object_set_new(r, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));
+	if (e->final && e->error)
+		json_object_set_new(r, "error", json_string(e->error));
 	return r;
 }
 

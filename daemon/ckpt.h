@@ -10,7 +10,7 @@
 #include "run.h"
 
 /* Write buf to path: temporary file, fsync, rename, fsync the folder. */
-int ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err);
+SL_MUST_USE int ckpt_write_buf(const char *path, const uint8_t *buf, size_t len, char *err);
 
 /* 0 when path may be replaced by a checkpoint: no such file, or one that
  * is a checkpoint already; else -SL_EINVAL naming field (a request never
@@ -24,7 +24,7 @@ int ckpt_take(run *r, uint8_t **buf, size_t *len, uint64_t *v, char *err);
 
 /* Checkpoint r into path. On success *bytes and *v (the version saved)
  * say what was written. */
-int ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err);
+SL_MUST_USE int ckpt_write(run *r, const char *path, size_t *bytes, uint64_t *v, char *err);
 
 /* Read a checkpoint file (at most 4 GiB) and its run object. *buf is
  * malloc'd (caller frees). */
@@ -44,7 +44,7 @@ int ckpt_dir_list(const char *dir, uint64_t **vs, int *n, char *err);
 void ckpt_dir_path(const char *dir, uint64_t v, char *out, size_t cap);
 
 /* Write buf (a checkpoint at version v) into dir, then ckpt_dir_prune. */
-int ckpt_dir_put(const char *dir, const uint8_t *buf, size_t len, uint64_t v,
+SL_MUST_USE int ckpt_dir_put(const char *dir, const uint8_t *buf, size_t len, uint64_t v,
 		 int keep, char *err);
 
 /* Delete all but the newest keep checkpoints in dir, and the temporary

@@ -112,10 +112,15 @@ bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 		ps_grad pg = {.worker = 0, .g = g, .batch = 64};
 		long n = 0;
 		double t0 = sl_now(), t;
-		while ((t = sl_now()) - t0 < seconds / 4) {
-			for (int k = 0; k < 100; k++)
-				ps_push(p, &pg, 1, NULL);
+		int rc = 0;
+		while (!rc && (t = sl_now()) - t0 < seconds / 4) {
+			for (int k = 0; k < 100 && !rc; k++)
+				rc = ps_push(p, &pg, 1, NULL);
 			n += 100;
+		}
+		if (rc < 0) {
+			fprintf(stderr, "bench: ps apply: %s\n", sl_strerror(rc));
+			n = 0;
 		}
 		ups = n / (t - t0);
 		if (!quiet) {

@@ -179,7 +179,8 @@ cmd_run(int argc, char **argv)
 	json_t *first = runlog_run_object(&s0->cfg, device);
 	if (resume_path)
 		json_object_set_new(first, "resumed", json_true());
-	runlog_write(&ctx.log, first);
+	if (runlog_write(&ctx.log, first) < 0)
+		ctx.log_failed = 1;
 	json_decref(first);
 	if (!quiet) {
 		fprintf(stderr,

@@ -50,6 +50,7 @@ typedef struct ctl {
 	/* logging */
 	runlog log;
 	int have_log;
+	int log_failed; /* a write to the log failed (said once) */
 	pthread_mutex_t log_mu;
 	FILE *term;         /* the terminal lines (stderr; NULL: none) */
 	int verbose;        /* one line per evaluation too */

@@ -37,8 +37,13 @@ log_record(ctl *c, json_t *rec)
 	if (!c->have_log)
 		return;
 	pthread_mutex_lock(&c->log_mu);
-	runlog_write(&c->log, rec);
+	int failed = runlog_write(&c->log, rec) < 0 && !c->log_failed;
+	if (failed)
+		c->log_failed = 1;
 	pthread_mutex_unlock(&c->log_mu);
+	if (failed)
+		ctl_say(c, "cannot write the log %s: %s (the records go on to the API "
+			"and the bus)", c->log.path, strerror(errno));
 }
 
 /* log and publish a record of the current run */

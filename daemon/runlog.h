@@ -25,7 +25,7 @@ typedef struct runlog {
 int runlog_open(runlog *l, const char *path, const char *format, int append,
 		char *err);
 /* Write rec (not consumed) as one line and flush; 0 or -SL_EIO. */
-int runlog_write(runlog *l, const json_t *rec);
+SL_MUST_USE int runlog_write(runlog *l, const json_t *rec);
 void runlog_close(runlog *l);
 
 /* Make the JSON-Lines log at path ready for a run resumed from a

@@ -6,6 +6,7 @@
  * staleness counts): staging, uploads, downloads and held gradients all
  * go through the backend table, or the case crashes. */
 #include "rule.h"
+#include "run_impl.h" /* the server's backend, its held gradients */
 #include "run_util.h"
 
 typedef struct outcome {
@@ -170,13 +171,72 @@ START_TEST(checkpoint_resumes_to_the_same_bits)
 }
 END_TEST
 
+START_TEST(a_held_gradient_the_server_cannot_stage_is_kept)
+{
+	/* gradients held at a device server arrive in host memory and are
+	 * staged into the server's; when that allocation fails the run stops
+	 * naming the cause, and the gradient stays held: the checkpoint taken
+	 * at the stop carries it and the resumed run applies it once, ending
+	 * where the run that never failed ends, bit for bit */
+	run_config c = base("asgd", 2);
+	c.stop_steps = 40;
+	c.eval_every = 0;
+	c.delay.dist = DELAY_CONST;
+	c.delay.mean_ms = 3;
+	c.delay.at_server = 1;
+	outcome whole = run_on(&c, "refdev");
+	snprintf(c.device, sizeof(c.device), "refdev");
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(backend_refdev_fail_alloc(r->be_ps, 0), 0); /* the next one */
+	ck_assert_int_eq(run_exec(r), -SL_ENOMEM);
+	run_snapshot *s = run_snapshot_get(r);
+	ck_assert_int_eq(s->state, RUN_FAILED);
+	ck_assert_msg(strstr(s->error, "could not take a held gradient of worker") &&
+			      strstr(s->error, "out of memory"),
+		      "%s", s->error);
+	const uint64_t v_failed = s->v;
+	run_snapshot_put(s);
+	ck_assert_int_ge(r->n_held, 1);
+	int per_worker = 0;
+	for (int i = 0; i < r->n_slots; i++)
+		per_worker += r->w[i]->n_held;
+	ck_assert_int_eq(per_worker, r->n_held);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_msg(run_checkpoint(r, &buf, &len, err) == 0, "%s", err);
+	run_free(r);
+	ck_assert_uint_lt(v_failed, 40);
+	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_restore(r, buf, len, err) == 0, "%s", err);
+	ck_assert_int_ge(r->n_held, 1); /* kept, not applied at the failure */
+	ck_assert_int_eq(run_exec(r), 0);
+	float *w = malloc(sizeof(float) * whole.n);
+	ck_assert_uint_eq(run_weights(r, w, whole.n), whole.n);
+	run_snapshot *e = run_snapshot_get(r);
+	ck_assert_uint_eq(e->v, whole.snap->v);
+	/* every gradient applied once: as many staleness records as the
+	 * uninterrupted run's, the same weights */
+	ck_assert_uint_eq(e->stale.n, whole.snap->stale.n);
+	ck_assert_msg(!memcmp(w, whole.w, sizeof(float) * whole.n),
+		      "resumed after the failed staging, not the uninterrupted run's weights");
+	run_snapshot_put(e);
+	run_free(r);
+	free(w);
+	free(buf);
+	outcome_free(&whole);
+}
+END_TEST
+
 static Suite *
 device_suite(void)
 {
 	const run_case cases[] = {
 		{"rules", NULL, {every_rule_same_bits_as_ref, NULL}},
 		{"copies", NULL, {held_and_stale_reads_same_bits,
-				  checkpoint_resumes_to_the_same_bits, NULL}},
+				  checkpoint_resumes_to_the_same_bits,
+				  a_held_gradient_the_server_cannot_stage_is_kept, NULL}},
 		{"conv", "slow", {conv_model_same_bits_as_ref, NULL}},
 	};
 	return run_suite_of("device", cases, sizeof(cases) / sizeof(cases[0]));

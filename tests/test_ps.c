@@ -66,11 +66,11 @@ START_TEST(sasgd_divides_by_staleness)
 	ps *p = mk(be, w0, "sasgd", NULL, 0.3f, 0);
 	ps_grad fresh = {.worker = 0, .v_read = 0, .g = g};
 	ps_result r;
-	ps_push(p, &fresh, 1, &r); /* tau 0: full lr: w = -0.3 */
-	ps_push(p, &fresh, 1, &r); /* tau 1: lr/1: w = -0.6 */
-	ps_push(p, &fresh, 1, &r); /* tau 2: lr/2: w = -0.75 */
+	ck_assert_int_eq(ps_push(p, &fresh, 1, &r), 0); /* tau 0: full lr: w = -0.3 */
+	ck_assert_int_eq(ps_push(p, &fresh, 1, &r), 0); /* tau 1: lr/1: w = -0.6 */
+	ck_assert_int_eq(ps_push(p, &fresh, 1, &r), 0); /* tau 2: lr/2: w = -0.75 */
 	ck_assert_uint_eq(r.tau, 2);
-	ps_push(p, &fresh, 1, &r); /* tau 3: lr/3: w = -0.85 */
+	ck_assert_int_eq(ps_push(p, &fresh, 1, &r), 0); /* tau 3: lr/3: w = -0.85 */
 	ck_assert_float_eq_tol(W(p, 0), -0.85f, 1e-6);
 	ps_free(p);
 	backend_free(be);
@@ -112,14 +112,14 @@ START_TEST(ssgd_partial_layers_average_over_senders)
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g1, .off = 0};
 	ps_grad b = {.worker = 1, .g = g2, .off = 2};
-	ps_push(p, &a, 2, &r);
-	ps_push(p, &b, 2, &r);
+	ck_assert_int_eq(ps_push(p, &a, 2, &r), 0);
+	ck_assert_int_eq(ps_push(p, &b, 2, &r), 0);
 	ck_assert(r.applied);
 	ck_assert_float_eq_tol(W(p, 0), -2.0f, 1e-7);
 	ck_assert_float_eq_tol(W(p, 1), -4.0f, 1e-7);
 	ck_assert_float_eq_tol(W(p, 2), -4.0f, 1e-7);
 	/* a round where nobody sends layer 0 leaves it alone */
-	ps_push(p, &b, 1, &r);
+	ck_assert_int_eq(ps_push(p, &b, 1, &r), 0);
 	ck_assert_float_eq_tol(W(p, 0), -2.0f, 1e-7);
 	ck_assert_float_eq_tol(W(p, 2), -6.0f, 1e-7);
 	ps_free(p);
@@ -134,15 +134,15 @@ START_TEST(softsync_and_flush)
 	ps *p = mk(be, w0, "softsync", NULL, 1.0f, 0);
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g}, b = {.worker = 2, .g = h};
-	ps_push(p, &a, 3, &r);
-	ps_push(p, &b, 3, &r);
+	ck_assert_int_eq(ps_push(p, &a, 3, &r), 0);
+	ck_assert_int_eq(ps_push(p, &b, 3, &r), 0);
 	ck_assert(!r.applied);
 	ck_assert_int_eq(ps_flush_round(p, 3), 0); /* 2 < 3: keeps waiting */
 	ck_assert_int_eq(ps_flush_round(p, 2), 1); /* a worker left */
 	ck_assert_float_eq_tol(W(p, 1), -2.0f, 1e-7);
 	ck_assert_uint_eq(ps_version(p), 1);
 	/* a gradient read before that round is one version stale */
-	ps_push(p, &a, 1, &r);
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
 	ck_assert_uint_eq(r.tau, 1);
 	ck_assert(r.applied);
 	ps_free(p);
@@ -162,10 +162,10 @@ START_TEST(dcasgd_constant_lambda)
 	ps_pull(p, 1, local, &h1);
 	ps_result r;
 	ps_grad b = {.worker = 1, .v_read = 0, .g = g1};
-	ps_push(p, &b, 1, &r); /* w - backup_1 = 0: plain step, w = 0.9 */
+	ck_assert_int_eq(ps_push(p, &b, 1, &r), 0); /* w - backup_1 = 0: plain step, w = 0.9 */
 	ck_assert_float_eq_tol(W(p, 0), 0.9f, 1e-7);
 	ps_grad a = {.worker = 0, .v_read = 0, .g = g0};
-	ps_push(p, &a, 1, &r);
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
 	/* g' = 0.5 + 0.04 * 0.25 * (0.9 - 1) = 0.499; w = 0.9 - 0.0499 */
 	ck_assert_float_eq_tol(W(p, 0), 0.9f - 0.0499f, 1e-6);
 	ck_assert_uint_eq(r.tau, 1);
@@ -190,7 +190,7 @@ START_TEST(dcasgd_compensates_from_the_weights_read)
 	ck_assert_float_eq(ps_backup(p, 0)[2], 1.5f);
 	ps_result r;
 	ps_grad a = {.worker = 0, .v_read = 0, .g = g};
-	ps_push(p, &a, 1, &r);
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
 	/* g' = 0.5 + 0.04 * 0.25 * (1 - 1.5) = 0.495; w = 1 - 0.0495 */
 	ck_assert_float_eq_tol(W(p, 0), 1.0f - 0.0495f, 1e-7);
 	/* a gradient that carries its own weights (held at the server while
@@ -199,7 +199,7 @@ START_TEST(dcasgd_compensates_from_the_weights_read)
 	float w1 = W(p, 0), carried[] = {0.5f, 0.5f, 0.5f};
 	ps_pull(p, 0, local, &have);
 	ps_grad c = {.worker = 0, .v_read = 1, .g = g, .bak = carried};
-	ps_push(p, &c, 1, &r);
+	ck_assert_int_eq(ps_push(p, &c, 1, &r), 0);
 	double gp = 0.5 + 0.04 * 0.25 * (w1 - 0.5);
 	ck_assert_float_eq_tol(W(p, 0), (float)(w1 - 0.1 * gp), 1e-7);
 	ps_free(p);
@@ -219,9 +219,9 @@ START_TEST(dcasgd_adaptive_lambda)
 	ps_pull(p, 1, local, &h1);
 	ps_result r;
 	ps_grad b = {.worker = 1, .g = g1};
-	ps_push(p, &b, 1, &r); /* w = 0.9 (no drift yet for worker 1) */
+	ck_assert_int_eq(ps_push(p, &b, 1, &r), 0); /* w = 0.9 (no drift yet for worker 1) */
 	ps_grad a = {.worker = 0, .g = g};
-	ps_push(p, &a, 1, &r);
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
 	/* ms = 0.5 * 0 + 0.5 * 0.25 = 0.125; lam = 2 / sqrt(0.125 + 1e-7);
 	 * g' = 0.5 + lam * 0.25 * (0.9 - 1) */
 	double lam = 2.0 / sqrt(0.125 + 1e-7);
@@ -239,8 +239,8 @@ START_TEST(momentum_at_server)
 	ps *p = mk(be, w0, "asgd", NULL, 0.1f, 0.9f);
 	ps_result r;
 	ps_grad a = {.worker = 0, .g = g};
-	ps_push(p, &a, 1, &r); /* m = 1, w = -0.1 */
-	ps_push(p, &a, 1, &r); /* m = 1.9, w = -0.29 */
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0); /* m = 1, w = -0.1 */
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0); /* m = 1.9, w = -0.29 */
 	ck_assert_float_eq_tol(W(p, 2), -0.29f, 1e-6);
 	ps_free(p);
 	backend_free(be);
@@ -305,7 +305,7 @@ START_TEST(pinned_reads_copy_on_write)
 	ck_assert_float_eq(W(p, 2), 2.5f);
 	/* unpinned: nothing moves while nobody reads */
 	const float *cur = ps_weights(p);
-	ps_push(p, &pg, 1, NULL);
+	ck_assert_int_eq(ps_push(p, &pg, 1, NULL), 0);
 	ck_assert_ptr_eq(ps_weights(p), cur);
 	ck_assert_float_eq(W(p, 0), 0.0f);
 	ps_unpin(p, a);
@@ -314,7 +314,7 @@ START_TEST(pinned_reads_copy_on_write)
 	/* the retired buffer is reused for the next copy on write */
 	const float *c = ps_pin(p, 0, &v);
 	ck_assert_uint_eq(v, 2);
-	ps_push(p, &pg, 1, NULL);
+	ck_assert_int_eq(ps_push(p, &pg, 1, NULL), 0);
 	ck_assert_ptr_eq(ps_weights(p), a);
 	ck_assert_float_eq(c[0], 0.0f);
 	ck_assert_float_eq(W(p, 0), -0.5f);
@@ -377,9 +377,9 @@ START_TEST(host_payloads_are_staged)
 	float dh[3], dd[3];
 	ps_grad e = {.kind = PS_ELASTIC, .g = x, .alpha = 0.5f, .host = 1};
 	e.reply = dh;
-	ps_push(h, &e, 1, NULL);
+	ck_assert_int_eq(ps_push(h, &e, 1, NULL), 0);
 	e.reply = dd;
-	ps_push(d, &e, 1, NULL);
+	ck_assert_int_eq(ps_push(d, &e, 1, NULL), 0);
 	ck_assert_int_eq(n_up, 3);
 	ck_assert_int_eq(n_down, 1);
 	for (int i = 0; i < 3; i++) {
@@ -443,9 +443,9 @@ START_TEST(lent_team_applies_the_same_bits)
 		ps_set_opt(b, 0.01f, 0.9f, 0);
 		for (int s = 0; s < 4; s++) {
 			ps_grad pg = {.worker = s % 2, .v_read = ps_version(a), .g = g, .batch = 1};
-			ps_push(a, &pg, 2, NULL);
+			ck_assert_int_eq(ps_push(a, &pg, 2, NULL), 0);
 			ps_lend(b, team);
-			ps_push(b, &pg, 2, NULL);
+			ck_assert_int_eq(ps_push(b, &pg, 2, NULL), 0);
 			ps_lend(b, NULL);
 		}
 		ck_assert_uint_eq(ps_version(a), k ? 2 : 4);

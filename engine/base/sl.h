@@ -36,6 +36,11 @@ void sl_assert_fail(const char *expr, const char *file, int line)
 	__attribute__((noreturn));
 #define SL_ASSERT(x) ((x) ? (void)0 : sl_assert_fail(#x, __FILE__, __LINE__))
 
+/* On a function whose failure loses data (a gradient, a record, a
+ * checkpoint): a caller that drops its result does not compile. A (void)
+ * cast does not silence it; handle the result. */
+#define SL_MUST_USE __attribute__((warn_unused_result))
+
 #define SL_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SL_MAX(a, b) ((a) > (b) ? (a) : (b))
 

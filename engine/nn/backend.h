@@ -170,6 +170,10 @@ int backend_check_name(const char *device, char *err);
 const backend_class *backend_class_at(int i);
 /* The device name of an opened backend (its class's name). */
 const char *backend_name(const backend *be);
+/* refdev only, for tests of what a failed device allocation does: the
+ * allocation after `after` more that succeed returns NULL (once); after < 0
+ * clears the plan. -SL_EINVAL for another backend. */
+int backend_refdev_fail_alloc(backend *be, long after);
 /* ops->gather where the backend has one, else the same on this thread */
 void backend_gather(backend *be, float *dst, const float *x,
 		    const uint32_t *idx, int batch, int dim, int inner);

@@ -41,10 +41,34 @@ real(const void *p)
 #define INNER(be) ((backend *)(be)->ctx)
 #define REF backend_ref_ops
 
+/* the backend and its allocation fault plan (tests): ctx is ref's */
+typedef struct refdev {
+	backend be;
+	long fail_in; /* allocations to let through before one fails; -1: none */
+} refdev;
+
+static void rd_destroy(backend *be);
+
 static void *
 rd_alloc(backend *be, size_t bytes)
 {
+	refdev *d = (refdev *)be;
+	if (d->fail_in == 0) {
+		d->fail_in = -1;
+		return NULL;
+	}
+	if (d->fail_in > 0)
+		d->fail_in--;
 	return hide(host_alloc(INNER(be), bytes));
+}
+
+int
+backend_refdev_fail_alloc(backend *be, long after)
+{
+	if (!be || be->ops->destroy != rd_destroy)
+		return -SL_EINVAL;
+	((refdev *)be)->fail_in = after < 0 ? -1 : after;
+	return 0;
 }
 
 static void
@@ -252,16 +276,18 @@ static int
 refdev_open(int nthreads, backend **out)
 {
 	*out = NULL;
-	backend *be = calloc(1, sizeof(*be)), *inner = NULL;
+	refdev *d = calloc(1, sizeof(*d));
+	backend *inner = NULL;
 	int rc = backend_ref_class.open(nthreads, &inner);
-	if (!be || rc < 0) {
-		free(be);
+	if (!d || rc < 0) {
+		free(d);
 		backend_free(inner);
 		return rc < 0 ? rc : -SL_ENOMEM;
 	}
-	be->ops = &refdev_ops;
-	be->ctx = inner;
-	*out = be;
+	d->be.ops = &refdev_ops;
+	d->be.ctx = inner;
+	d->fail_in = -1;
+	*out = &d->be;
 	return 0;
 }
 

@@ -116,7 +116,7 @@ const float *ps_backup(const ps *p, int worker);
  * (ssgd/odsgd: active workers; softsync: max(1, active / n); localsgd's
  * average: active workers). -SL_EINVAL for a malformed header,
  * -SL_ENOMEM when a host payload cannot be staged. */
-int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
+SL_MUST_USE int ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res);
 
 /* ---- for the rules' server hooks (engine/ps/rules/) ---- */
 
@@ -132,7 +132,7 @@ void ps_lend(ps *p, backend *be);
 void ps_step(ps *p, const float *g, size_t off, float lr);
 /* Add g to the pending round, per layer; when the round holds round_size
  * gradients, apply each layer's average over its senders. 1 if applied. */
-int ps_round_add(ps *p, const ps_grad *g, int round_size);
+SL_MUST_USE int ps_round_add(ps *p, const ps_grad *g, int round_size);
 /* gradients in the pending round */
 int ps_round_pending(const ps *p);
 float ps_lr(const ps *p);
@@ -146,7 +146,7 @@ float *ps_worker_state(ps *p, int worker);
 
 /* Sync rules: apply the pending round now if it holds at least round_size
  * gradients (after workers left). Returns 1 if applied. */
-int ps_flush_round(ps *p, int round_size);
+SL_MUST_USE int ps_flush_round(ps *p, int round_size);
 
 /* PS_ELASTIC: the worker sends its weights x; the centre moves toward x
  * by diff = alpha (x - centre), the reply is diff, for the worker to take
@@ -167,7 +167,7 @@ void ps_advance(ps *p);
 struct tlv_w;
 struct tlv_sec;
 void ps_save(const ps *p, struct tlv_w *w);
-int ps_restore(ps *p, const struct tlv_sec *s, size_t n, char *err);
+SL_MUST_USE int ps_restore(ps *p, const struct tlv_sec *s, size_t n, char *err);
 
 /* Overwrite weights and version (checkpoint resume, tests). */
 void ps_load(ps *p, const float *w, uint64_t v);

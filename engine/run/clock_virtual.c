@@ -191,7 +191,8 @@ virt_exec(run *r)
 			break;
 		if (r->n_ev == 0) {
 			if (r->n_held) {
-				step_release_held(r, 1);
+				if (step_release_held(r, 1) < 0)
+					break; /* the run failed, saying why */
 			} else if (ps_flush_round(r->ps, 1)) {
 				step_version_changed(r);
 			} else if (r->take_limit && r->taken >= r->take_limit) {
@@ -222,8 +223,8 @@ virt_exec(run *r)
 			v_arrive(r, w);
 		else if (e.kind == EV_APPLY)
 			v_apply(r, w);
-		else
-			step_release_held(r, 0);
+		else if (step_release_held(r, 0) < 0)
+			break;
 		wake_blocked(r);
 		if (report_eval_due(r))
 			report_evaluate(r);

@@ -175,7 +175,7 @@ wall_exec(run *r)
 	for (;;) {
 		cmd_drain(r);
 		ckpt_serve(r);
-		if (r->n_held && step_release_held(r, 0))
+		if (r->n_held && step_release_held(r, 0) > 0)
 			wall_after_push(r);
 		if (r->eval_gate == 2 || (!r->eval_gate && report_eval_due(r)))
 			report_evaluate(r);

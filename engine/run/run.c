@@ -282,8 +282,7 @@ run_exec(run *r)
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
 	/* deliver what is in flight, close a partial round, final record
 	 * (never past a stop in updates) */
-	if (!r->fail_rc && !r->diverged) {
-		step_release_held(r, 1);
+	if (!r->fail_rc && !r->diverged && step_release_held(r, 1) >= 0) {
 		if (run_steps_left(r) && ps_flush_round(r->ps, 1))
 			step_version_changed(r);
 	}
@@ -297,6 +296,7 @@ run_exec(run *r)
 	report_fill(r, &e);
 	e.final = 1;
 	e.stop_reason = r->stop_reason ? r->stop_reason : "stopped";
+	e.error = r->fail_rc ? r->err : NULL;
 	r->state = r->fail_rc ? RUN_FAILED : r->diverged ? RUN_DIVERGED : RUN_FINISHED;
 	if (r->cb.eval)
 		r->cb.eval(r->cb.ud, &e);

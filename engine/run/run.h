@@ -91,6 +91,7 @@ typedef struct run_eval {
 	long coherence_n, coherence_all_n;
 	int final;
 	const char *stop_reason;
+	const char *error; /* final, stop "failed": why (valid during the callback) */
 } run_eval;
 
 /* The first non-finite step of a run: caught after the worker's compute
@@ -217,7 +218,7 @@ int run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *ho
  * 0 from issue) when out of memory or for an id of LEDGER_MAX or more. */
 int run_remote_hello(run *r, uint32_t wid, uint32_t incarnation);
 uint64_t run_remote_issue(run *r, uint32_t wid);
-int run_remote_push(run *r, uint32_t wid, uint32_t incarnation, uint64_t seq);
+SL_MUST_USE int run_remote_push(run *r, uint32_t wid, uint32_t incarnation, uint64_t seq);
 /* a push made for an earlier daemon or run: dropped, counted */
 void run_remote_stale(run *r);
 /* remote worker `id`'s link round trip, as its heartbeats measured it */
@@ -276,7 +277,7 @@ size_t run_weights(run *r, float *out, size_t max);
  * (*buf malloc'd, caller frees). On the virtual clock the state is exact,
  * gradients in flight included, so a restored run continues bit for bit;
  * on the wall clock gradients in flight are dropped. */
-int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
+SL_MUST_USE int run_checkpoint(run *r, uint8_t **buf, size_t *len, char *err);
 
 /* Before run_exec(): hand cb.checkpoint a checkpoint (a run_cmd with
  * fields CMD_CHECKPOINT alone, origin "every", path "": the front end
@@ -320,7 +321,7 @@ int run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err
  * object (same model and data), before run_exec(). The run object becomes
  * the checkpoint's, except the stop condition: that stays the one given to
  * run_new() (counted from the original start, like v and epoch). */
-int run_restore(run *r, const uint8_t *buf, size_t len, char *err);
+SL_MUST_USE int run_restore(run *r, const uint8_t *buf, size_t len, char *err);
 
 /* The set-up every front end repeats: run_new(), then run_restore() from
  * ckpt when it is given (ckpt_len bytes); on failure nothing is left

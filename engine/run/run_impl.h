@@ -293,8 +293,11 @@ void step_local_sgd(run *r, worker *w, const float *g, float lr);
 int step_can_begin(const run *r, const worker *w);
 int step_can_push(const run *r, const worker *w);
 int step_held_at_server(const run *r, const worker *w);
-int step_hold(run *r, worker *w, double due);
-int step_release_held(run *r, int force);
+/* fail the run: the server could not take `what` (a gradient, a held
+ * gradient, a model) from `worker` (ps_push's rc); returns rc */
+int step_push_failed(run *r, int wid, const char *what, int rc);
+SL_MUST_USE int step_hold(run *r, worker *w, double due);
+SL_MUST_USE int step_release_held(run *r, int force);
 int step_round_size(const run *r);
 void step_version_changed(run *r);
 void step_vhist_record(run *r);

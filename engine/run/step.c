@@ -312,6 +312,15 @@ step_count_delivery(run *r, worker *w)
 	w->iterations++;
 }
 
+int
+step_push_failed(run *r, int wid, const char *what, int rc)
+{
+	char why[SL_ERR_LEN];
+	snprintf(why, sizeof(why), "the server could not take %s of worker %d: %s", what,
+		 wid, sl_strerror(rc));
+	return run_fail(r, rc, why);
+}
+
 uint64_t
 step_push_grad(run *r, worker *w)
 {
@@ -320,8 +329,12 @@ step_push_grad(run *r, worker *w)
 		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
 	ps_result res;
 	ps_lend(r->ps, w->be); /* the worker's team applies it (lock held) */
-	ps_push(r->ps, &g, step_round_size(r), &res);
+	int rc = ps_push(r->ps, &g, step_round_size(r), &res);
 	ps_lend(r->ps, NULL);
+	if (rc < 0) {
+		step_push_failed(r, w->id, "a gradient", rc);
+		return 0;
+	}
 	if ((r->rule->flags & RULE_WAIT) && !res.applied) {
 		/* wait for the round */
 		w->waiting = 1;
@@ -381,6 +394,8 @@ step_deliver(run *r, worker *w)
 	step_count_delivery(r, w);
 	uint64_t tau = r->rule->deliver ? r->rule->deliver(r, w)
 					: step_push_grad(r, w);
+	if (r->fail_rc)
+		return; /* the push failed: the run stops, saying why */
 	w->clock++;
 	step_record_stale(r, w, tau, w->t_read);
 }
@@ -435,7 +450,10 @@ step_hold(run *r, worker *w, double due)
 }
 
 /* apply held gradients that are due (all of them when force), in the
- * order they were held, never past a stop counted in updates */
+ * order they were held, never past a stop counted in updates. A push the
+ * server cannot take (its staging memory) fails the run and keeps the
+ * gradient held, where the checkpoint taken at the stop finds it: it is
+ * applied once, on resume. Returns the number applied, or the error. */
 int
 step_release_held(run *r, int force)
 {
@@ -451,7 +469,9 @@ step_release_held(run *r, int force)
 			     .off = h->off, .batch = h->batch, .g = h->g,
 			     .bak = h->bak, .host = 1};
 		ps_result res;
-		ps_push(r->ps, &g, step_round_size(r), &res);
+		int rc = ps_push(r->ps, &g, step_round_size(r), &res);
+		if (rc < 0)
+			return step_push_failed(r, h->worker, "a held gradient", rc);
 		r->samples += (uint64_t)h->batch;
 		r->loss_sum += h->loss;
 		r->loss_n++;

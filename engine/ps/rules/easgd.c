@@ -26,7 +26,11 @@ deliver(run *r, worker *w)
 			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params,
 			     .alpha = (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)),
 			     .reply = w->tmp};
-		ps_push(r->ps, &m, 1, NULL);
+		int rc = ps_push(r->ps, &m, 1, NULL);
+		if (rc < 0) {
+			step_push_failed(r, w->id, "an elastic exchange", rc);
+			return tau;
+		}
 		be->ops->axpy(be, r->n_params, -1.0f, w->tmp, w->m->params);
 		w->reply = 1; /* the elastic difference came back: its bytes */
 		step_version_changed(r);

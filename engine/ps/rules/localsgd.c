@@ -28,7 +28,10 @@ deliver(run *r, worker *w)
 		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
 			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
 		ps_result res;
-		if (ps_push(r->ps, &m, run_n_running(r), &res) == 0 && res.applied)
+		int rc = ps_push(r->ps, &m, run_n_running(r), &res);
+		if (rc < 0)
+			step_push_failed(r, w->id, "a model", rc);
+		else if (res.applied)
 			step_version_changed(r);
 	}
 	return tau;

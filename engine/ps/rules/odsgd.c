@@ -86,7 +86,11 @@ deliver(run *r, worker *w)
 	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
 		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
 	ps_result res;
-	ps_push(r->ps, &g, step_round_size(r), &res);
+	int rc = ps_push(r->ps, &g, step_round_size(r), &res);
+	if (rc < 0) {
+		step_push_failed(r, w->id, "a gradient", rc);
+		return 0;
+	}
 	w->have = R; /* the global part of the local weights */
 	w->v_read = R;
 	w->last_round = (int64_t)R;

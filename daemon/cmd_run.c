@@ -88,8 +88,12 @@ cmd_run(int argc, char **argv)
 			free(rs.buf);
 			return runcli_usage_error(NULL, err);
 		}
-	} else if (!runcli_has_stop(&cfg)) {
-		cfg.stop_epochs = 3;
+	} else if (!runcli_has_stop(&cfg) &&
+		   !(conf && json_object_size(json_object_get(conf, "stop")) > 0)) {
+		cfg.stop_epochs = 3; /* no stop given (an empty "stop" gives none) */
+	} else if (!runcli_has_stop(&cfg) && !o.quiet) {
+		fprintf(stderr, "stalelab run: no stop (the run object's stop fields are 0, no "
+			"limit): it runs until interrupted (Ctrl-C)\n");
 	}
 	const char *log_path = o.log_path, *log_format = o.log_format, *resume_path = rs.path;
 	int quiet = o.quiet;
@@ -202,17 +206,17 @@ cmd_run(int argc, char **argv)
 	run_snapshot_put(s0);
 	runner rn = {.r = r, .main_th = pthread_self(), .rc = -1};
 	pthread_t rt;
-	int exec_rc;
+	int exec_rc, interrupted = 0; /* the signal that stopped it */
 	ctx.t0 = sl_now();
 	if (pthread_create(&rt, NULL, runner_main, &rn) == 0) {
-		for (int stopping = 0;;) {
+		for (;;) {
 			int sig = 0;
 			sigwait(&sigs, &sig);
 			if (sig == SIGUSR1)
 				break;
-			if (stopping) /* asked twice: give up at once */
-				_exit(130);
-			stopping = 1;
+			if (interrupted) /* asked twice: give up at once */
+				_exit(128 + sig);
+			interrupted = sig;
 			if (!quiet)
 				fprintf(stderr, "\nstalelab run: %s, stopping (again to quit now)\n",
 					sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -223,6 +227,12 @@ cmd_run(int argc, char **argv)
 	} else {
 		exec_rc = run_exec(r);
 	}
+	run_snapshot *s = run_snapshot_get(r);
+	/* a signal that came after the run met its own stop did not stop it */
+	if (interrupted && !(s->stop_reason && !strcmp(s->stop_reason, "stopped")))
+		interrupted = 0;
+	if (interrupted && ctx.end)
+		json_object_set_new(ctx.end, "stop", json_string("interrupted"));
 	if (ctx.end) {
 		char h[24];
 		if (runcli_weights_hash(r, h, sizeof(h)) == 0)
@@ -231,17 +241,18 @@ cmd_run(int argc, char **argv)
 			ctx.log_failed = 1;
 	}
 	if (exec_rc < 0) {
-		run_snapshot *f = run_snapshot_get(r);
 		fprintf(stderr, "stalelab run: the run failed at version %llu: %s\n",
-			(unsigned long long)f->v, f->error[0] ? f->error : "unknown error");
-		run_snapshot_put(f);
+			(unsigned long long)s->v, s->error[0] ? s->error : "unknown error");
+		run_snapshot_put(s);
 		goto out;
 	}
-	run_snapshot *s = run_snapshot_get(r);
 	int diverged = s->state == RUN_DIVERGED;
 	char head[48];
 	if (diverged)
 		snprintf(head, sizeof(head), "DIVERGED (try a smaller --lr)");
+	else if (interrupted)
+		snprintf(head, sizeof(head), "interrupted (%s)",
+			 interrupted == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		snprintf(head, sizeof(head), "done (%s)", s->stop_reason ? s->stop_reason : "stopped");
 	if (!quiet)
@@ -252,7 +263,7 @@ cmd_run(int argc, char **argv)
 			(unsigned long long)s->v, s->test_acc, s->best_acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
 			s->samples_per_s, s->train_s, ctx.log.path);
 	run_snapshot_put(s);
-	code = diverged ? 3 : 0;
+	code = diverged ? 3 : interrupted ? 128 + interrupted : 0;
 	if (ctx.log_failed) {
 		fprintf(stderr, "stalelab run: writing the log to %s failed\n",
 			ctx.log.path);

@@ -73,8 +73,9 @@ static const char run_usage[] =
 	"  -q, --quiet           no progress on stderr\n"
 	"  -h, --help            this text\n"
 	"\n"
-	"Without a stop option a run stops after 3 epochs; the first stop\n"
-	"reached ends the run.\n"
+	"The first stop reached ends the run. Without a stop option, and no\n"
+	"\"stop\" in the --config file, a run stops after 3 epochs; a run object\n"
+	"whose stop fields are all 0 (no limit) runs until it is interrupted.\n"
 	"\n"
 	"Resuming: --resume continues the checkpoint's run with its run object\n"
 	"and every change it had. On the command line, the stop options (counted\n"
@@ -95,7 +96,9 @@ static const char run_usage[] =
 	"holds the whole run once (see docs/formats.md).\n"
 	"\n"
 	"Exit status: 0 done, 1 runtime failure, 2 bad usage or bad config,\n"
-	"3 the run diverged (a non-finite loss or gradient; try a smaller --lr).\n";
+	"3 the run diverged (a non-finite loss or gradient; try a smaller --lr),\n"
+	"130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM: the end record says\n"
+	"\"stop\": \"interrupted\" (a second signal quits at once, with no end record).\n";
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
        O_WD, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
@@ -163,6 +166,20 @@ apply_flag(run_config *cfg, const char *flag, const char *key,
 	if (rc < 0)
 		return sl_fail(err, SL_EINVAL, "--%s: %s", flag, e2);
 	return 0;
+}
+
+/* a stop option: a limit, so more than 0 (in the run object 0 means "no
+ * limit", which on the command line is leaving the option out) */
+static int
+stop_flag(run_config *cfg, const char *flag, const char *sub, const char *arg, int kind,
+	  char *err)
+{
+	double d;
+	if (cli_double(arg, &d) == 0 && d == 0)
+		return sl_fail(err, SL_EINVAL, "--%s: must be %s (0 would be no limit: leave "
+			       "the option out; with no stop option a run stops after 3 epochs)",
+			       flag, kind == 'i' ? ">= 1" : "> 0");
+	return apply_flag(cfg, flag, "stop", sub, arg, kind, err);
 }
 
 static int
@@ -354,10 +371,10 @@ runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err)
 		case O_WD: rc = apply_flag(cfg, "weight-decay", "weight_decay", NULL, optarg, 'f', err); break;
 		case 'b': rc = apply_flag(cfg, "batch", "batch", NULL, optarg, 'i', err); break;
 		case 's': rc = apply_flag(cfg, "seed", "seed", NULL, optarg, 'i', err); break;
-		case 'e': rc = apply_flag(cfg, "epochs", "stop", "epochs", optarg, 'f', err); break;
-		case O_STEPS: rc = apply_flag(cfg, "steps", "stop", "steps", optarg, 'i', err); break;
-		case O_SECONDS: rc = apply_flag(cfg, "seconds", "stop", "seconds", optarg, 'f', err); break;
-		case O_TARGET: rc = apply_flag(cfg, "target-acc", "stop", "target_acc", optarg, 'f', err); break;
+		case 'e': rc = stop_flag(cfg, "epochs", "epochs", optarg, 'f', err); break;
+		case O_STEPS: rc = stop_flag(cfg, "steps", "steps", optarg, 'i', err); break;
+		case O_SECONDS: rc = stop_flag(cfg, "seconds", "seconds", optarg, 'f', err); break;
+		case O_TARGET: rc = stop_flag(cfg, "target-acc", "target_acc", optarg, 'f', err); break;
 		case O_EVAL: rc = apply_flag(cfg, "eval-every", "eval_every", NULL, optarg, 'i', err); break;
 		case 't': rc = apply_flag(cfg, "threads", "threads", NULL, optarg, 'i', err); break;
 		case 'l': o->log_path = optarg; break;

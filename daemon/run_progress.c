@@ -23,10 +23,14 @@ is_diverged(const run_eval *e)
 static const char *
 fmt_loss(char *buf, size_t cap, double x)
 {
+	/* NaN: no step applied since the last record (a divergent step is
+	 * never applied, so it cannot be the cause) */
 	if (isfinite(x))
 		snprintf(buf, cap, "%.4f", x);
+	else if (isnan(x))
+		snprintf(buf, cap, "-");
 	else
-		snprintf(buf, cap, "%s (diverged)", isnan(x) ? "nan" : "inf");
+		snprintf(buf, cap, "inf (diverged)");
 	return buf;
 }
 

@@ -62,7 +62,7 @@ static const char usage[] =
 	"\n"
 	"Exit status: 0 every cell of the share finished, 1 a cell failed (the\n"
 	"others ran; run again to retry it), 2 bad usage or a bad sweep file,\n"
-	"130 interrupted (finished cells are kept).\n";
+	"130 interrupted by SIGINT, 143 by SIGTERM (finished cells are kept).\n";
 
 /* ---- modes ----------------------------------------------------------------------- */
 

@@ -241,7 +241,7 @@ write_csv(sweeper *s, char *err)
 	return sweep_write_csv(s->csv, s->g.axis, s->g.n_axes, s->results, err);
 }
 
-/* 0 all done, 1 a cell failed, 130 interrupted */
+/* 0 all done, 1 a cell failed, 130 or 143 interrupted (SIGINT, SIGTERM) */
 static int
 run_cells(sweeper *s, char *err)
 {
@@ -302,8 +302,9 @@ run_cells(sweeper *s, char *err)
 					"(finished cells are kept; run again to go on)\n",
 					s->bar ? "\r\033[K" : "", sig == SIGINT ? "SIGINT" : "SIGTERM",
 					s->running, s->running == 1 ? "" : "s");
+			if (!stop)
+				code = 128 + sig; /* 130 SIGINT, 143 SIGTERM */
 			stop = 1;
-			code = 130;
 			for (int i = 0; i < s->jobs; i++)
 				if (ch[i].pid)
 					kill(ch[i].pid, SIGTERM);

@@ -13,10 +13,21 @@ SL=${1:-build/stalelab}
 echo "integration: the Python client"
 
 py=clients/python
+export PYTHONDONTWRITEBYTECODE=1 # no __pycache__ left in the tree
 out=$(python3 -m pydoc "$py/stalelab.py" 2>&1)
 expect_grep 'class Client' "pydoc reads the module" "$out"
 expect_grep 'events\(self, hz=None' "pydoc: the methods, with their signatures" "$out"
 expect_grep 'GET +/api/v1/events\?hz=H +events\(hz\)' "pydoc: the endpoints' table" "$out"
+out=$(python3 - "$py" <<'PY' 2>&1
+import inspect, sys
+sys.path.insert(0, sys.argv[1])
+import stalelab
+doc = open("docs/api.md").read()
+names = [n for n, f in inspect.getmembers(stalelab.Client, inspect.isfunction) if not n.startswith("_")]
+print("missing:", [n for n in names + ["parse_prometheus"] if n + "(" not in doc] or "none")
+PY
+)
+expect_grep '^missing: none$' "docs/api.md shows every method of the client" "$out"
 out=$(cd "$py" && python3 -c 'import stalelab; print(stalelab.Client("http://h:1/"))' 2>&1)
 expect_grep "^stalelab.Client\('http://h:1'\)$" "import stalelab from its directory" "$out"
 

@@ -136,6 +136,28 @@ cli_run_gnuplot(const char *dir, const char *script, char *err)
 	return 0;
 }
 
+const char *
+cli_gnuplot_palette(void)
+{
+	/* no yellow (#F0E442): it fades on white */
+	return "# Okabe and Ito's colour-blind-safe palette; past 7 dashed\n"
+	       "set linetype 1 lc rgb '#0072B2' lw 2 pt 7 dt 1\n"
+	       "set linetype 2 lc rgb '#D55E00' lw 2 pt 5 dt 1\n"
+	       "set linetype 3 lc rgb '#009E73' lw 2 pt 9 dt 1\n"
+	       "set linetype 4 lc rgb '#CC79A7' lw 2 pt 13 dt 1\n"
+	       "set linetype 5 lc rgb '#E69F00' lw 2 pt 11 dt 1\n"
+	       "set linetype 6 lc rgb '#56B4E9' lw 2 pt 15 dt 1\n"
+	       "set linetype 7 lc rgb '#000000' lw 2 pt 3 dt 1\n"
+	       "set linetype 8 lc rgb '#0072B2' lw 2 pt 6 dt 2\n"
+	       "set linetype 9 lc rgb '#D55E00' lw 2 pt 4 dt 2\n"
+	       "set linetype 10 lc rgb '#009E73' lw 2 pt 8 dt 2\n"
+	       "set linetype 11 lc rgb '#CC79A7' lw 2 pt 12 dt 2\n"
+	       "set linetype 12 lc rgb '#E69F00' lw 2 pt 10 dt 2\n"
+	       "set linetype 13 lc rgb '#56B4E9' lw 2 pt 14 dt 2\n"
+	       "set linetype 14 lc rgb '#000000' lw 2 pt 1 dt 2\n"
+	       "set linetype cycle 14\n";
+}
+
 int
 cli_mkdir_p(const char *path, char *err)
 {

@@ -39,6 +39,11 @@ int cli_write_all(int fd, const void *p, size_t n);
 /* Run gnuplot on dir/script in dir: 0, or -1 with err saying why (not
  * installed: how to get it, and that the data is written). */
 int cli_run_gnuplot(const char *dir, const char *script, char *err);
+/* The lines every gnuplot script of ours starts with (stalelab plot,
+ * stalelab cluster --out): the line types 1 to 14 in Okabe and Ito's
+ * colour-blind-safe palette (7 colours, then the same dashed, each with a
+ * point type of its own), cycling after 14; a static string. */
+const char *cli_gnuplot_palette(void);
 /* mkdir -p: path and every missing parent; 0, or -SL_EIO naming the part */
 int cli_mkdir_p(const char *path, char *err);
 

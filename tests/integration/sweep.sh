@@ -174,7 +174,7 @@ import sys
 blocks = [b for b in open(sys.argv[1]).read().split("\n\n\n") if b.strip()]
 # a line for each rule and worker count whose s = 0 reached the target
 # with both seeds (not all do), each starting at 1 at s = 0
-ok = len(blocks) >= 2 and all(b.splitlines()[1].split() == ["0", "1"] for b in blocks)
+ok = len(blocks) >= 2 and all(b.splitlines()[1].split()[:2] == ["0", "1"] for b in blocks)
 sys.exit(0 if ok else 1)' "$TMP/j2/figures/slowdown.dat" && ok "slowdown.dat: lines of rule and worker count, 1 at s = 0" || bad "slowdown.dat" "$(cat "$TMP/j2/figures/slowdown.dat")"
 expect_exit 2 "plot with a baseline of no axis" "$SL" plot "$TMP/j2" --baseline lr=1
 expect_grep '--baseline: lr is not an axis of this sweep' "a bad baseline: named" "$LAST_OUT"

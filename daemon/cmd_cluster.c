@@ -278,38 +278,86 @@ simulate(const cl_config *c, const cl_model *ms, int nm, const cl_job *trace, si
 	return rc;
 }
 
-/* DIR/cluster.gp: the GPUs in use over time and the JCT's distribution,
- * one line per policy simulated, as SVG and PNG (gnuplot) */
-static int
-figures(const char *dir, const int *ran, int gpus, size_t n, char *err)
+/* a file's name, without its directories, fit for a gnuplot string in
+ * double quotes */
+static void
+base_name(const char *path, char *out, size_t cap)
 {
-	char path[4200];
+	const char *b = strrchr(path, '/');
+	snprintf(out, cap, "%s", b ? b + 1 : path);
+	for (char *p = out; *p; p++)
+		if (*p == '"' || *p == '\\')
+			*p = '\'';
+}
+
+/* DIR/cluster.gp: the GPUs in use over time, a panel per policy simulated
+ * (one x axis), and the JCTs' distribution, a line per policy in a dash
+ * of its own; each policy in its colour of cli_gnuplot_palette() in both;
+ * as SVG and PNG (gnuplot) */
+static int
+figures(const char *dir, const int *ran, const double *makespan, int gpus, size_t n,
+	const char *trace, char *err)
+{
+	char path[4200], name[256], what[400];
 	snprintf(path, sizeof(path), "%s/cluster.gp", dir);
 	FILE *f = fopen(path, "w");
 	if (!f)
 		return sl_fail(err, SL_EIO, "cannot write %s", path);
+	base_name(trace, name, sizeof(name));
+	snprintf(what, sizeof(what), "%zu job%s on %d GPU%s (%s)", n, n == 1 ? "" : "s", gpus,
+		 gpus == 1 ? "" : "s", name);
+	int np = 0;
+	double hours = 0;
+	for (int p = 0; p < CL_N_POLICIES; p++)
+		if (ran[p]) {
+			np++;
+			hours = makespan[p] / 3600 > hours ? makespan[p] / 3600 : hours;
+		}
 	fprintf(f, "# stalelab cluster's figures from the CSVs beside this file; run: gnuplot cluster.gp\n"
-		   "set datafile separator ','\nset key outside right top\nset grid\n");
-	static const char *const fmt[2][2] = {{"svg size 900,500", "svg"}, {"pngcairo size 900,500", "png"}};
+		   "%s", cli_gnuplot_palette());
+	static const char *const fmt[2][3] = {{"svg", "dynamic font 'sans,11'", "svg"},
+					       {"pngcairo", "font 'sans,10'", "png"}};
+	int height = 140 + 120 * np < 400 ? 400 : 140 + 120 * np;
 	for (int t = 0; t < 2; t++) {
-		fprintf(f, "set terminal %s\nset output 'gpus.%s'\n", fmt[t][0], fmt[t][1]);
-		fprintf(f, "set xlabel 'hours'\nset ylabel 'GPUs in use (of %d)'\nset yrange [0:%d]\n",
-			gpus, gpus);
-		fprintf(f, "plot");
+		fprintf(f, "set terminal %s size 900,%d noenhanced %s\nset output 'gpus.%s'\nreset\n"
+			   "set datafile separator ','\n", fmt[t][0], height, fmt[t][1], fmt[t][2]);
+		/* the margins: 60 pixels under the panels, 75 over them */
+		fprintf(f, "set multiplot layout %d,1 title \"GPUs in use over time, a panel per policy"
+			   "\\n%s\" margins 0.08,0.72,%.3f,%.3f spacing 0,0.02\n", np, what,
+			60.0 / height, 1 - 75.0 / height);
+		fprintf(f, "set grid\nset key outside right top\nset ylabel 'GPUs'\n"
+			   "set yrange [0:%g]\nset ytics 0,%d,%d\n", gpus * 1.15,
+			   gpus >= 2 ? gpus / 2 : 1, gpus);
+		if (hours > 0)
+			fprintf(f, "set xrange [0:%g]\n", hours * 1.02);
+		fprintf(f, "set format x ''\n");
+		for (int p = 0, k = 0; p < CL_N_POLICIES; p++) {
+			if (!ran[p])
+				continue;
+			if (++k == np)
+				fprintf(f, "set format x '%%g'\nset xlabel 'hours since the start'\n");
+			const char *pn = cl_policy_name(p);
+			fprintf(f, "plot 'timeline_%s.csv' skip 1 using ($1/3600):(%d-$2) with steps "
+				   "lt %d lw 1.5 title '%s, makespan %.0f h', \\\n"
+				   "     %d with lines lc rgb '#888888' dt 2 lw 1 title 'all %d GPUs'\n",
+				pn, gpus, p + 1, pn, makespan[p] / 3600, gpus, gpus);
+		}
+		fprintf(f, "unset multiplot\n");
+		fprintf(f, "set terminal %s size 900,520 noenhanced %s\nset output 'jct.%s'\nreset\n"
+			   "set datafile separator ','\n", fmt[t][0], fmt[t][1], fmt[t][2]);
+		fprintf(f, "set title \"Job completion times: the share of the jobs done within a time"
+			   "\\n%s\"\nset key outside right top\nset grid\n", what);
+		fprintf(f, "set xlabel 'job completion time, hours (log scale)'\nset logscale x\n"
+			   "set ylabel 'share of the %zu jobs'\nset yrange [-0.03:1.04]\nset ytics 0,0.2,1\n"
+			   "set offsets graph 0.02, graph 0.02, 0, 0\nplot", n);
 		for (int p = 0, k = 0; p < CL_N_POLICIES; p++)
-			if (ran[p])
-				fprintf(f, "%s 'timeline_%s.csv' skip 1 using ($1/3600):(%d-$2) with steps "
-					   "title '%s'", k++ ? ", \\\n     " : " ", cl_policy_name(p), gpus,
-					cl_policy_name(p));
-		fprintf(f, "\nset output 'jct.%s'\n", fmt[t][1]);
-		fprintf(f, "set xlabel 'job completion time, hours (log)'\nset logscale x\n"
-			   "set ylabel 'share of the %zu jobs'\nset yrange [0:1]\nplot", n);
-		for (int p = 0, k = 0; p < CL_N_POLICIES; p++)
-			if (ran[p])
+			if (ran[p]) {
 				fprintf(f, "%s 'jobs_%s.csv' skip 1 using ($7/3600):(1.0/%zu) smooth "
-					   "cumulative title '%s'", k++ ? ", \\\n     " : " ",
-					cl_policy_name(p), n ? n : 1, cl_policy_name(p));
-		fprintf(f, "\nunset logscale x\nset autoscale y\n");
+					   "cumulative lt %d dt %d title '%s'", k ? ", \\\n    " : "",
+					cl_policy_name(p), n ? n : 1, p + 1, k + 1, cl_policy_name(p));
+				k++;
+			}
+		fprintf(f, "\n");
 	}
 	if (fclose(f) != 0)
 		return sl_fail(err, SL_EIO, "cannot write %s", path);
@@ -484,7 +532,7 @@ cmd_cluster(int argc, char **argv)
 	printf("%-8s %10s %10s %10s %11s %6s %6s %12s %7s %6s\n", "policy", "avg JCT s",
 	       "p50 s", "p95 s", "makespan s", "alloc", "comp", "samples/GPUh", "preempt",
 	       "gain");
-	double fifo_mk = 0;
+	double fifo_mk = 0, mk[CL_N_POLICIES] = {0};
 	int ran[CL_N_POLICIES] = {0};
 	for (int p = 0; p < CL_N_POLICIES; p++) {
 		/* fifo first: the baseline of every gain */
@@ -502,6 +550,7 @@ cmd_cluster(int argc, char **argv)
 		if (only >= 0 && p != only)
 			continue;
 		ran[p] = 1;
+		mk[p] = s.makespan;
 		double gain = s.makespan > 0 ? fifo_mk / s.makespan - 1 : 0;
 		printf("%-8s %10.1f %10.1f %10.1f %11.1f %6.3f %6.3f %12.0f %7ld %+5.1f%%\n",
 		       cl_policy_name(c.policy), s.avg_jct, s.p50_jct, s.p95_jct, s.makespan,
@@ -519,7 +568,7 @@ cmd_cluster(int argc, char **argv)
 	if (out && code == 0) {
 		json_t *trace_notes = comments_of(text, len);
 		if (write_spec(out, argc, argv, trace, trace_notes, prof, prof_notes, &c, ran, ms,
-			       nm, n, err) < 0 || figures(out, ran, c.gpus, n, err) < 0) {
+			       nm, n, err) < 0 || figures(out, ran, mk, c.gpus, n, trace, err) < 0) {
 			fprintf(stderr, "stalelab cluster: %s\n", err);
 			code = 1;
 		}

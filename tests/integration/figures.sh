@@ -1,11 +1,13 @@
 #!/bin/sh
-# The figures of `stalelab plot` as a paper needs them (issue 29, item 5),
-# checked on the gnuplot scripts it writes and on gnuplot's answer: every
-# figure titled, the sweep's target stated, the seeds' spread (a band or
-# error bars) where there are seeds, a single-point series drawn as a mark
-# and no series on the frame, one colour-blind-safe palette; the slowdown
-# figure saying which groups it leaves out, as bars against a categorical
-# key, and naming the real cause when it cannot be drawn.
+# The figures of `stalelab plot` and `stalelab cluster --out` as a paper
+# needs them (issue 29, item 5), checked on the gnuplot scripts they write
+# and on gnuplot's answer: every figure titled, the sweep's target stated,
+# the seeds' spread (a band or error bars) where there are seeds, a
+# single-point series drawn as a mark and no series on the frame, one
+# colour-blind-safe palette; the slowdown figure saying which groups it
+# leaves out, as bars against a categorical key, and naming the real cause
+# when it cannot be drawn; the cluster's GPUs in use one panel per policy,
+# its JCT lines each in its own dash.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: figures"
@@ -125,5 +127,37 @@ expect_exit 0 "a target no cell reaches (6 updates)" "$SL" sweep "$TMP/hi.json" 
 expect_exit 0 "... plotted against workers=1" "$SL" plot "$TMP/hi" --baseline workers=1
 expect_grep 'no slowdown figure: no group with workers=1 reached the target 0\.999 with every seed' \
 	"... no slowdown figure: the baseline never reached it, said" "$LAST_OUT"
+
+# the cluster's figures: T3 (docs/cluster.md) under every policy
+cp tests/fixtures/cluster/t3-profiles.csv "$TMP/prof.csv"
+cp tests/fixtures/cluster/t3-jobs.csv "$TMP/t3.csv"
+expect_exit 0 "cluster --out, every policy" "$SL" cluster -t "$TMP/t3.csv" -p "$TMP/prof.csv" -g 2 -m 16 -o "$TMP/c"
+printf '%s\n' "$LAST_OUT" | grep -qi 'warning' && bad "gnuplot warned" "$LAST_OUT" || ok "gnuplot said nothing"
+cat >"$TMP/cl.py" <<'PY'
+import re, sys
+gp = open(sys.argv[1] + "/cluster.gp").read()
+svg = gp[gp.find("set output 'gpus.svg'"):gp.find("set terminal pngcairo")]
+gpus, jct = svg.split("set output 'jct.svg'")
+PY
+ccheck() { # NAME PYTHON
+	if python3 -c "exec(open('$TMP/cl.py').read())
+$2" "$TMP/c" >"$TMP/py.out" 2>&1; then ok "$1"; else bad "$1" "$(cat "$TMP/py.out")"; fi
+}
+ccheck "GPUs in use: one panel per policy, the five in a column" "
+assert 'set multiplot layout 5,1' in gpus, gpus
+pol = re.findall(r\"'timeline_(\w+)\.csv'\", gpus)
+assert pol == ['fifo', 'srtf', 'las', 'gandiva', 'jigsaw'], pol
+assert gpus.count('\nplot ') == 5 and 'unset multiplot' in gpus"
+ccheck "JCTs: a dash type of its own for each policy's line" "
+dts = re.findall(r\"'jobs_\w+\.csv'[^\n]* dt (\d+)\", jct)
+assert len(dts) == 5 and len(set(dts)) == 5, dts"
+ccheck "both titled with the trace's size" "
+assert re.search(r'title \"GPUs in use[^\"]*2 jobs on 2 GPUs', gpus), gpus[:400]
+assert re.search(r'set title \"Job completion times[^\"]*2 jobs on 2 GPUs', jct), jct[:400]"
+ccheck "the sweeps' palette" "
+assert \"set linetype 1 lc rgb '#0072B2'\" in gp and 'set linetype cycle 14' in gp"
+for f in gpus.svg jct.svg gpus.png jct.png; do
+	[ -s "$TMP/c/$f" ] && ok "--out drew $f" || bad "--out drew $f" "$(ls "$TMP/c")"
+done
 
 finish figures

@@ -1,8 +1,8 @@
 // sweeps.js - the Sweeps view: the finished sweeps the daemon was pointed at
 // (stalelab serve --sweeps DIR, GET /api/v1/sweeps), one opened: the figures
-// `stalelab plot` drew (loss, accuracy, staleness, slowdown, as SVG images),
-// its results.csv as a table, its summary over seeds when written, and the
-// sweep file it ran.
+// `stalelab plot` drew (loss, accuracy, staleness, slowdown, as SVG images;
+// a click opens one full size), its results.csv as a table, its summary
+// over seeds when written, and the sweep file it ran.
 
 import { api } from "./api.js";
 import { el } from "./dom.js";
@@ -39,8 +39,11 @@ export class SweepsView {
     const refresh = el("button", { type: "button", textContent: "Refresh" });
     refresh.addEventListener("click", () => this.load());
     this.dir = el("p", { className: "hint" });
+    // a figure full size, over the page: Escape or a click closes it
+    this.full = el("dialog", { className: "figure-full" });
+    this.full.addEventListener("click", () => this.full.close());
     root.replaceChildren(el("div", { className: "sweep-head" }, el("h2", { textContent: "Sweeps" }), refresh),
-      this.dir, this.list, this.body);
+      this.dir, this.list, this.body, this.full);
   }
 
   async load() {
@@ -88,10 +91,7 @@ export class SweepsView {
     }
     if (ask !== this.asked) return;
     const figs = s.figures.length
-      ? el("div", { className: "sweep-figures" }, ...s.figures.map((f) => el("figure", { className: "chart" },
-        el("figcaption", {}, el("h3", { textContent: f.replace(/\.svg$/, "") }),
-          el("a", { href: `/api/v1/sweeps/${enc(name)}/figures/${enc(f)}`, download: `${name}-${f}`, textContent: "SVG" })),
-        el("img", { src: `/api/v1/sweeps/${enc(name)}/figures/${enc(f)}`, alt: `${f.replace(/\.svg$/, "")} of sweep ${name}` }))))
+      ? el("div", { className: "sweep-figures" }, ...s.figures.map((f) => this.figure(name, f)))
       : el("p", { className: "hint", textContent: `No figures yet: stalelab plot DIR draws them (DIR/figures).` });
     const parts = [el("h2", { textContent: name }), figs];
     if (s.summary && s.summary.rows) parts.push(el("h3", { textContent: "Summary over seeds" }), this.table(s.summary, null));
@@ -102,6 +102,24 @@ export class SweepsView {
     }
     if (s.spec) parts.push(el("h3", { textContent: "The sweep file" }), el("pre", { className: "sweep-spec", textContent: JSON.stringify(s.spec, null, 1) }));
     this.body.replaceChildren(...parts);
+  }
+
+  // a figure as a card, the image a button that opens it full size
+  figure(name, f) {
+    const src = `/api/v1/sweeps/${enc(name)}/figures/${enc(f)}`;
+    const what = f.replace(/\.svg$/, "");
+    const alt = `${what} of sweep ${name}`;
+    const open = el("button", { type: "button", className: "figure-open", title: "Open full size" },
+      el("img", { src, alt }));
+    open.addEventListener("click", () => {
+      this.full.replaceChildren(el("h3", { textContent: `${what} · ${name}` }), el("img", { src, alt }),
+        el("p", { className: "hint", textContent: "Escape or a click closes it." }));
+      this.full.showModal();
+    });
+    return el("figure", { className: "chart" },
+      el("figcaption", {}, el("h3", { textContent: what }),
+        el("a", { href: src, download: `${name}-${f}`, textContent: "SVG" })),
+      open);
   }
 
   // a CSV as a table; shown: the metric columns to keep (null: all),

@@ -1,8 +1,9 @@
 // sweeps.mjs - the browser test of the dashboard's Sweeps view and its
 // gradient-coherence chart: Debian's chromium, headless, against a real
 // `stalelab serve --sweeps DIR` whose DIR holds two real sweeps (one with
-// `stalelab plot`'s figures). Prints "  ok   NAME" / "  FAIL NAME" lines
-// (tests/integration/sweeps_view.sh counts them) and saves a screenshot.
+// `stalelab plot`'s figures; at 1400x1000 one opens full size on a click
+// or Enter). Prints "  ok   NAME" / "  FAIL NAME" lines
+// (tests/integration/sweeps_view.sh counts them) and saves screenshots.
 // Usage: node tests/browser/sweeps.mjs BINARY SWEEPS_DIR OUTDIR
 
 import { mkdirSync } from "node:fs";
@@ -47,6 +48,41 @@ try {
     for (const f of ["loss", "accuracy", "staleness"])
       if (!alts.some((a) => a.startsWith(f))) throw new Error(`figures: ${alts.join(" | ")}`);
     await page.screenshot({ path: join(OUT, "dashboard-sweeps.png"), fullPage: true });
+  });
+
+  await check("at 1400x1000 a figure opens full size on a click; Escape closes it", async () => {
+    await page.setViewportSize({ width: 1400, height: 1000 });
+    const card = page.locator(".sweep-figures img").first();
+    const small = await card.evaluate((i) => i.getBoundingClientRect().width);
+    await card.click();
+    const big = page.locator("dialog.figure-full[open] img");
+    await until("the figure full size", async () => (await big.count()) === 1);
+    await until("its image loaded", () => big.evaluate((i) => i.complete && i.naturalWidth > 100));
+    const r = await big.evaluate((i) => {
+      const b = i.getBoundingClientRect();
+      return { w: b.width, left: b.left, top: b.top, right: b.right, bottom: b.bottom, nw: i.naturalWidth, alt: i.alt };
+    });
+    await page.screenshot({ path: join(OUT, "dashboard-sweeps-figure.png") });
+    // its own size at least (the card shrinks it), all of it in the window
+    if (!(r.w >= r.nw && r.w > small * 1.5)) throw new Error(`${r.w} px wide, the card ${small}, its own ${r.nw}`);
+    if (r.left < 0 || r.top < 0 || r.right > 1400 || r.bottom > 1000) throw new Error(`outside the window: ${JSON.stringify(r)}`);
+    if (!/ of sweep grid$/.test(r.alt)) throw new Error(`alt: ${r.alt}`);
+    await page.keyboard.press("Escape");
+    await until("closed", async () => (await page.locator("dialog.figure-full[open]").count()) === 0);
+  });
+
+  await check("from the keyboard: a figure is a button, Enter opens it", async () => {
+    const second = page.locator(".sweep-figures button.figure-open").nth(1);
+    await second.focus();
+    await page.keyboard.press("Enter");
+    const big = page.locator("dialog.figure-full[open] img");
+    await until("the figure full size", async () => (await big.count()) === 1);
+    const alts = await page.locator(".sweep-figures img").evaluateAll((a) => a.map((i) => i.alt));
+    const alt = await big.getAttribute("alt");
+    if (alt !== alts[1]) throw new Error(`opened ${alt}, not ${alts[1]}`);
+    await page.keyboard.press("Escape");
+    await until("closed", async () => (await page.locator("dialog.figure-full[open]").count()) === 0);
+    await page.setViewportSize({ width: 1280, height: 900 });
   });
 
   await check("its results table has a row per cell, the axes and metrics", async () => {

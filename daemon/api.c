@@ -137,7 +137,9 @@ api_worker_json(const worker_snap *w)
 	json_object_set_new(o, "samples", json_integer((json_int_t)w->samples));
 	json_object_set_new(o, "staleness_mean", jsonout_real(w->staleness_mean));
 	json_object_set_new(o, "age_ms_mean", jsonout_real(age_mean(&w->age)));
-	json_object_set_new(o, "samples_per_s", jsonout_real(w->samples_per_s));
+	/* current (the run's rate window), and since it joined */
+	json_object_set_new(o, "samples_per_s", jsonout_real(w->samples_per_s_now));
+	json_object_set_new(o, "samples_per_s_avg", jsonout_real(w->samples_per_s));
 	json_object_set_new(o, "bytes_sent", jsonout_real(w->bytes_sent));
 	json_object_set_new(o, "bytes_recv", jsonout_real(w->bytes_recv));
 	json_object_set_new(o, "link", json_pack("{s:o,s:o}", "latency_ms",
@@ -156,7 +158,22 @@ json_t *
 api_status_json(const run_snapshot *s)
 {
 	json_t *o = json_object();
-	json_object_set_new(o, "state", json_string(run_state_name(s->state)));
+	/* running with no worker that can step (workers 0 and no remote one
+	 * yet, or every one paused): "waiting", and for what */
+	int stepping = 0;
+	for (int i = 0; i < s->n_workers; i++)
+		stepping += strcmp(s->workers[i].state, "paused") != 0;
+	if (s->state == RUN_RUNNING && !stepping) {
+		json_object_set_new(o, "state", json_string("waiting"));
+		json_object_set_new(o, "waiting_for", json_string(
+			s->n_workers ? "every worker is paused: unpause one (PATCH /api/v1/workers/{id} "
+				       "{\"paused\": false})"
+				     : "workers: the run has none (add some with PUT /api/v1/workers "
+				       "{\"count\": N}, or start remote ones with stalelab worker "
+				       "--connect)"));
+	} else {
+		json_object_set_new(o, "state", json_string(run_state_name(s->state)));
+	}
 	json_object_set_new(o, "version", json_integer((json_int_t)s->v));
 	json_object_set_new(o, "epoch", jsonout_real(s->epoch));
 	json_object_set_new(o, "samples", json_integer((json_int_t)s->samples));
@@ -179,8 +196,13 @@ api_status_json(const run_snapshot *s)
 	}
 	json_object_set_new(o, "t", jsonout_real(s->t));
 	json_object_set_new(o, "train_s", jsonout_real(s->train_s));
-	json_object_set_new(o, "samples_per_s", jsonout_real(s->samples_per_s));
-	json_object_set_new(o, "updates_per_s", jsonout_real(s->updates_per_s));
+	/* what a person reads live: the rates of the last rate_window_s
+	 * seconds; the run-long averages beside them */
+	json_object_set_new(o, "samples_per_s", jsonout_real(s->samples_per_s_now));
+	json_object_set_new(o, "updates_per_s", jsonout_real(s->updates_per_s_now));
+	json_object_set_new(o, "samples_per_s_avg", jsonout_real(s->samples_per_s));
+	json_object_set_new(o, "updates_per_s_avg", jsonout_real(s->updates_per_s));
+	json_object_set_new(o, "rate_window_s", jsonout_real(s->rate_window_s));
 	json_object_set_new(o, "train_loss", jsonout_real(s->last_loss));
 	json_object_set_new(o, "test_acc", jsonout_real(s->test_acc));
 	json_object_set_new(o, "best_acc", jsonout_real(s->best_acc));
@@ -281,6 +303,23 @@ prom_hist(pbuf *b, const char *name, const char *labels, const stale_hist *h)
 	   *labels ? "}" : "", (unsigned long long)h->n);
 }
 
+/* a label value as the text format wants it: \\, \" and \n escaped */
+static const char *
+prom_label(char *buf, size_t cap, const char *v)
+{
+	size_t n = 0;
+	for (; v && *v && n + 3 < cap; v++) {
+		if (*v == '\\' || *v == '"' || *v == '\n') {
+			buf[n++] = '\\';
+			buf[n++] = *v == '\n' ? 'n' : *v;
+		} else {
+			buf[n++] = *v;
+		}
+	}
+	buf[n] = 0;
+	return buf;
+}
+
 char *
 api_prometheus(const run_snapshot *s)
 {
@@ -323,9 +362,39 @@ api_prometheus(const run_snapshot *s)
 	pf(&b, "# HELP stalelab_epoch Epochs of training data consumed.\n");
 	pf(&b, "# TYPE stalelab_epoch gauge\n");
 	pf(&b, "stalelab_epoch %.17g\n", s->epoch);
-	pf(&b, "# HELP stalelab_samples_per_second Training throughput.\n");
-	pf(&b, "# TYPE stalelab_samples_per_second gauge\n");
-	pf(&b, "stalelab_samples_per_second %.17g\n", s->samples_per_s);
+	struct { const char *name, *help; double x; } g[] = {
+		{"stalelab_samples_per_second", "Training throughput over the last rate window "
+		 "(rate_window_s of /api/v1/status).", s->samples_per_s_now},
+		{"stalelab_samples_per_second_avg", "Training throughput over the run's training "
+		 "time.", s->samples_per_s},
+		{"stalelab_updates_per_second", "Server updates per second over the last rate "
+		 "window.", s->updates_per_s_now},
+		{"stalelab_updates_per_second_avg", "Server updates per second over the run's "
+		 "training time.", s->updates_per_s},
+		{"stalelab_learning_rate", "The learning rate now (changes mid-run included).",
+		 s->cfg.lr},
+		{"stalelab_train_loss", "Mean training batch loss since the last evaluation.",
+		 s->last_loss},
+		{"stalelab_best_test_accuracy", "Best test accuracy of the run so far.",
+		 s->best_acc},
+	};
+	for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++)
+		pf(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %.17g\n", g[k].name, g[k].help,
+		   g[k].name, g[k].name, g[k].x);
+	pf(&b, "# HELP stalelab_worker_samples_per_second A worker's throughput over the "
+	   "last rate window.\n");
+	pf(&b, "# TYPE stalelab_worker_samples_per_second gauge\n");
+	for (int i = 0; i < s->n_workers; i++)
+		pf(&b, "stalelab_worker_samples_per_second{worker=\"%d\"} %.17g\n",
+		   s->workers[i].id, s->workers[i].samples_per_s_now);
+	/* an info metric: the run's labels, value 1 (joined onto others in
+	 * queries: * on() group_left(rule) stalelab_run_info) */
+	char rule[96], model[160], clk[32], dev[64];
+	pf(&b, "# HELP stalelab_run_info The run now: its rule, model, clock and device.\n");
+	pf(&b, "# TYPE stalelab_run_info gauge\n");
+	pf(&b, "stalelab_run_info{rule=\"%s\",model=\"%s\",clock=\"%s\",device=\"%s\"} 1\n",
+	   prom_label(rule, sizeof(rule), s->cfg.rule), prom_label(model, sizeof(model), s->cfg.model),
+	   prom_label(clk, sizeof(clk), s->cfg.clock), prom_label(dev, sizeof(dev), s->device));
 	pf(&b, "# HELP stalelab_worker_rtt_seconds A remote worker's link round trip, by its heartbeats.\n");
 	pf(&b, "# TYPE stalelab_worker_rtt_seconds gauge\n");
 	for (int i = 0; i < s->n_workers; i++)

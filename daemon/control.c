@@ -20,7 +20,8 @@ const char ctl_index_text[] =
 	"GET   /api/v1/staleness         histograms overall, sliding, per worker\n"
 	"GET   /api/v1/events?hz=4       Server-Sent Events\n"
 	"GET   /api/v1/runs              this and earlier runs (?series=1: with series)\n"
-	"GET   /api/v1/runs/{id}         one run with its series\n"
+	"GET   /api/v1/runs/{id}         one run with its series and changes\n"
+	"GET   /api/v1/runs/{id}/changes every change of a run, as logged\n"
 	"GET   /api/v1/schema            every config field and rule parameter\n"
 	"GET   /api/v1/run               the current run object\n"
 	"POST  /api/v1/run               start a new run from a run object, or\n"
@@ -157,28 +158,30 @@ query_get(const char *q, const char *key, char *out, size_t cap)
 /* ---- handlers ------------------------------------------------------------ */
 
 typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
-	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_RUN_ONE, R_SCHEMA,
+	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_RUN_ONE, R_RUN_CHANGES, R_SCHEMA,
 	       R_RECOVER, R_NONE } route;
 
 static const struct {
 	const char *path; /* a trailing '/' takes an id */
 	route r;
 	const char *allow;
+	const char *suffix; /* after the id ("/changes"), or NULL */
 } routes[] = {
-	{"/", R_INDEX, "GET, HEAD"},
-	{"/api/v1/status", R_STATUS, "GET, HEAD"},
-	{"/api/v1/metrics", R_METRICS, "GET, HEAD"},
-	{"/api/v1/staleness", R_STALENESS, "GET, HEAD"},
-	{"/api/v1/events", R_EVENTS, "GET, HEAD"},
-	{"/api/v1/run", R_RUN, "GET, HEAD, POST, PATCH"},
-	{"/api/v1/workers", R_WORKERS, "GET, HEAD, PUT"},
-	{"/api/v1/workers/", R_WORKER, "GET, HEAD, PATCH"},
-	{"/metrics", R_PROM, "GET, HEAD"},
-	{"/api/v1/checkpoint", R_CKPT, "POST"},
-	{"/api/v1/runs", R_RUNS, "GET, HEAD"},
-	{"/api/v1/runs/", R_RUN_ONE, "GET, HEAD"},
-	{"/api/v1/schema", R_SCHEMA, "GET, HEAD"},
-	{"/api/v1/run/recover", R_RECOVER, "POST"},
+	{"/", R_INDEX, "GET, HEAD", NULL},
+	{"/api/v1/status", R_STATUS, "GET, HEAD", NULL},
+	{"/api/v1/metrics", R_METRICS, "GET, HEAD", NULL},
+	{"/api/v1/staleness", R_STALENESS, "GET, HEAD", NULL},
+	{"/api/v1/events", R_EVENTS, "GET, HEAD", NULL},
+	{"/api/v1/run", R_RUN, "GET, HEAD, POST, PATCH", NULL},
+	{"/api/v1/workers", R_WORKERS, "GET, HEAD, PUT", NULL},
+	{"/api/v1/workers/", R_WORKER, "GET, HEAD, PATCH", NULL},
+	{"/metrics", R_PROM, "GET, HEAD", NULL},
+	{"/api/v1/checkpoint", R_CKPT, "POST", NULL},
+	{"/api/v1/runs", R_RUNS, "GET, HEAD", NULL},
+	{"/api/v1/runs/", R_RUN_ONE, "GET, HEAD", NULL},
+	{"/api/v1/runs/", R_RUN_CHANGES, "GET, HEAD", "/changes"},
+	{"/api/v1/schema", R_SCHEMA, "GET, HEAD", NULL},
+	{"/api/v1/run/recover", R_RECOVER, "POST", NULL},
 };
 
 static int
@@ -192,7 +195,19 @@ match(const char *path, int *id, const char **allow)
 		if (p[n - 1] != '/' || n == 1) {
 			if (!strcmp(path, p))
 				return routes[i].r;
-		} else if (!strncmp(path, p, n) && cli_u64(path + n, &v) == 0 && v < 1000000) {
+			continue;
+		}
+		if (strncmp(path, p, n))
+			continue;
+		/* the id, then the suffix (if any) to the end */
+		char num[16];
+		const char *rest = path + n, *sfx = routes[i].suffix ? routes[i].suffix : "";
+		size_t k = strcspn(rest, "/");
+		if (k == 0 || k >= sizeof(num) || strcmp(rest + k, sfx))
+			continue;
+		memcpy(num, rest, k);
+		num[k] = 0;
+		if (cli_u64(num, &v) == 0 && v < 1000000) {
 			*id = (int)v;
 			return routes[i].r;
 		}
@@ -274,12 +289,18 @@ get_runs(ctl *c, int id, const char *query, ctl_reply *o)
 		if (id >= 0 && json_integer_value(json_object_get(e, "run")) != id)
 			continue;
 		json_t *cp = json_deep_copy(e);
-		if (!series)
+		if (!series) {
 			json_object_del(cp, "series");
+			json_object_del(cp, "changes");
+		}
 		json_array_append_new(arr, cp);
 	}
-	if (c->r && (id < 0 || id == c->run_id))
-		json_array_append_new(arr, ctl_run_summary(c, series));
+	if (c->r && (id < 0 || id == c->run_id)) {
+		json_t *cur = ctl_run_summary(c, series);
+		if (!series)
+			json_object_del(cur, "changes");
+		json_array_append_new(arr, cur);
+	}
 	if (id < 0) {
 		reply_json(o, 200, json_pack("{s:o}", "runs", arr));
 	} else if (json_array_size(arr)) {
@@ -292,6 +313,31 @@ get_runs(ctl *c, int id, const char *query, ctl_reply *o)
 		json_decref(arr);
 		reply_error(o, 404, "no_run", msg);
 	}
+}
+
+/* GET /api/v1/runs/{id}/changes: the current run's live, an earlier
+ * run's from its summary */
+static void
+get_changes(ctl *c, int id, ctl_reply *o)
+{
+	json_t *changes = NULL;
+	if (c->r && id == c->run_id) {
+		changes = ctl_changes_json(c);
+	} else {
+		size_t i;
+		json_t *e;
+		json_array_foreach(c->past, i, e)
+			if (json_integer_value(json_object_get(e, "run")) == id)
+				changes = json_deep_copy(json_object_get(e, "changes"));
+	}
+	if (!changes) {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "run %d: not among this daemon's last %d runs", id,
+			 PAST_MAX + 1);
+		reply_error(o, 404, "no_run", msg);
+		return;
+	}
+	reply_json(o, 200, json_pack("{s:i,s:o}", "run", id, "changes", changes));
 }
 
 /* GET handlers that read the current run (c->mu held) */
@@ -308,6 +354,10 @@ handle_get(ctl *c, route rt, int id, const char *query, ctl_reply *o)
 	}
 	if (rt == R_RUNS || rt == R_RUN_ONE) {
 		get_runs(c, rt == R_RUN_ONE ? id : -1, query, o);
+		return;
+	}
+	if (rt == R_RUN_CHANGES) {
+		get_changes(c, id, o);
 		return;
 	}
 	run_snapshot *snap = need_run(c, o);

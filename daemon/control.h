@@ -69,7 +69,13 @@ typedef struct ctl {
 	int demo_scene, demo_loop;
 	pthread_t demo_th;
 	int demo_live;
-	json_t *past; /* earlier runs: summaries and series */
+	json_t *past; /* earlier runs: summaries, series and changes */
+	/* the current run's changes, as logged ({"t", "v", "set", ...}), for a
+	 * page or a TUI that connects after them (changes_mu: the run's
+	 * thread appends) */
+	pthread_mutex_t changes_mu;
+	json_t *changes;
+	long changes_dropped; /* past CHANGES_MAX, not kept */
 } ctl;
 
 void ctl_init(ctl *c);

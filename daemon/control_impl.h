@@ -23,6 +23,7 @@
 #include "control.h"
 
 #define PAST_MAX 32 /* earlier runs kept (oldest dropped first) */
+#define CHANGES_MAX 10000 /* a run's changes kept for late clients (the log has all) */
 
 /* a PATCH (or a recover) waiting for its change to be applied */
 struct ctl_waiter {
@@ -152,6 +153,8 @@ int ctl_ckpt_target(const ctl *c, const char *field, const char *name, char *out
 /* the current run's summary, with its evaluation series when series is
  * set (c->mu held) */
 json_t *ctl_run_summary(ctl *c, int series);
+/* a copy of the current run's changes (c->changes) */
+json_t *ctl_changes_json(ctl *c);
 
 /* POST /api/v1/run, /api/v1/run/recover and /api/v1/checkpoint (body: the
  * request's JSON object; c->mu not held) */

@@ -102,6 +102,12 @@ ctl_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 	json_t *r = api_change_record(t, v, cmd);
 	json_object_set_new(r, "run", json_integer(c->run_id));
 	ctl_record(c, "change", r);
+	pthread_mutex_lock(&c->changes_mu);
+	if (json_array_size(c->changes) < CHANGES_MAX)
+		json_array_append(c->changes, r);
+	else
+		c->changes_dropped++;
+	pthread_mutex_unlock(&c->changes_mu);
 	if (c->term) {
 		char *set = jsonout_dumps(json_object_get(r, "set"));
 		json_t *w = json_object_get(r, "worker");

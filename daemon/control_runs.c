@@ -118,6 +118,8 @@ ctl_init(ctl *c)
 	pthread_mutex_init(&c->log_mu, NULL);
 	pthread_mutex_init(&c->wait_mu, NULL);
 	pthread_cond_init(&c->wait_cv, NULL);
+	pthread_mutex_init(&c->changes_mu, NULL);
+	c->changes = json_array();
 	events_init(&c->ev);
 	c->started = sl_now();
 }
@@ -129,8 +131,18 @@ run_thread(void *p)
 	return NULL;
 }
 
-/* the current run's summary, with its evaluation series when series is
- * set (c->mu held) */
+/* a copy of the current run's changes */
+json_t *
+ctl_changes_json(ctl *c)
+{
+	pthread_mutex_lock(&c->changes_mu);
+	json_t *a = json_deep_copy(c->changes);
+	pthread_mutex_unlock(&c->changes_mu);
+	return a ? a : json_array();
+}
+
+/* the current run's summary with its changes, and its evaluation series
+ * when series is set (c->mu held) */
 json_t *
 ctl_run_summary(ctl *c, int series)
 {
@@ -145,6 +157,7 @@ ctl_run_summary(ctl *c, int series)
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&snap->stale)));
 	json_object_set_new(o, "config", config_to_json(&snap->cfg));
 	run_snapshot_put(snap);
+	json_object_set_new(o, "changes", ctl_changes_json(c));
 	if (series) {
 		int cap = 1 << 16;
 		run_eval *ev = malloc(sizeof(run_eval) * (size_t)cap);
@@ -254,6 +267,11 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	run_keep_good(r, 1);
 	c->r = r;
 	c->run_id++;
+	pthread_mutex_lock(&c->changes_mu); /* before its thread applies any */
+	json_decref(c->changes);
+	c->changes = json_array();
+	c->changes_dropped = 0;
+	pthread_mutex_unlock(&c->changes_mu);
 	c->runs_started++;
 	run_snapshot *s0 = run_snapshot_get(r);
 	json_t *first = runlog_run_object(cfg, s0->device);
@@ -326,6 +344,8 @@ ctl_free(ctl *c)
 		free(c->data);
 	}
 	json_decref(c->past);
+	json_decref(c->changes);
+	pthread_mutex_destroy(&c->changes_mu);
 	events_free(&c->ev);
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->log_mu);

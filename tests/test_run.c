@@ -74,6 +74,53 @@ START_TEST(ssp_keeps_its_bound)
 }
 END_TEST
 
+START_TEST(ssp_bound_holds_from_the_switch)
+{
+	/* asgd for 200 updates with worker 0 at a tenth of the others' speed
+	 * (about 7 iterations to their 64), then ssp with s = 2: its clocks
+	 * count from the switch, so the fast workers go on, at most 2 ahead
+	 * of the straggler. Counted from the start of the run, they were held
+	 * until the straggler caught up: every one of the next ~55 updates
+	 * was its. */
+	run_config c = base("asgd", 4);
+	c.eval_every = 0;
+	c.stop_steps = 200;
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 0, .has_speed = 1, .speed = 0.1};
+	run_sched sw = {.by_version = 1, .v = 200,
+			.cmd = {.worker = -1, .fields = CMD_RULE | CMD_RULE_PARAMS}};
+	snprintf(sw.cmd.rule, sizeof(sw.cmd.rule), "ssp");
+	sw.cmd.rp = c.rp;
+	sw.cmd.rp.s = 2;
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *before = go(&c, NULL, 0, r);
+	ck_assert_msg(before->workers[1].iterations > 5 * before->workers[0].iterations,
+		      "no imbalance: %llu against %llu",
+		      (unsigned long long)before->workers[1].iterations,
+		      (unsigned long long)before->workers[0].iterations);
+	c.stop_steps = 260;
+	run_snapshot *after = go(&c, &sw, 1, r);
+	ck_assert_str_eq(after->cfg.rule, "ssp");
+	uint64_t slow = after->workers[0].iterations - before->workers[0].iterations;
+	for (int i = 1; i < 4; i++) {
+		uint64_t fast = after->workers[i].iterations - before->workers[i].iterations;
+		/* not stalled: each fast worker took part in the 60 updates */
+		ck_assert_msg(fast >= 5, "worker %d did %llu of the 60 updates after the switch "
+			      "(the straggler %llu)", i, (unsigned long long)fast,
+			      (unsigned long long)slow);
+		/* and bounded: at most s + 1 ahead of the straggler's count (its
+		 * step in flight at the switch lands after it) */
+		ck_assert_msg(fast <= slow + 2 + 1, "worker %d: %llu iterations after the switch, "
+			      "the straggler %llu", i, (unsigned long long)fast,
+			      (unsigned long long)slow);
+	}
+	ck_assert_uint_le(after->clock_gap_max, 2);
+	run_snapshot_put(before);
+	run_snapshot_put(after);
+	free(r);
+}
+END_TEST
+
 START_TEST(version_delay_is_uniform)
 {
 	run_config c = base("asgd", 1);
@@ -490,6 +537,7 @@ run_suite(void)
 	const run_case cases[] = {
 		{"staleness", NULL, {ssgd_is_never_stale, asgd_equal_speed_settles_at_n_minus_1,
 				     ssp_keeps_its_bound, ssp_joiner_starts_at_the_slowest_clock,
+				     ssp_bound_holds_from_the_switch,
 				     version_delay_is_uniform,
 				     server_held_gradients_age, NULL}},
 		{"server_delays", NULL, {server_delays_keep_sync_rules,

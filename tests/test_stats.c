@@ -71,6 +71,47 @@ START_TEST(age_power_of_two_buckets)
 }
 END_TEST
 
+START_TEST(rate_window_reads_now_not_the_run)
+{
+	/* 100/s for 60 s, then a stall: the rate over the last 5 s reads 100
+	 * while it runs and falls to 0 within a window of the stall, where
+	 * the run's average (100 * 60 / t) would still read 92 at t = 65 */
+	rate_win rw;
+	rate_reset(&rw, 0, 0);
+	double x = 0;
+	for (int i = 1; i <= 240; i++) /* a mark every 0.25 s */
+		rate_mark(&rw, i * 0.25, x += 25);
+	ck_assert_double_eq_tol(rate_now(&rw, 60, x, 5), 100, 1e-9);
+	/* the stall: x stops at 6000; against the mark at 57.5 */
+	ck_assert_double_eq_tol(rate_now(&rw, 62.5, x, 5), 50, 1e-9);
+	ck_assert_double_eq_tol(rate_now(&rw, 66, x, 5), 0, 1e-12);
+	/* a counter that moved after its last kept mark, then stopped: 0 once
+	 * a whole window has passed since it last moved */
+	rate_mark(&rw, 60.1, x += 7); /* not kept: 0.1 s after the last */
+	ck_assert_int_eq(rw.n, 64);
+	ck_assert(rate_now(&rw, 65, x, 5) > 0);
+	ck_assert_double_eq_tol(rate_now(&rw, 65.2, x, 5), 0, 1e-12);
+	/* a change of pace shows within the window: 10/s from t = 66 on */
+	for (int i = 1; i <= 100; i++)
+		rate_mark(&rw, 66 + i * 0.1, x += 1);
+	ck_assert_double_eq_tol(rate_now(&rw, 76, x, 5), 10, 1e-6);
+	/* marked with an unchanged x (another worker's push): not a move */
+	rate_mark(&rw, 79, x);
+	ck_assert_double_eq_tol(rate_now(&rw, 81.2, x, 5), 0, 1e-12);
+	/* younger than the window: against the oldest mark */
+	rate_reset(&rw, 10, 50);
+	rate_mark(&rw, 11, 70);
+	ck_assert_double_eq_tol(rate_now(&rw, 12, 90, 5), 20, 1e-12);
+	/* marks closer than RATE_EVERY_S apart are not kept: 64 marks span
+	 * 16 s, more than any window read */
+	rate_reset(&rw, 0, 0);
+	for (int i = 1; i <= 1000; i++)
+		rate_mark(&rw, i * 0.01, i);
+	ck_assert_int_eq(rw.n, 41); /* 0, 0.25, ..., 10 */
+	ck_assert_double_eq_tol(rw.t[1], RATE_EVERY_S, 1e-9);
+}
+END_TEST
+
 static Suite *
 stats_suite(void)
 {
@@ -79,6 +120,7 @@ stats_suite(void)
 	tcase_add_test(tc, stale_buckets_and_overflow);
 	tcase_add_test(tc, stale_quantiles);
 	tcase_add_test(tc, age_power_of_two_buckets);
+	tcase_add_test(tc, rate_window_reads_now_not_the_run);
 	suite_add_tcase(s, tc);
 	return s;
 }

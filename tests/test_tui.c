@@ -187,6 +187,37 @@ START_TEST(messages)
 }
 END_TEST
 
+START_TEST(late_changes)
+{
+	/* a TUI that connects after five changes gets them from the run's
+	 * list: each logged and marked once, those the bus also brought
+	 * (the one at v 40) not twice */
+	tui_model m;
+	tui_model_init(&m);
+	ck_assert_int_eq(tui_model_message(&m, snap(1, 10)), 2);
+	ck_assert_int_eq(tui_model_message(&m, "change {\"run\":1,\"t\":4.5,\"v\":40,"
+						"\"origin\":\"api\",\"set\":{\"lr\":0.5}}"), 0);
+	json_t *list = json_loads("[{\"t\":1,\"v\":10,\"origin\":\"api\",\"set\":{\"lr\":0.1}},"
+				  "{\"t\":2,\"v\":20,\"origin\":\"api\",\"set\":{\"lr\":0.2}},"
+				  "{\"t\":3,\"v\":20,\"origin\":\"api\",\"set\":{\"lr\":0.3}},"
+				  "{\"t\":4,\"v\":30,\"origin\":\"schedule\",\"set\":{\"lr\":0.4}},"
+				  "{\"t\":4.5,\"v\":40,\"origin\":\"api\",\"set\":{\"lr\":0.5}}]", 0, NULL);
+	ck_assert_ptr_nonnull(list);
+	tui_model_changes(&m, list);
+	ck_assert_int_eq(m.nmarks, 5);
+	ck_assert_str_eq(tui_model_log_line(&m, 0), "v 30 schedule: lr 0.4");
+	ck_assert_str_eq(tui_model_log_line(&m, 1), "v 20 api: lr 0.3");
+	ck_assert_str_eq(tui_model_log_line(&m, 4), "v 40 api: lr 0.5");
+	ck_assert_ptr_null(tui_model_log_line(&m, 5));
+	/* fetched again (a reconnect): nothing new */
+	tui_model_changes(&m, list);
+	ck_assert_int_eq(m.nmarks, 5);
+	ck_assert_ptr_null(tui_model_log_line(&m, 5));
+	json_decref(list);
+	tui_model_free(&m);
+}
+END_TEST
+
 START_TEST(log_ring)
 {
 	tui_model m;
@@ -288,6 +319,7 @@ tui_suite(void)
 	tcase_add_test(tc, change_labels);
 	tcase_add_test(tc, byte_texts);
 	tcase_add_test(tc, messages);
+	tcase_add_test(tc, late_changes);
 	tcase_add_test(tc, log_ring);
 	tcase_add_test(tc, sibling_urls);
 	tcase_add_test(tc, rep_urls);

@@ -14,7 +14,7 @@
 #define APP_REPLY_S 3.0   /* a command without an answer after this: "no answer" */
 #define APP_STALE_S 2.0   /* no snapshot for this long: "disconnected, retrying" */
 
-enum { REQ_CMD, REQ_SCHEMA, REQ_SERIES };
+enum { REQ_CMD, REQ_SCHEMA, REQ_SERIES, REQ_CHANGES };
 enum { MODE_NORMAL, MODE_PROMPT, MODE_FORM, MODE_HELP };
 
 typedef struct app_req {

@@ -134,7 +134,9 @@ draw_header(app *a)
 	if (s && json_object_get(s, "run"))
 		x = putf(0, x, A_REVERSE, " run %lld  %s  rule %s  lr %g  workers %d",
 			 (long long)json_integer_value(json_object_get(s, "run")),
-			 str(s, "state", "?"), str(s, "rule", "?"), num(cfg, "lr"), app_nworkers(a));
+			 strcmp(str(s, "state", "?"), "waiting") ? str(s, "state", "?")
+								   : "waiting for workers",
+			 str(s, "rule", "?"), num(cfg, "lr"), app_nworkers(a));
 	else if (s)
 		x = putf(0, x, A_REVERSE, " %s: no run", str(s, "state", "idle"));
 	/* on the right: the model and the URL where they fit; the
@@ -167,7 +169,11 @@ draw_header(app *a)
 		snprintf(item[k++], 64, "  loss %.4f", loss);
 	if (isfinite(num(s, "staleness_mean")))
 		snprintf(item[k++], 64, "  staleness %.2f", num(s, "staleness_mean"));
-	if (isfinite(num(s, "samples_per_s")))
+	/* now (the rate window), the run's average beside it */
+	if (isfinite(num(s, "samples_per_s")) && isfinite(num(s, "samples_per_s_avg")))
+		snprintf(item[k++], 64, "  %.0f samples/s (avg %.0f)", num(s, "samples_per_s"),
+			 num(s, "samples_per_s_avg"));
+	else if (isfinite(num(s, "samples_per_s")))
 		snprintf(item[k++], 64, "  %.0f samples/s", num(s, "samples_per_s"));
 	if (isfinite(best))
 		snprintf(item[k++], 64, "  best %.4f", best);

@@ -160,6 +160,9 @@ on_reply(app *a, app_req *r, json_t *reply)
 		a->m.ns = 0;
 		json_array_foreach(json_object_get(body, "series"), i, e)
 			tui_model_eval(&a->m, e);
+	} else if (r->kind == REQ_CHANGES) {
+		if (json_integer_value(json_object_get(body, "run")) == a->m.run)
+			tui_model_changes(&a->m, json_object_get(body, "changes"));
 	} else {
 		json_t *path = json_object_get(body, "path");
 		json_t *applied = json_object_get(body, "applied");
@@ -213,8 +216,14 @@ void
 app_resync(app *a)
 {
 	app_request(a, REQ_SCHEMA, "schema", "GET", "/api/v1/schema", NULL);
-	if (a->m.run >= 0)
+	if (a->m.run >= 0) {
+		char path[64];
 		app_request(a, REQ_SERIES, "series", "GET", "/api/v1/metrics", NULL);
+		/* the changes made before this TUI connected (or while it was
+		 * cut off) */
+		snprintf(path, sizeof(path), "/api/v1/runs/%d/changes", a->m.run);
+		app_request(a, REQ_CHANGES, "changes", "GET", path, NULL);
+	}
 }
 
 static int

@@ -202,6 +202,11 @@ log_event(tui_model *m, const char *topic, json_t *o)
 	if (json_is_number(v))
 		snprintf(at, sizeof(at), "v %.0f ", json_number_value(v));
 	if (!strcmp(topic, "change")) {
+		/* once each: the bus and the run's list (a late TUI) both bring it */
+		double t = json_number_value(json_object_get(o, "t"));
+		for (int k = 0; json_is_number(v) && k < m->nmarks; k++)
+			if (m->marks[k] == json_number_value(v) && m->marks_t[k] == t)
+				return;
 		const char *origin = json_string_value(json_object_get(o, "origin"));
 		tui_change_label(o, m->schema, json_string_value(json_object_get(m->snap, "rule")),
 				 label, sizeof(label));
@@ -209,8 +214,10 @@ log_event(tui_model *m, const char *topic, json_t *o)
 		if (json_is_number(v)) {
 			if (m->nmarks == TUI_MARKS_MAX) {
 				memmove(m->marks, m->marks + 1, (TUI_MARKS_MAX - 1) * sizeof(double));
+				memmove(m->marks_t, m->marks_t + 1, (TUI_MARKS_MAX - 1) * sizeof(double));
 				m->nmarks--;
 			}
+			m->marks_t[m->nmarks] = t;
 			m->marks[m->nmarks++] = json_number_value(v);
 		}
 	} else if (!strcmp(topic, "run")) {
@@ -242,6 +249,16 @@ log_event(tui_model *m, const char *topic, json_t *o)
 		tui_model_log(m, "%s %s", topic, s ? s : "");
 		free(s);
 	}
+}
+
+void
+tui_model_changes(tui_model *m, json_t *changes)
+{
+	size_t i;
+	json_t *c;
+	json_array_foreach(changes, i, c)
+		if (json_is_object(c))
+			log_event(m, "change", c);
 }
 
 int

@@ -21,6 +21,7 @@ typedef struct tui_model {
 	double sv[TUI_SERIES_MAX], sacc[TUI_SERIES_MAX], sloss[TUI_SERIES_MAX];
 	int ns;
 	double marks[TUI_MARKS_MAX]; /* versions of the changes seen */
+	double marks_t[TUI_MARKS_MAX]; /* ... and their times (each once) */
 	int nmarks;
 	char log[TUI_LOG_N][TUI_LOG_W]; /* a ring, newest at (logpos-1) */
 	int logpos, nlog;
@@ -38,6 +39,10 @@ int tui_model_message(tui_model *m, const char *msg);
 /* Add an evaluation record (test_acc, train_loss, v) to the series: in
  * version order, a repeated or older v is ignored. */
 void tui_model_eval(tui_model *m, json_t *e);
+/* The run's changes so far (GET /api/v1/runs/{id}/changes' "changes"),
+ * for a TUI that connected after them: each one not seen yet is logged
+ * and marked, as if it had come on the bus. */
+void tui_model_changes(tui_model *m, json_t *changes);
 /* Forget the series and marks (a new run). */
 void tui_model_reset(tui_model *m, int run);
 void tui_model_log(tui_model *m, const char *fmt, ...)

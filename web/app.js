@@ -88,6 +88,11 @@ const showError = (e) => toast(e instanceof Error ? e.message : String(e));
 function setConn(s) {
   const b = $("conn");
   b.dataset.state = s.state;
+  if (s.state === "snapshot") { // ?snapshot: drawn once, no stream
+    b.textContent = `snapshot at v ${st.snap ? st.snap.version : "?"} (not live)`;
+    $("lost").hidden = true;
+    return;
+  }
   b.textContent = s.state === "open" ? "live" : `connection lost, retrying in ${s.retryIn} s`;
   $("lost").hidden = s.state === "open";
   // what the page had when the stream went: a daemon restarted since
@@ -367,11 +372,18 @@ function drawHeader() {
     .filter(Boolean).join("\n");
   setText("h-rule", schema ? ruleSummary(schema, c) : c.rule);
   setText("h-clock", s.clock || c.clock);
-  setText("h-state", s.state);
+  setText("h-state", s.state === "waiting" ? "waiting for workers" : s.state);
   $("h-state").dataset.state = s.state;
+  $("h-state").title = s.waiting_for || "";
   setText("h-version", String(s.version));
   setText("h-epoch", fmt(s.epoch, 2));
-  setText("h-sps", fmt(s.samples_per_s, 0));
+  // now (the last rate_window_s seconds), the run's average beside it: a
+  // stall shows at once instead of hiding in a run-long mean
+  setText("h-sps", s.samples_per_s_avg === undefined ? fmt(s.samples_per_s, 0)
+    : `${fmt(s.samples_per_s, 0)} · avg ${fmt(s.samples_per_s_avg, 0)}`);
+  $("h-sps").title = `samples/s over the last ${fmt(s.rate_window_s, 0)} s of the run, ` +
+    `then over its training time; updates/s ${fmt(s.updates_per_s, 1)} now, ` +
+    `${fmt(s.updates_per_s_avg, 1)} on average`;
   setText("h-acc", fmt(s.test_acc, 4));
   setText("h-run", String(s.run));
   const paused = s.state === "paused";
@@ -482,6 +494,9 @@ async function resync() {
     try {
       const status = await api("GET", "/api/v1/status");
       const m = await api("GET", "/api/v1/metrics?since=0");
+      // the run's changes so far: a page opened after them (or back after
+      // a lost stream) marks them too
+      const ch = await api("GET", `/api/v1/runs/${status.run}/changes`).catch(() => null);
       // the same run unless the daemon restarted while the stream was
       // lost (a status older than the snapshots that came meanwhile is
       // the same run: resetting would drop its events)
@@ -494,6 +509,7 @@ async function resync() {
       for (const e of m.series || []) addEval(e);
       seedUps(m.series || []);
       if (!st.snap || !same) st.snap = { ...status, staleness: null };
+      for (const c of (ch && ch.changes) || []) onChange({ ...c, run: status.run });
       if (controls) controls.fill(status.config, !same);
       schedule();
     } catch (e) {
@@ -583,12 +599,12 @@ async function recover() {
   }
 }
 
-function logChange(text, origin) {
+function logChange(text, origin, v) {
   const li = document.createElement("li");
   const t = document.createElement("span");
   t.className = "when";
   const s = st.snap;
-  t.textContent = s ? `v ${s.version}` : "";
+  t.textContent = v !== undefined ? `v ${v}` : s ? `v ${s.version}` : "";
   li.append(t, ` ${origin ? origin + ": " : ""}${text}`);
   const ul = $("changes");
   ul.prepend(li);
@@ -597,10 +613,16 @@ function logChange(text, origin) {
 
 function onChange(c) {
   if (c.run !== undefined && st.run !== null && c.run !== st.run) return;
-  const m = { x: { t: c.t, v: c.v }, label: changeLabel(c), origin: c.origin, received: Date.now(), drawn: 0, seq: ++st.seq };
-  st.markers.push(m);
+  const label = changeLabel(c);
+  // once each: the stream and the run's list (a late page) may both bring it
+  if (st.markers.some((k) => k.x.t === c.t && k.x.v === c.v && k.label === label)) return;
+  const m = { x: { t: c.t, v: c.v }, label, origin: c.origin, received: Date.now(), drawn: 0, seq: ++st.seq };
+  // in run order: those a late page fetches come after the live ones
+  const at = st.markers.findIndex((k) => k.x.t > c.t);
+  if (at < 0) st.markers.push(m);
+  else st.markers.splice(at, 0, m);
   if (st.markers.length > MARKERS_MAX) st.markers.shift();
-  logChange(m.label, c.origin);
+  logChange(m.label, c.origin, c.v);
   schedule("markers");
 }
 
@@ -766,6 +788,25 @@ function showTab(tab) {
 
 // ---- start ----------------------------------------------------------------------
 
+// ?snapshot: the run as it is now, drawn once with no live stream, for a
+// screenshot or a printed report (chromium --headless --screenshot ends:
+// nothing stays open); body[data-ready] says when it is drawn
+const SNAPSHOT = new URLSearchParams(location.search).has("snapshot");
+
+async function drawOnce() {
+  try {
+    const [status, staleness] = await Promise.all([api("GET", "/api/v1/status"),
+      api("GET", "/api/v1/staleness")]);
+    onSnapshot({ ...status, staleness });
+    await resync();
+    setConn({ state: "snapshot" });
+  } catch (e) {
+    showError(e);
+  }
+  await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+  document.body.dataset.ready = "1";
+}
+
 async function main() {
   setTokenPrompt(askToken);
   makeCharts();
@@ -800,7 +841,8 @@ async function main() {
   window.stalelab.cluster = cluster;
   bindToolbar();
   showTab(view.tab);
-  connectEvents(view.hz, handlers, setConn);
+  if (SNAPSHOT) await drawOnce();
+  else connectEvents(view.hz, handlers, setConn);
   try {
     const { schema: s, source } = await loadSchema();
     schema = s;

@@ -73,3 +73,45 @@ age_quantile(const age_hist *h, double q)
 	}
 	return h->max_ms;
 }
+
+void
+rate_reset(rate_win *rw, double t, double x)
+{
+	rw->pos = rw->n = 0;
+	rate_mark(rw, t, x);
+}
+
+void
+rate_mark(rate_win *rw, double t, double x)
+{
+	if (!rw->n || x != rw->x_last) {
+		rw->t_last = t;
+		rw->x_last = x;
+	}
+	if (rw->n) {
+		int last = (rw->pos - 1 + RATE_N) % RATE_N;
+		if (t - rw->t[last] < RATE_EVERY_S)
+			return;
+	}
+	rw->t[rw->pos] = t;
+	rw->x[rw->pos] = x;
+	rw->pos = (rw->pos + 1) % RATE_N;
+	if (rw->n < RATE_N)
+		rw->n++;
+}
+
+double
+rate_now(const rate_win *rw, double t, double x, double window)
+{
+	if (!rw->n || t - rw->t_last >= window)
+		return 0;
+	/* newest first: stop at the first mark at least `window` old */
+	int j = rw->pos;
+	for (int i = 0; i < rw->n; i++) {
+		j = (rw->pos - 1 - i + RATE_N) % RATE_N;
+		if (t - rw->t[j] >= window)
+			break;
+	}
+	double dt = t - rw->t[j];
+	return dt > 0 ? (x - rw->x[j]) / dt : 0;
+}

@@ -33,4 +33,24 @@ double age_quantile(const age_hist *h, double q);
 double stale_quantile(const stale_hist *h, double q);
 double stale_mean(const stale_hist *h);
 
+/* A current rate: a counter x marked against time t (run seconds) at most
+ * every RATE_EVERY_S, the last RATE_N marks kept; the rate over the last
+ * `window` seconds is read against the newest mark at least that old (the
+ * oldest kept when none is). A counter that stops moving reads falling
+ * to 0 as the window passes, where a run-long average hides a stall. */
+#define RATE_N 64
+#define RATE_EVERY_S 0.25
+typedef struct rate_win {
+	double t[RATE_N], x[RATE_N];
+	int pos, n;
+	double t_last, x_last; /* when x last moved (marked or not), to what */
+} rate_win;
+
+/* forget every mark, then mark (t, x) */
+void rate_reset(rate_win *rw, double t, double x);
+void rate_mark(rate_win *rw, double t, double x);
+/* (x - x_m) / (t - t_m) against the mark described above; 0 with none,
+ * and 0 once x has not moved for a whole window */
+double rate_now(const rate_win *rw, double t, double x, double window);
+
 #endif

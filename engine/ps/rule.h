@@ -40,6 +40,11 @@ enum {
 	RULE_SHARED = 1 << 3,
 	/* the server keeps the weights each worker read (DC-ASGD's backup) */
 	RULE_BACKUP = 1 << 4,
+	/* it bounds the workers' clocks (ssp): they count from the moment it
+	 * takes effect, and again from each change of its parameters, so the
+	 * bound holds from then on instead of holding the fast workers until
+	 * a straggler has caught up on the iterations of the rule before */
+	RULE_CLOCKS = 1 << 5,
 };
 
 typedef struct rule_class {

@@ -86,6 +86,18 @@ cmd_hand_checkpoint(run *r, const run_cmd *c)
 	blob_free(&b);
 }
 
+/* a rule that bounds the clocks takes effect (or its parameters change):
+ * every worker's clock starts from 0, and the widest gap is measured anew */
+static void
+restart_clocks(run *r)
+{
+	if (!(r->rule->flags & RULE_CLOCKS))
+		return;
+	for (int i = 0; i < r->n_slots; i++)
+		r->w[i]->clock = 0;
+	r->clock_gap_max = 0;
+}
+
 static void
 cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 {
@@ -104,6 +116,7 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 		w->last_round = -1;
 		w->local_steps = 0;
 	}
+	restart_clocks(r);
 }
 
 static void
@@ -215,6 +228,7 @@ cmd_apply(run *r, const run_cmd *c)
 		else if (c->fields & CMD_RULE_PARAMS) {
 			r->cfg.rp = c->rp;
 			ps_set_rule(r->ps, r->rule, &r->cfg.rp);
+			restart_clocks(r);
 		}
 		if (c->fields & (CMD_LR | CMD_MOMENTUM | CMD_WEIGHT_DECAY)) {
 			if (c->fields & CMD_LR)

@@ -216,6 +216,9 @@ build_snapshot(run *r)
 	s->epoch = (double)r->samples / r->data->train.n;
 	s->samples_per_s = s->train_s > 0 ? r->samples / s->train_s : 0;
 	s->updates_per_s = s->train_s > 0 ? r->updates / s->train_s : 0;
+	s->rate_window_s = WINDOW_S;
+	s->samples_per_s_now = rate_now(&r->rate_samples, run_now(r), (double)r->samples, WINDOW_S);
+	s->updates_per_s_now = rate_now(&r->rate_updates, run_now(r), (double)r->updates, WINDOW_S);
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
 	s->best_acc = r->best_acc;
@@ -253,6 +256,7 @@ build_snapshot(run *r)
 		ws->staleness_mean = stale_mean(&w->hist);
 		double up = (r->virt ? tnow : s->train_s) - w->t_joined;
 		ws->samples_per_s = up > 0 ? w->samples / up : 0;
+		ws->samples_per_s_now = rate_now(&w->rate_samples, tnow, (double)w->samples, WINDOW_S);
 		ws->bytes_sent = w->bytes_sent;
 		ws->bytes_recv = w->bytes_recv;
 		ws->comm_s = w->comm_s;

@@ -279,6 +279,10 @@ run_exec(run *r)
 	}
 	/* the first snapshot of the running state comes from the clocks,
 	 * once its workers are set: never "running" with none */
+	rate_reset(&r->rate_updates, run_now(r), (double)r->updates);
+	rate_reset(&r->rate_samples, run_now(r), (double)r->samples);
+	for (int i = 0; i < r->n_slots; i++)
+		rate_reset(&r->w[i]->rate_samples, run_now(r), (double)r->w[i]->samples);
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
 	/* deliver what is in flight, close a partial round, final record
 	 * (never past a stop in updates) */

@@ -117,7 +117,8 @@ typedef struct worker_snap {
 	double speed;
 	uint64_t iterations, samples;
 	double staleness_mean;
-	double samples_per_s;
+	double samples_per_s;     /* since it joined */
+	double samples_per_s_now; /* over the run's rate window */
 	double bytes_sent, bytes_recv; /* pushed to / pulled from the server */
 	double comm_s;       /* virtual clock: seconds on its link */
 	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
@@ -139,7 +140,11 @@ typedef struct run_snapshot {
 	char device_about[160]; /* the backend's own line (a GPU: name, memory) */
 	double t, train_s, epoch;
 	uint64_t v, samples;
-	double samples_per_s, updates_per_s;
+	double samples_per_s, updates_per_s; /* run-long: per second of training */
+	/* current: over the last few seconds of run time (virtual seconds on
+	 * the virtual clock), as the staleness window */
+	double samples_per_s_now, updates_per_s_now;
+	double rate_window_s;
 	double last_loss, test_acc, best_acc;
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */

@@ -90,6 +90,7 @@ typedef struct worker {
 	int reply;          /* local rules: an exchange's reply came with the
 			     * last step: the next one receives it */
 	double active_s, t_joined;
+	rate_win rate_samples; /* its current samples/s (over WINDOW_S) */
 	stale_hist hist;
 	age_hist age;
 	/* a remote worker (run_join_remote): its compute is elsewhere */
@@ -161,6 +162,8 @@ struct run {
 	uint64_t win_tau[WINDOW_N];
 	double win_t[WINDOW_N];
 	int win_pos, win_n;
+	/* current rates (over WINDOW_S): server updates and samples */
+	rate_win rate_updates, rate_samples;
 	/* version-delay history */
 	float *vh[VHIST_MAX];
 	uint64_t vh_v[VHIST_MAX];

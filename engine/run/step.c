@@ -35,7 +35,10 @@ window_add(run *r, uint64_t tau)
 static void
 step_record_stale(run *r, worker *w, uint64_t tau, double t_read)
 {
-	double ms = (run_now(r) - t_read) * 1e3;
+	double now = run_now(r), ms = (now - t_read) * 1e3;
+	rate_mark(&r->rate_updates, now, (double)r->updates);
+	rate_mark(&r->rate_samples, now, (double)r->samples);
+	rate_mark(&w->rate_samples, now, (double)w->samples);
 	stale_add(&r->hist, tau);
 	stale_add(&w->hist, tau);
 	age_add(&r->age, ms);
@@ -446,6 +449,7 @@ step_hold(run *r, worker *w, double due)
 	w->iterations++;
 	w->samples += (uint64_t)w->batch_n;
 	w->bytes_sent += w->push_bytes;
+	rate_mark(&w->rate_samples, run_now(r), (double)w->samples);
 	return 0;
 }
 

@@ -90,6 +90,7 @@ worker_new(run *r, int id, worker **out)
 	}
 	worker_settings(r, w);
 	w->t_joined = run_now(r);
+	rate_reset(&w->rate_samples, w->t_joined, (double)w->samples);
 	*out = w;
 	return 0;
 }
@@ -117,6 +118,7 @@ slot_activate(run *r, int i)
 	w->active = 1;
 	w->st = W_IDLE;
 	w->t_joined = run_now(r);
+	rate_reset(&w->rate_samples, w->t_joined, (double)w->samples);
 	w->have = UINT64_MAX;
 	w->waiting = 0;
 	if (r->virt) {

@@ -1,6 +1,7 @@
 /* ssp.c - stale synchronous parallel (Ho et al., NIPS 2013): gradients are
  * applied on arrival, but a worker may not begin a step more than s clocks
- * (its pushed iterations) ahead of the slowest running worker. */
+ * (its pushed iterations) ahead of the slowest running worker. The clocks
+ * count from the moment ssp took effect or s last changed (RULE_CLOCKS). */
 #include "run_impl.h"
 #include "rules.h"
 
@@ -14,6 +15,7 @@ may_begin(const run *r, const worker *w)
 const rule_class rule_ssp = {
 	.name = "ssp",
 	.doc = "stale synchronous parallel: at most s clocks ahead of the slowest",
+	.flags = RULE_CLOCKS,
 	.params = (const char *const[]){"s", NULL},
 	.may_begin = may_begin,
 };

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fields.h"
+#include "suggest.h"
 
 static const char *
 jtype(const json_t *v)
@@ -31,7 +32,6 @@ static int
 set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *err)
 {
 	char *p = (char *)base + f->off;
-	char list[160];
 	switch (f->store) {
 	case FS_STR: case FS_ENUM: {
 		if (!json_is_string(v))
@@ -39,11 +39,8 @@ set_scalar(const field_desc *f, void *base, json_t *v, const char *path, char *e
 				       path, jtype(v));
 		const char *s = json_string_value(v);
 		int k = field_choice_index(f, s);
-		if (field_choice(f, 0) && k == -1) {
-			field_choices_str(f, list, sizeof(list));
-			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)",
-				       path, s, list);
-		}
+		if (field_choice(f, 0) && k == -1)
+			return config_choice_fail(f, path, s, err);
 		if (f->store == FS_ENUM) {
 			field_set(f, base, k);
 			return 0;
@@ -98,6 +95,41 @@ sub_path(char *buf, size_t cap, const char *path, const char *key)
 	return buf;
 }
 
+/* the keys of t offered to a search for the nearest */
+static void
+offer_keys(suggest *near, const field_table *t)
+{
+	for (int i = 0; i < t->n; i++)
+		suggest_offer(near, t->f[i].key);
+}
+
+/* key, in the object at path, is none of the keys searched in near:
+ * "PATH.KEY: unknown fieldWHAT (LIST; did you mean 'PATH.NEAREST'?)", the
+ * parenthesis when there is a list or a key near */
+static int
+unknown_field(const char *path, const char *key, const char *what, const char *list,
+	      const suggest *near, char *err)
+{
+	char p[160], prefix[160], note[SL_ERR_LEN];
+	return sl_fail(err, SL_EINVAL, "%s: unknown field%s%s", sub_path(p, sizeof(p), path, key),
+		       what, suggest_note(note, sizeof(note), list,
+					  sub_path(prefix, sizeof(prefix), path, ""), near->best));
+}
+
+/* key, unknown in the object at path whose fields t (then t2, when not
+ * NULL) describe; what and list as for unknown_field */
+static int
+unknown_key_of(const field_table *t, const field_table *t2, const char *path,
+	       const char *key, const char *what, const char *list, char *err)
+{
+	suggest near;
+	suggest_start(&near, key);
+	offer_keys(&near, t);
+	if (t2)
+		offer_keys(&near, t2);
+	return unknown_field(path, key, what, list, &near, err);
+}
+
 /* the stored fields of t named in the object v onto base */
 static int
 apply_scalars(const field_table *t, void *base, json_t *v, const char *path,
@@ -112,7 +144,9 @@ apply_scalars(const field_table *t, void *base, json_t *v, const char *path,
 	json_object_foreach(v, key, val) {
 		const field_desc *f = fields_find(t, key);
 		sub_path(p, sizeof(p), path, key);
-		if (!f || f->store == FS_NONE)
+		if (!f)
+			return unknown_key_of(t, NULL, path, key, "", NULL, err);
+		if (f->store == FS_NONE)
 			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
 		int rc = set_scalar(f, base, val, p, err);
 		if (rc < 0)
@@ -172,9 +206,8 @@ apply_worker(json_t *v, void *base, int as_cmd, unsigned *cmd, const char *path,
 		const field_desc *f = fields_find(&fields_worker, key);
 		sub_path(p, sizeof(p), path, key);
 		if (!f)
-			return sl_fail(err, SL_EINVAL,
-				       "%s: unknown field for a worker (delay, spb_depth, speed, paused, link)",
-				       p);
+			return unknown_key_of(&fields_worker, NULL, path, key, " for a worker",
+					      "delay, spb_depth, speed, paused, link", err);
 		field_desc g = *f;
 		if (as_cmd)
 			g.off = f->cmd_off;
@@ -263,7 +296,7 @@ config_apply_json(json_t *obj, run_config *c, char *err)
 		const field_desc *f = fields_find(&fields_run, key);
 		void *at = f ? (char *)t + f->off : NULL;
 		if (!f)
-			rc = sl_fail(err, SL_EINVAL, "%s: unknown field", key);
+			rc = unknown_key_of(&fields_run, NULL, "", key, "", NULL, err);
 		else if (f->sub == &fields_delay)
 			rc = parse_delay(val, at, key, err);
 		else if (f->type == FT_OBJECT)
@@ -467,8 +500,9 @@ cmd_from_json(json_t *set, int worker, const run_config *cur, const char *path,
 		const field_desc *f = fields_find(&fields_controls, key);
 		if (!f)
 			f = fields_find(&fields_run, key);
-		if (!f)
-			return sl_fail(err, SL_EINVAL, "%s: unknown field", p);
+		if (!f) /* controls first, as they are looked up */
+			return unknown_key_of(&fields_controls, &fields_run, path, key, "", NULL,
+					      err);
 		if (!(f->flags & FD_MUTABLE))
 			return sl_fail(err, SL_EINVAL,
 				       "%s: cannot change mid-run (POST /api/v1/run starts a new run)",
@@ -664,9 +698,14 @@ sched_from_json(json_t *arr, const run_config *cur, run_sched **out, int *n,
 		int worker = -1, rc;
 		const char *key = json_is_object(e) ? unknown_key(e, "at", "worker", "set") : NULL;
 		if (key) {
+			suggest near;
+			suggest_start(&near, key);
+			suggest_offer(&near, "at");
+			suggest_offer(&near, "worker");
+			suggest_offer(&near, "set");
+			rc = unknown_field(p, key, "", "expected at, worker, set", &near, err);
 			free(s);
-			return sl_fail(err, SL_EINVAL,
-				       "%s.%s: unknown field (expected at, worker, set)", p, key);
+			return rc;
 		}
 		if (!json_is_object(e) || !json_is_object(at) || !jv == !jt ||
 		    unknown_key(at, "v", "t", NULL)) {

@@ -1,12 +1,14 @@
 /* test_config.c - the run object parser: defaults, every field kind,
  * strictness (unknown fields, wrong types, ranges, syntax with line and
- * column), the JSON round trip, and the compact number printer. */
+ * column), the nearest name suggested for a typo (engine/base/suggest.h),
+ * the JSON round trip, and the compact number printer. */
 #include <jansson.h>
 #include <math.h>
 
 #include "config_json.h"
 #include "fields.h"
 #include "jsonout.h"
+#include "suggest.h"
 #include "testutil.h"
 
 static int
@@ -78,7 +80,7 @@ END_TEST
 static const struct {
 	const char *text, *want;
 } bad[] = {
-	{"{\"bacth\": 64}", "bacth: unknown field"},
+	{"{\"bacth\": 64}", "bacth: unknown field (did you mean 'batch'?)"},
 	{"{\"batch\": \"64\"}", "batch: expected an integer, got a string"},
 	{"{\"batch\": 64.5}", "batch: must be an integer in [1, 65536], got 64.5"},
 	{"{\"batch\": 0}", "batch: must be an integer in [1, 65536], got 0"},
@@ -98,7 +100,7 @@ static const struct {
 	{"{\"stop\": {\"steps\": 7.7e32}}", "stop.steps: must be an integer below 2^63, got 7.7e+32"},
 	{"{\"seed\": 18446744073709551616.0}", "seed: must be an integer below 2^63"},
 	{"{\"seed\": 15555555555555555555.035}", "seed: must be an integer below 2^63, got 1.555555556e+19"},
-	{"{\"stop\": {\"epoch\": 3}}", "stop.epoch: unknown field"},
+	{"{\"stop\": {\"epoch\": 3}}", "stop.epoch: unknown field (did you mean 'stop.epochs'?)"},
 	{"{\"stop\": {\"epochs\": -1}}", "stop.epochs: must be in [0, 1000000000], got -1"},
 	{"{\"stop\": {\"target_acc\": 1.5}}", "stop.target_acc: must be in [0, 1], got 1.5"},
 	{"{\"stop\": 3}", "stop: expected an object, got an integer"},
@@ -130,7 +132,8 @@ static const struct {
 	{"{\"schedule\": [{\"at\": {\"v\": 1}}]}", "schedule[0].set: expected an object"},
 	/* silently accepted before (seen while writing tests/fuzz/schedule_fuzz.c) */
 	{"{\"schedule\": [{\"at\": {\"v\": 1}, \"wroker\": 2, \"set\": {\"lr\": 0.1}}]}",
-	 "schedule[0].wroker: unknown field (expected at, worker, set)"},
+	 "schedule[0].wroker: unknown field (expected at, worker, set; did you mean "
+	 "'schedule[0].worker'?)"},
 	{"{\"schedule\": [{\"at\": {\"v\": 1, \"t\": 2}, \"set\": {\"lr\": 0.1}}]}",
 	 "schedule[0].at: expected {\"v\": N} or {\"t\": seconds}"},
 	{"{\"schedule\": [{\"at\": {\"t\": 2, \"when\": 3}, \"set\": {\"lr\": 0.1}}]}",
@@ -408,6 +411,138 @@ START_TEST(schema)
 }
 END_TEST
 
+/* the distance, the threshold, and the search on their own */
+START_TEST(suggest_nearest)
+{
+	static const struct {
+		const char *a, *b;
+		int d;
+	} dist[] = {
+		{"batch", "batch", 0}, {"bacth", "batch", 1}, /* a swap is one edit */
+		{"srve", "serve", 1}, {"epoch", "epochs", 1}, {"lrr", "lr", 1},
+		{"kitten", "sitting", 3}, {"", "abc", 3}, {"abc", "", 3},
+		{"abcdef", "badcfe", 3}, {"ca", "abc", 3}, /* not 2: each byte edited once */
+		{"local-lr", "local_lr", 1},
+	};
+	for (size_t i = 0; i < sizeof(dist) / sizeof(dist[0]); i++) {
+		ck_assert_msg(suggest_distance(dist[i].a, dist[i].b) == dist[i].d,
+			      "%s ~ %s: %d, want %d", dist[i].a, dist[i].b,
+			      suggest_distance(dist[i].a, dist[i].b), dist[i].d);
+		ck_assert_int_eq(suggest_distance(dist[i].b, dist[i].a), dist[i].d);
+	}
+	char long_word[SUGGEST_MAX + 2];
+	memset(long_word, 'a', sizeof(long_word) - 1);
+	long_word[SUGGEST_MAX + 1] = 0;
+	ck_assert_int_eq(suggest_distance(long_word, "a"), -1);
+	long_word[SUGGEST_MAX] = 0;
+	ck_assert_int_eq(suggest_distance(long_word, "a"), SUGGEST_MAX - 1);
+
+	/* max(1, len / 3) */
+	ck_assert_int_eq(suggest_limit(0), 1);
+	ck_assert_int_eq(suggest_limit(5), 1);
+	ck_assert_int_eq(suggest_limit(6), 2);
+	ck_assert_int_eq(suggest_limit(11), 3);
+
+	static const char *const names[] = {"serve", "run", "bench", "tui", "sweep",
+		"plot", "worker", "cluster", "s", "n", "ab", "ba", NULL};
+	static const struct {
+		const char *word, *want; /* want NULL: nothing suggested */
+	} near[] = {
+		{"srve", "serve"}, {"bnech", "bench"}, {"swep", "sweep"}, {"clustr", "cluster"},
+		{"runn", "run"},
+		{"wrkr", NULL},        /* 2 edits for 4 bytes: too far */
+		{"wokrre", "worker"},  /* 2 for 6: near enough */
+		{"frobnicate", NULL}, {"xyzzy", NULL}, {"", NULL},
+		{"x", NULL},           /* 1 from "s", but every byte changed */
+		{"aa", "ab"},          /* ties: the first in table order */
+		{"sweeps", "sweep"},
+	};
+	for (size_t i = 0; i < sizeof(near) / sizeof(near[0]); i++) {
+		suggest sg;
+		suggest_start(&sg, near[i].word);
+		for (int k = 0; names[k]; k++)
+			suggest_offer(&sg, names[k]);
+		ck_assert_msg(near[i].want ? sg.best && !strcmp(sg.best, near[i].want) : !sg.best,
+			      "%s: got %s, want %s", near[i].word, sg.best ? sg.best : "nothing",
+			      near[i].want ? near[i].want : "nothing");
+	}
+
+	char note[64];
+	ck_assert_str_eq(suggest_note(note, sizeof(note), NULL, NULL, NULL), "");
+	ck_assert_str_eq(suggest_note(note, sizeof(note), "expected a, b", NULL, NULL),
+			 " (expected a, b)");
+	ck_assert_str_eq(suggest_note(note, sizeof(note), NULL, "--", "lr"), " (did you mean '--lr'?)");
+	ck_assert_str_eq(suggest_note(note, sizeof(note), "expected a, b", "", "b"),
+			 " (expected a, b; did you mean 'b'?)");
+}
+END_TEST
+
+/* every unknown name in a run object: the nearest at its level, whole
+ * messages pinned; nothing for garbage */
+START_TEST(suggest_in_messages)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"{\"bacth\": 64}", "bacth: unknown field (did you mean 'batch'?)"},
+		{"{\"wrokers\": 2}", "wrokers: unknown field (did you mean 'workers'?)"},
+		{"{\"learning_rate\": 0.1}", "learning_rate: unknown field"},
+		{"{\"stop\": {\"epoch\": 3}}", "stop.epoch: unknown field (did you mean 'stop.epochs'?)"},
+		{"{\"stop\": {\"when\": 3}}", "stop.when: unknown field"},
+		{"{\"rule_params\": {\"lamda\": 3}}",
+		 "rule_params.lamda: unknown field (did you mean 'rule_params.lambda'?)"},
+		{"{\"rule_params\": {\"x\": 3}}", "rule_params.x: unknown field"},
+		{"{\"delay\": {\"dist\": \"const\", \"mean_sm\": 3}}",
+		 "delay.mean_sm: unknown field (did you mean 'delay.mean_ms'?)"},
+		{"{\"link\": {\"latency\": 3}}", "link.latency: unknown field"},
+		{"{\"worker_overrides\": [{\"id\": 1, \"sped\": 2}]}",
+		 "worker_overrides[0].sped: unknown field for a worker (delay, spb_depth, speed, "
+		 "paused, link; did you mean 'worker_overrides[0].speed'?)"},
+		{"{\"schedule\": [{\"at\": {\"v\": 1}, \"sett\": {\"lr\": 0.1}}]}",
+		 "schedule[0].sett: unknown field (expected at, worker, set; did you mean "
+		 "'schedule[0].set'?)"},
+		{"{\"schedule\": [{\"at\": {\"v\": 1}, \"set\": {\"lrr\": 0.1}}]}",
+		 "schedule[0].set.lrr: unknown field (did you mean 'schedule[0].set.lr'?)"},
+		{"{\"rule\": \"sspp\"}", "rule: unknown \"sspp\" (expected ssgd, asgd, softsync, ssp, "
+		 "sasgd, dcasgd, odsgd, localsgd, easgd, hogwild; did you mean 'ssp'?)"},
+		{"{\"rule\": \"adam\"}", "rule: unknown \"adam\" (expected ssgd, asgd, softsync, ssp, "
+		 "sasgd, dcasgd, odsgd, localsgd, easgd, hogwild)"},
+		{"{\"clock\": \"virtul\"}",
+		 "clock: unknown \"virtul\" (expected wall, virtual; did you mean 'virtual'?)"},
+		{"{\"delay\": {\"dist\": \"lognorm\", \"mean_ms\": 3}}",
+		 "delay.dist: unknown \"lognorm\" (expected none, const, uniform, exp, lognormal, "
+		 "pareto, version; did you mean 'lognormal'?)"},
+		{"{\"delay\": {\"dist\": \"exp\", \"where\": \"sever\"}}",
+		 "delay.where: unknown \"sever\" (expected worker, server; did you mean 'server'?)"},
+		{"{\"device\": \"cpuu\"}", "did you mean 'cpu'?)"},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		run_config c;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_int_eq(parse(cases[i].text, &c, err), -SL_EINVAL);
+		const char *want = cases[i].want;
+		size_t lw = strlen(want), le = strlen(err);
+		/* whole messages, but for the device's choices (as built) */
+		ck_assert_msg(strncmp(want, "did", 3) ? !strcmp(err, want)
+						     : le >= lw && !strcmp(err + le - lw, want),
+			      "%s: \"%s\", want \"%s\"", cases[i].text, err, want);
+	}
+
+	/* PATCH bodies: the controls and the run's fields; a worker's */
+	run_cmd cmd;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(change("{\"lrr\": 0.1}", -1, &cmd, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "lrr: unknown field (did you mean 'lr'?)");
+	ck_assert_int_eq(change("{\"pasued\": true}", -1, &cmd, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "pasued: unknown field (did you mean 'paused'?)");
+	ck_assert_int_eq(change("{\"sped\": 0.5}", 1, &cmd, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "sped: unknown field for a worker (delay, spb_depth, speed, paused, "
+			      "link; did you mean 'speed'?)");
+	ck_assert_int_eq(change("{\"rule\": \"asgdd\"}", -1, &cmd, err), -SL_EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "hogwild; did you mean 'asgd'?)"));
+}
+END_TEST
+
 static Suite *
 config_suite(void)
 {
@@ -421,6 +556,8 @@ config_suite(void)
 	tcase_add_test(tc, field_ranges);
 	tcase_add_test(tc, rule_params_described);
 	tcase_add_test(tc, changes);
+	tcase_add_test(tc, suggest_nearest);
+	tcase_add_test(tc, suggest_in_messages);
 	tcase_add_test(tc, schema);
 	suite_add_tcase(s, tc);
 	return s;

@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include "fields.h"
+#include "suggest.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +25,21 @@ int
 config_rule_known(const char *name)
 {
 	return rule_find(name) != NULL;
+}
+
+int
+config_choice_fail(const field_desc *f, const char *path, const char *s, char *err)
+{
+	char list[176] = "expected ", note[SL_ERR_LEN];
+	size_t n = strlen(list);
+	field_choices_str(f, list + n, sizeof(list) - n);
+	suggest near;
+	suggest_start(&near, s);
+	const char *c;
+	for (int i = 0; (c = field_choice(f, i)); i++)
+		suggest_offer(&near, c);
+	return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\"%s", path, s,
+		       suggest_note(note, sizeof(note), list, NULL, near.best));
 }
 
 int

@@ -98,4 +98,11 @@ const char *delay_dist_name(delay_dist d);
 /* 1 if name is one of the update rules. */
 int config_rule_known(const char *name);
 
+struct field_desc;
+/* The value s is none of the choices of field f (fields.h): "PATH:
+ * unknown \"S\" (expected A, B, C)", with "; did you mean 'B'?" before
+ * the parenthesis closes when a choice is near (suggest.h); returns
+ * -SL_EINVAL. */
+int config_choice_fail(const struct field_desc *f, const char *path, const char *s, char *err);
+
 #endif

@@ -442,18 +442,15 @@ static int
 check_one(const field_desc *f, const field_table *t, const void *base,
 	  const char *path, char *err)
 {
-	char p[128], list[160];
+	char p[128];
 	snprintf(p, sizeof(p), "%s%s%s", path, *path ? "." : "", f->key);
 	if (!field_applies(f, t, base))
 		return 0;
 	switch (f->store) {
 	case FS_STR: {
 		const char *s = (const char *)base + f->off;
-		if (field_choice(f, 0) && field_choice_index(f, s) == -1) {
-			field_choices_str(f, list, sizeof(list));
-			return sl_fail(err, SL_EINVAL, "%s: unknown \"%s\" (expected %s)", p,
-				       s, list);
-		}
+		if (field_choice(f, 0) && field_choice_index(f, s) == -1)
+			return config_choice_fail(f, p, s, err);
 		if (!*s)
 			return sl_fail(err, SL_EINVAL, "%s: must not be empty", p);
 		return 0;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sl.h"
+#include "suggest.h"
 
 int
 cli_double(const char *s, double *out)
@@ -49,6 +50,12 @@ cli_ncpu(void)
 int
 cli_bad_option(const char *cmd, int opt, char **argv)
 {
+	return cli_bad_option_near(cmd, opt, argv, NULL);
+}
+
+int
+cli_bad_option_near(const char *cmd, int opt, char **argv, const struct option *opts)
+{
 	/* optind is past the bad element; optopt is the short option, or 0
 	 * for a long one */
 	const char *arg = argv[optind - 1];
@@ -59,10 +66,18 @@ cli_bad_option(const char *cmd, int opt, char **argv)
 	char *eq = strchr(buf, '=');
 	if (eq)
 		*eq = 0;
+	/* a long option: the nearest of the command's, as a suggestion */
+	int is_long = opt != ':' && opts && !strncmp(buf, "--", 2);
+	suggest near;
+	suggest_start(&near, is_long ? buf + 2 : "");
+	for (int i = 0; is_long && opts[i].name; i++)
+		suggest_offer(&near, opts[i].name);
+	char note[160];
 	if (opt == ':')
 		fprintf(stderr, "stalelab %s: option '%s' needs a value\n", cmd, buf);
 	else
-		fprintf(stderr, "stalelab %s: unknown option '%s'\n", cmd, buf);
+		fprintf(stderr, "stalelab %s: unknown option '%s'%s\n", cmd, buf,
+			suggest_note(note, sizeof(note), NULL, "--", near.best));
 	fprintf(stderr, "Try 'stalelab %s --help'.\n", cmd);
 	return 2;
 }

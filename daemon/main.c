@@ -8,6 +8,7 @@
 #include "backend.h"
 #include "blas_pick.h"
 #include "sl.h"
+#include "suggest.h"
 #include "sweep.h"
 #include "tui.h"
 
@@ -65,6 +66,23 @@ find_command(const char *name)
 	return NULL;
 }
 
+/* "stalelab: WHAT 'name' (did you mean 'serve'?)" for a name that is no
+ * command, or with the hint when none is near (suggest.h); returns 2 */
+static int
+no_command(const char *what, const char *name, const char *hint, int with_help)
+{
+	suggest near;
+	suggest_start(&near, name);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		suggest_offer(&near, commands[i].name);
+	if (with_help)
+		suggest_offer(&near, "help");
+	char note[160];
+	fprintf(stderr, "stalelab: %s '%s'%s\n", what, name,
+		suggest_note(note, sizeof(note), near.best ? NULL : hint, NULL, near.best));
+	return 2;
+}
+
 /* The best BLAS kernel the CPU supports (engine/nn/blas_pick.h), before
  * anything else: a re-exec starts a process that has done nothing yet. */
 static void
@@ -111,11 +129,8 @@ main(int argc, char **argv)
 	if (!strcmp(cmd, "help") && argc >= 3) {
 		/* help COMMAND: that command's --help, as git does */
 		const struct command *c = find_command(argv[2]);
-		if (!c) {
-			fprintf(stderr, "stalelab: help: no command '%s' (try 'stalelab help')\n",
-				argv[2]);
-			return 2;
-		}
+		if (!c)
+			return no_command("help: no command", argv[2], "try 'stalelab help'", 0);
 		char *av[] = {argv[2], "--help", NULL};
 		return c->fn(2, av);
 	}
@@ -130,7 +145,5 @@ main(int argc, char **argv)
 	const struct command *c = find_command(cmd);
 	if (c)
 		return c->fn(argc - 1, argv + 1);
-	fprintf(stderr, "stalelab: unknown command '%s' (try 'stalelab --help')\n",
-		cmd);
-	return 2;
+	return no_command("unknown command", cmd, "try 'stalelab --help'", 1);
 }

@@ -295,6 +295,28 @@ gemm_ceiling(const model *m, int B, int threads, double secs)
 	return t > 0 ? B / t : 0;
 }
 
+/* Every model of the list built once on the data's shapes, before anything
+ * is printed: a spec the engine refuses is a usage error, and usage errors
+ * come before any figure. 0, or a negative SL_E* code with err saying why
+ * (-SL_EINVAL: the spec or the data's shapes). */
+static int
+check_models(const char *const *models, int n_models, const dataset_pair *d, char *err)
+{
+	backend *be;
+	if (backend_cpu_new(1, &be) < 0)
+		return sl_fail(err, SL_ENOMEM, "cannot start a compute thread");
+	int rc = 0;
+	for (int i = 0; i < n_models && rc == 0; i++) {
+		model *m;
+		rc = model_new(models[i], d->train.c, d->train.h, d->train.w, d->train.classes, 64,
+			       1, be, &m, err);
+		if (rc == 0)
+			model_free(m);
+	}
+	backend_free(be);
+	return rc;
+}
+
 int
 cmd_bench(int argc, char **argv)
 {
@@ -358,7 +380,7 @@ cmd_bench(int argc, char **argv)
 			break;
 		}
 		case 'h': fputs(bench_usage, stdout); return 0;
-		default: return cli_bad_option("bench", opt, argv);
+		default: return cli_bad_option_near("bench", opt, argv, opts);
 		}
 	}
 	if (optind < argc) {
@@ -379,7 +401,12 @@ cmd_bench(int argc, char **argv)
 		models[0] = only;
 		n_models = 1;
 	}
-	int code = 0;
+	int code = check_models(models, n_models, &d, err);
+	if (code < 0) {
+		fprintf(stderr, "stalelab bench: %s\n", err);
+		ds_pair_free(&d);
+		return code == -SL_EINVAL ? 2 : 1;
+	}
 	if (device && strcmp(device, "cpu")) {
 		code = bench_device(device, &d, models, n_models, batches, n_batches, threads,
 				    seconds);

@@ -48,13 +48,7 @@ cli_ncpu(void)
 }
 
 int
-cli_bad_option(const char *cmd, int opt, char **argv)
-{
-	return cli_bad_option_near(cmd, opt, argv, NULL);
-}
-
-int
-cli_bad_option_near(const char *cmd, int opt, char **argv, const struct option *opts)
+cli_bad_option(const char *cmd, int opt, char **argv, const struct option *opts)
 {
 	/* optind is past the bad element; optopt is the short option, or 0
 	 * for a long one */

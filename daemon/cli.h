@@ -20,13 +20,12 @@ int cli_u64(const char *s, unsigned long long *out);
 
 /* getopt_long (optstring starting with ':', opterr 0) returned '?' or
  * ':': print "stalelab CMD: unknown option '--x'" or "...: option '--x'
- * needs a value" and the --help hint; returns 2. */
-int cli_bad_option(const char *cmd, int opt, char **argv);
-/* The same, with the command's long options (getopt_long's table): an
- * unknown long option names the nearest of them, "stalelab bench: unknown
- * option '--modle' (did you mean '--model'?)" (suggest.h). */
+ * needs a value" and the --help hint; returns 2. With the command's long
+ * options (getopt_long's table; may be NULL) an unknown long option names
+ * the nearest of them, "stalelab bench: unknown option '--modle' (did you
+ * mean '--model'?)" (suggest.h). */
 struct option;
-int cli_bad_option_near(const char *cmd, int opt, char **argv, const struct option *opts);
+int cli_bad_option(const char *cmd, int opt, char **argv, const struct option *opts);
 
 /* Block SIGINT and SIGTERM (and SIGUSR1 when usr1: the run thread's "I
  * am done") in this thread and every thread it makes from now on, for the

@@ -380,7 +380,7 @@ cmd_bench(int argc, char **argv)
 			break;
 		}
 		case 'h': fputs(bench_usage, stdout); return 0;
-		default: return cli_bad_option_near("bench", opt, argv, opts);
+		default: return cli_bad_option("bench", opt, argv, opts);
 		}
 	}
 	if (optind < argc) {

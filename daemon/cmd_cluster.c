@@ -185,7 +185,7 @@ synth(int argc, char **argv)
 			p.batch = d;
 			break;
 		case 'h': fputs(cluster_usage, stdout); return 0;
-		default: return cli_bad_option("cluster synth", opt, argv);
+		default: return cli_bad_option("cluster synth", opt, argv, opts);
 		}
 	}
 	if (!prof || !p.n || !p.jobs_per_hour || !p.max_gpus) {
@@ -480,7 +480,7 @@ cmd_cluster(int argc, char **argv)
 			break;
 		case 'V': c.verify = 1; break;
 		case 'h': fputs(cluster_usage, stdout); return 0;
-		default: return cli_bad_option("cluster", opt, argv);
+		default: return cli_bad_option("cluster", opt, argv, opts);
 		}
 	}
 	if (optind < argc) {

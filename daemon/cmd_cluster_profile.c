@@ -234,7 +234,7 @@ cmd_cluster_profile(int argc, char **argv)
 										: &secs) = x;
 			break;
 		case 'h': fputs(profile_usage, stdout); return 0;
-		default: return cli_bad_option("cluster profile", opt, argv);
+		default: return cli_bad_option("cluster profile", opt, argv, opts);
 		}
 	}
 	if (!o.model || optind < argc) {

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "config_json.h"
 #include "dataset.h"
+#include "jsonout.h"
 #include "runlog.h"
 #include "run.h"
 #include "sl.h"
@@ -181,8 +182,11 @@ cmd_run(int argc, char **argv)
 	run_snapshot *s0 = run_snapshot_get(r);
 	const char *device = s0->device; /* static: outlives the snapshot */
 	json_t *first = runlog_run_object(&s0->cfg, device);
-	if (resume_path)
+	if (resume_path) { /* where it resumes: the checkpoint's t and v */
 		json_object_set_new(first, "resumed", json_true());
+		json_object_set_new(first, "t", jsonout_real(s0->t));
+		json_object_set_new(first, "v", json_integer((json_int_t)s0->v));
+	}
 	if (runlog_write(&ctx.log, first) < 0)
 		ctx.log_failed = 1;
 	json_decref(first);

@@ -93,6 +93,7 @@ typedef struct wk {
 	const char *url;
 	char token[512];
 	int want_id, threads;
+	const char *id_from; /* where want_id came from: "--worker-id", a variable */
 	double give_up;
 	uint32_t incarnation;
 	/* from the welcome */
@@ -256,10 +257,14 @@ welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 			rc = EXIT_REFUSED;
 		}
 	}
+	/* two numbers: the row it is in the run (worker N of /status, the
+	 * dashboard, the log) and the id it has across reconnects (the
+	 * launcher's rank, --worker-id, or one the daemon gave) */
 	if (rc == 0 && !k->quiet)
-		fprintf(stderr, "stalelab worker: joined run %llu at %s as worker %d (id %u): "
-			"%s on %s, %d thread%s\n", (unsigned long long)k->run_id, k->url,
-			k->run_worker, k->wid, cfg.model, ds, k->threads, k->threads == 1 ? "" : "s");
+		fprintf(stderr, "stalelab worker: joined run %llu at %s as the run's worker %d "
+			"(remote id %u, %s): %s on %s, %d thread%s\n", (unsigned long long)k->run_id,
+			k->url, k->run_worker, k->wid, k->id_from ? k->id_from : "given by the daemon",
+			cfg.model, ds, k->threads, k->threads == 1 ? "" : "s");
 	json_decref(d);
 	return rc;
 }
@@ -486,16 +491,20 @@ steps(wk *k)
 	}
 }
 
+/* the launcher's rank (mpirun, srun, PMI) or STALELAB_WORKER_ID; *from
+ * names the variable */
 static int
-rank_from_env(void)
+rank_from_env(const char **from)
 {
-	static const char *const vars[] = {"STALELAB_WORKER_ID", "OMPI_COMM_WORLD_RANK",
-					   "PMI_RANK", "SLURM_PROCID"};
+	static const char *const vars[] = {"$STALELAB_WORKER_ID", "$OMPI_COMM_WORLD_RANK",
+					   "$PMI_RANK", "$SLURM_PROCID"};
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i]);
+		const char *v = getenv(vars[i] + 1);
 		unsigned long long u;
-		if (v && cli_u64(v, &u) == 0 && u < 4096)
+		if (v && cli_u64(v, &u) == 0 && u < 4096) {
+			*from = vars[i];
 			return (int)u;
+		}
 	}
 	return -1;
 }
@@ -535,6 +544,7 @@ cmd_worker(int argc, char **argv)
 				return 2;
 			}
 			k.want_id = (int)u;
+			k.id_from = "--worker-id";
 			break;
 		case 't':
 			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 256) {
@@ -552,7 +562,7 @@ cmd_worker(int argc, char **argv)
 			}
 			break;
 		case 'h': fputs(worker_usage, stdout); return 0;
-		default: return cli_bad_option("worker", opt, argv);
+		default: return cli_bad_option("worker", opt, argv, opts);
 		}
 	}
 	if (optind < argc) {
@@ -572,7 +582,7 @@ cmd_worker(int argc, char **argv)
 		return 2;
 	}
 	if (k.want_id < 0)
-		k.want_id = rank_from_env();
+		k.want_id = rank_from_env(&k.id_from);
 	if (token_file) {
 		FILE *f = fopen(token_file, "r");
 		if (!f) {

@@ -275,10 +275,13 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	c->runs_started++;
 	run_snapshot *s0 = run_snapshot_get(r);
 	json_t *first = runlog_run_object(cfg, s0->device);
-	run_snapshot_put(s0);
 	json_object_set_new(first, "run", json_integer(c->run_id));
-	if (ckpt)
+	if (ckpt) { /* where it resumes: the checkpoint's t and v */
 		json_object_set_new(first, "resumed", json_true());
+		json_object_set_new(first, "t", jsonout_real(s0->t));
+		json_object_set_new(first, "v", json_integer((json_int_t)s0->v));
+	}
+	run_snapshot_put(s0);
 	if (rec)
 		json_object_set_new(first, "recovered", json_incref(rec->note));
 	ctl_record(c, "run", first);

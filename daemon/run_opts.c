@@ -285,7 +285,7 @@ parse(int argc, char **argv, runcli_opts *o, run_config *cfg, json_t **conf, cha
 			fputs(run_usage, stdout);
 			return 0;
 		case '?': case ':':
-			return cli_bad_option("run", opt, argv);
+			return cli_bad_option("run", opt, argv, run_opts);
 		case 'c':
 			o->have_config = 1;
 			if (load_config_file(optarg, cfg, conf, err) < 0)

@@ -272,7 +272,7 @@ cmd_serve(int argc, char **argv)
 		case 'v': verbose = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': fputs(serve_usage, stdout); code = 0; goto out;
-		default: code = cli_bad_option("serve", opt, argv); goto out;
+		default: code = cli_bad_option("serve", opt, argv, opts); goto out;
 		}
 	}
 	s->ctl.term = quiet ? NULL : stderr;

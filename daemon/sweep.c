@@ -306,7 +306,7 @@ cmd_sweep(int argc, char **argv)
 		case 'P': plot = 1; break;
 		case 'q': quiet = 1; break;
 		case 'h': printf(usage, cli_ncpu()); return 0;
-		default: return cli_bad_option("sweep", opt, argv);
+		default: return cli_bad_option("sweep", opt, argv, opts);
 		}
 	}
 	int npos = argc - optind;

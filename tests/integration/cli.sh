@@ -130,6 +130,7 @@ check=$(python3 -c '
 import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])]
 assert r[0]["resumed"] is True and r[0]["stop"] == {"steps": 120}, r[0]
+assert r[0]["v"] == 100 and r[0]["t"] > 0, ("the run object says where it resumes", r[0]["t"], r[0]["v"])
 s = [x for x in r if x.get("event") == "set"]
 assert s[0]["origin"] == "resume" and s[0]["v"] == 100 and s[0]["set"] == {"lr": 0.01, "workers": 3}, s
 print("ok")' "$TMP/res2.jsonl")

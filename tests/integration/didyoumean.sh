@@ -65,6 +65,15 @@ expect_line 2 "bench --modle" "stalelab bench: unknown option '--modle' (did you
 expect_line 2 "bench --asycn=1" "stalelab bench: unknown option '--asycn' (did you mean '--async'?)" \
 	"$SL" bench --asycn=1
 expect_line 2 "bench --nope" "stalelab bench: unknown option '--nope'" "$SL" bench --nope
+# every command's long options
+expect_line 2 "run --lrr" "stalelab run: unknown option '--lrr' (did you mean '--lr'?)" "$SL" run --lrr 0.1
+expect_line 2 "serve --listn" "stalelab serve: unknown option '--listn' (did you mean '--listen'?)" \
+	"$SL" serve --listn 127.0.0.1:0
+expect_line 2 "sweep --outt" "stalelab sweep: unknown option '--outt' (did you mean '--out'?)" "$SL" sweep --outt x
+expect_line 2 "worker --conect" "stalelab worker: unknown option '--conect' (did you mean '--connect'?)" \
+	"$SL" worker --conect tcp://127.0.0.1:1
+expect_line 2 "cluster --polcy" "stalelab cluster: unknown option '--polcy' (did you mean '--policy'?)" \
+	"$SL" cluster --polcy fifo
 
 # --- bench: usage errors before any header ------------------------------------------
 # stdout line-buffered (as on a terminal): the header was written before the

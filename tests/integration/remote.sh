@@ -57,7 +57,8 @@ wait_api 60 /api/v1/status \
 	ok "two remote workers join and compute" || bad "two remote workers" "$(cat "$TMP/body"; cat "$TMP"/w.*)"
 host=$(hostname)
 expect_grep "\"host\": ?\"$host\"" "they say their host" "$(cat "$TMP/body")"
-expect_grep 'joined run 1 at tcp://127.0.0.1' "a worker says what it joined" "$(cat "$TMP/w.0")"
+expect_grep 'joined run 1 at tcp://127.0.0.1[^ ]* as the run.s worker [0-9]+ \(remote id [0-9]+, [^)]+\)' \
+	"a worker says what it joined: its row in the run and its remote id, named" "$(cat "$TMP/w.0")"
 wait_api 10 /api/v1/status 'all(w["rtt_ms"] > 0 for w in d["workers"] if w["remote"])' &&
 	ok "their link round trips, by their heartbeats" || bad "rtt_ms" "$(cat "$TMP/body")"
 expect_grep 'stalelab_worker_rtt_seconds\{worker="1",host="[^"]*"\} [0-9.e-]+' "/metrics: the round trip" \

@@ -114,15 +114,17 @@ out=$("$SL" run --config "$TMP/run.json" --steps 30 --quiet 2>/dev/null)
 expect_grep '"event":"end"' "log on stdout by default" "$out"
 expect_exit 1 "unwritable log" "$SL" run --config "$TMP/run.json" --steps 5 --log /nonexistent/x.jsonl
 
-# SIGTERM stops a run cleanly: end record, summary, exit 0
+# SIGTERM stops a run cleanly: end record, summary, and 143, which a
+# script tells from a run that met its stop (tests/integration/exits.sh
+# has the rest)
 "$SL" run --config "$TMP/run.json" --epochs 1000 --log "$TMP/term.jsonl" 2>"$TMP/term.err" &
 pid=$!
 # until it trains (its run object and a first evaluation logged; 60 s at most)
 wait_until 60 has_lines 2 "$TMP/term.jsonl"
 kill -TERM $pid; wait $pid; rc=$?
 last=$(tail -n 1 "$TMP/term.jsonl" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("event"), d.get("stop"))')
-[ $rc -eq 0 ] && [ "$last" = "end stopped" ] && ok "SIGTERM: end record, exit 0" || bad "SIGTERM (rc $rc, last $last)" "$(tail -3 "$TMP/term.err")"
-expect_grep 'done \(stopped\)' "SIGTERM: summary" "$(cat "$TMP/term.err")"
+[ $rc -eq 143 ] && [ "$last" = "end interrupted" ] && ok "SIGTERM: end record (interrupted), exit 143" || bad "SIGTERM (rc $rc, last $last)" "$(tail -3 "$TMP/term.err")"
+expect_grep 'interrupted \(SIGTERM\)' "SIGTERM: summary" "$(cat "$TMP/term.err")"
 
 # CSV logs: a header and one flat row per record
 expect_exit 0 "csv log" "$SL" run --config "$TMP/run.json" --steps 100 --log "$TMP/run.csv" --log-format csv --quiet
@@ -164,9 +166,24 @@ expect_grep 'no PyTorch peer at /nonexistent/peer.py' "bench without the peer sa
 expect_grep 'make bench PEER=' "bench without the peer says how to get it" "$out"
 [ -f "$(dirname "$0")/../../bench/peers/torch_fmnist.py" ] && ok "the peer is in the source tree" || bad "the peer is in the source tree"
 
-# README and docs link nothing outside the repository
+# README and docs link nothing outside the repository: no path of the
+# machine it was written on, and every relative link resolves to a file
+# of the repository (docs/ links ../examples/)
 top=$(cd "$(dirname "$0")/../.." && pwd)
-outside=$(grep -n '\.\./shared\|\](\.\./\|/work/' "$top/README.md" "$top"/docs/*.md "$top"/docs/stalelab.1 "$top"/bench/*.sh 2>/dev/null)
+outside=$(grep -n '\.\./shared\|/work/' "$top/README.md" "$top"/docs/*.md "$top"/docs/stalelab.1 "$top"/bench/*.sh 2>/dev/null)
+outside="$outside$(python3 - "$top" "$top/README.md" "$top"/docs/*.md <<'PY'
+import os, re, sys
+top = os.path.realpath(sys.argv[1])
+for f in sys.argv[2:]:
+    for n, line in enumerate(open(f, encoding="utf-8"), 1):
+        for t in re.findall(r"\]\(([^)#\s]+)", line):
+            if re.match(r"[a-z]+:", t):
+                continue
+            p = os.path.realpath(os.path.join(os.path.dirname(f), t))
+            if not (p == top or p.startswith(top + os.sep)) or not os.path.exists(p):
+                print(f"{f}:{n}: {t}")
+PY
+)"
 [ -z "$outside" ] && ok "docs link nothing outside the repository" || bad "docs link nothing outside the repository" "$outside"
 
 finish run

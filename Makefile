@@ -255,6 +255,9 @@ install-files:
 	install -m 644 docs/stalelab.1 $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1
 	install -m 644 docs/stalelab.service $(DESTDIR)$(PREFIX)/share/stalelab/stalelab.service
 	install -m 644 README.md $(DOCS) $(DESTDIR)$(PREFIX)/share/doc/stalelab/
+	install -d $(DESTDIR)$(PREFIX)/share/stalelab/examples $(DESTDIR)$(PREFIX)/share/stalelab/python
+	install -m 644 examples/*.json $(DESTDIR)$(PREFIX)/share/stalelab/examples/
+	install -m 644 clients/python/stalelab.py $(DESTDIR)$(PREFIX)/share/stalelab/python/
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/stalelab $(DESTDIR)$(PREFIX)/share/man/man1/stalelab.1

@@ -146,6 +146,8 @@ root="$TMP/root"
 make -s -C "$(dirname "$0")/../.." install-files DESTDIR="$root" PREFIX=/usr BUILD="$(cd "$(dirname "$SL")" && pwd)" >/dev/null 2>&1
 [ -x "$root/usr/bin/stalelab" ] && [ -f "$root/usr/share/man/man1/stalelab.1" ] && [ -f "$root/usr/share/stalelab/stalelab.service" ] &&
 	ok "make install (DESTDIR, PREFIX)" || bad "make install" "$(find "$root" 2>/dev/null)"
+[ -f "$root/usr/share/stalelab/examples/ssp.json" ] && [ -f "$root/usr/share/stalelab/python/stalelab.py" ] &&
+	ok "make install: the examples and the Python client" || bad "make install: examples, client" "$(find "$root/usr/share/stalelab" 2>/dev/null)"
 # every doc the man page points to is installed
 missing=""
 for f in $(sed -n '/^\.SH FILES/,/^\.SH EXIT/p' "$root/usr/share/man/man1/stalelab.1" | grep -o '[a-z]*\.md'); do

@@ -19,18 +19,18 @@ is_diverged(const run_eval *e)
 	return e->final && e->stop_reason && !strcmp(e->stop_reason, "diverged");
 }
 
-/* a loss as text: NaN and infinity are the divergence they are */
+/* a loss as text: NaN and infinity are the divergence they are, but a
+ * training loss of NaN is a record with no step since the last (a
+ * divergent step is never applied, so it is never averaged in) */
 static const char *
-fmt_loss(char *buf, size_t cap, double x)
+fmt_loss(char *buf, size_t cap, double x, int train)
 {
-	/* NaN: no step applied since the last record (a divergent step is
-	 * never applied, so it cannot be the cause) */
 	if (isfinite(x))
 		snprintf(buf, cap, "%.4f", x);
-	else if (isnan(x))
+	else if (isnan(x) && train)
 		snprintf(buf, cap, "-");
 	else
-		snprintf(buf, cap, "inf (diverged)");
+		snprintf(buf, cap, "%s (diverged)", isnan(x) ? "nan" : "inf");
 	return buf;
 }
 
@@ -113,7 +113,7 @@ draw_bar(run_ctx *c, const run_eval *e)
 		n = snprintf(tail, sizeof(tail), "  starting");
 	} else {
 		n = snprintf(tail, sizeof(tail), "  loss %s",
-			     fmt_loss(loss, sizeof(loss), e->train_loss));
+			     fmt_loss(loss, sizeof(loss), e->train_loss, 1));
 		if (e->test_acc > 0 && n < (int)sizeof(tail))
 			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  acc %.4f", e->test_acc);
 		if (e->samples_per_s > 0 && n < (int)sizeof(tail))
@@ -178,7 +178,7 @@ runcli_on_eval(void *ud, const run_eval *e)
 		"%sepoch %.2f  v %llu  train_loss %s  test_loss %s  test_acc %.4f  "
 		"staleness %.2f  %.0f samples/s\n",
 		c->bar ? "\r\033[K" : "", e->epoch, (unsigned long long)e->v,
-		fmt_loss(tl, sizeof(tl), e->train_loss), fmt_loss(vl, sizeof(vl), e->test_loss),
+		fmt_loss(tl, sizeof(tl), e->train_loss, 1), fmt_loss(vl, sizeof(vl), e->test_loss, 0),
 		e->test_acc, stale_mean(&e->stale), e->samples_per_s);
 }
 

@@ -22,8 +22,10 @@ fail=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed.*/\1/')
 if [ -z "$SL_VALGRIND" ]; then
 	for t in tests/integration/*.sh; do
 		[ -f "$t" ] || continue
+		t0=$(date +%s)
 		sh "$t" "$build/stalelab" >"$log" 2>&1 || rc=1
 		cat "$log"
+		echo "($t: $(($(date +%s) - t0)) s)"
 		line=$(grep -E '^[a-z_-]+: [0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
 		if [ -z "$line" ]; then
 			echo "$t: no summary line"; fail=$((fail + 1)); rc=1; continue

@@ -8,6 +8,7 @@
 rc=0; total=0; bad=0
 out=${TMPDIR:-/tmp}/sl-unit.$$
 for t in "$@"; do
+	t0=$(date +%s)
 	if [ -n "$SL_VALGRIND" ]; then
 		CK_FORK=no CK_EXCLUDE_TAGS=slow valgrind -q --error-exitcode=99 \
 			--suppressions="$(dirname "$0")/valgrind.supp" \
@@ -17,6 +18,7 @@ for t in "$@"; do
 		"$t" >"$out" 2>&1 || rc=1
 	fi
 	cat "$out"
+	echo "($t: $(($(date +%s) - t0)) s)"
 	line=$(grep -E '^[0-9]+%: Checks: ' "$out" | tail -n 1)
 	if [ -z "$line" ]; then
 		echo "$t: no Check summary (crashed?)"; rc=1; bad=$((bad + 1)); continue

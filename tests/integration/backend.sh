@@ -10,7 +10,7 @@ echo "integration: backends"
 expect_exit 0 "run --help" "$SL" run --help
 expect_grep 'auto \| cpu \| ref \| cuda' "run --help lists the devices" "$LAST_OUT"
 expect_exit 2 "unknown device" "$SL" run --device tpu --dataset synthetic:100
-expect_grep 'device: unknown "tpu" \(expected auto, cuda, cpu, ref\)' "unknown device lists the names" "$LAST_OUT"
+expect_grep 'device: unknown "tpu" \(expected auto, cuda, cpu, ref[;)]' "unknown device lists the names" "$LAST_OUT"
 # cuda where it cannot run (no plugin, no driver, no device): exit 2 and
 # the reason in words; where a GPU answers, it trains
 why='device: cuda: (no NVIDIA driver|stalelab-cuda\.so is not installed|the NVIDIA driver .* is older|no CUDA device visible)'

@@ -78,7 +78,7 @@ wait_api 30 /api/v1/status "d['version'] > $v1 + 100" && ok "the run goes on wit
 worker --worker-id 7
 wait_api 60 /api/v1/status 'd["remote"]["joined"]==3 and sum(1 for w in d["workers"] if w["remote"])==2' &&
 	ok "a new worker joins (--worker-id 7)" || bad "a new worker joins" "$(cat "$TMP/body")"
-expect_grep '\(id 7\)' "it got the id it asked for" "$(cat "$TMP/w.2")"
+expect_grep '\(remote id 7, --worker-id\)' "it got the id it asked for, and says from where" "$(cat "$TMP/w.2")"
 S=$WPID
 kill -STOP "$S"
 wait_api 30 /api/v1/status 'd["remote"]["lost"]==2' &&
@@ -163,8 +163,9 @@ if command -v mpirun >/dev/null 2>&1; then
 	wait_api 90 /api/v1/status \
 		'sum(1 for w in d["workers"] if w["remote"] and w["iterations"]>10)==4' &&
 		ok "mpirun -np 4: four workers compute" || bad "mpirun -np 4" "$(cat "$TMP/body" "$TMP/mpi.out")"
-	ids=$(sed -n 's/.*as worker [0-9]* (id \([0-9]*\)).*/\1/p' "$TMP/mpi.out" | sort -n | tr '\n' ' ')
-	[ "$ids" = "0 1 2 3 " ] && ok "each rank's id is its OMPI_COMM_WORLD_RANK" || bad "ids from the ranks" "$ids"
+	ids=$(sed -n 's/.*as the run.s worker [0-9]* (remote id \([0-9]*\), \$OMPI_COMM_WORLD_RANK).*/\1/p' \
+		"$TMP/mpi.out" | sort -n | tr '\n' ' ')
+	[ "$ids" = "0 1 2 3 " ] && ok "each rank's id is its OMPI_COMM_WORLD_RANK, and says so" || bad "ids from the ranks" "$ids"
 	kill -TERM "$MPI"
 	wait "$MPI"
 	wait_api 30 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"])==0' &&

@@ -15,12 +15,14 @@ CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn -Iengine/data -Iengine/ps -Iengine/ps/rules -Iengine/run -Iengine/ckpt -Iengine/wire -Iengine/worker -Iengine/cluster -Idaemon -Itui -Itests
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn -Iengine/data -Iengine/ps -Iengine/ps/rules -Iengine/run -Iengine/ckpt -Iengine/wire -Iengine/worker -Iengine/cluster -Idaemon $(DAEMON_INC) -Itui -Itests
 LDLIBS  = $(call PKGCONFIG,--libs) $(call NCURSES,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 ENGINE_SRC := $(wildcard engine/*/*.c engine/ps/rules/*.c)
-DAEMON_SRC := $(wildcard daemon/*.c)
+# daemon/: main.c (dispatch) and a folder per concern (docs/architecture.md)
+DAEMON_SRC := $(wildcard daemon/*.c daemon/*/*.c)
+DAEMON_INC := $(patsubst %/,-I%,$(sort $(dir $(wildcard daemon/*/*.h))))
 TUI_SRC    := $(wildcard tui/*.c)
 TEST_SRC   := $(wildcard tests/test_*.c)
 
@@ -114,7 +116,7 @@ $(BUILD)/gen/web_assets.c: tools/embed_web.py $(WEB_SRC) $(NPM_STAMP)
 	@mkdir -p $(dir $@)
 	python3 tools/embed_web.py $@ $(WEB_ASSETS)
 
-$(WEB_OBJ): $(BUILD)/gen/web_assets.c daemon/web.h
+$(WEB_OBJ): $(BUILD)/gen/web_assets.c daemon/serve/web.h
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(BUILD)/stalelab: $(ENGINE_OBJ) $(DAEMON_OBJ) $(TUI_OBJ)

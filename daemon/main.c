@@ -5,6 +5,11 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cmd_bench.h"
+#include "cmd_cluster.h"
+#include "cmd_run.h"
+#include "cmd_serve.h"
+#include "cmd_worker.h"
 #include "backend.h"
 #include "blas_pick.h"
 #include "sl.h"

@@ -1,4 +1,4 @@
-/* test_sweep.c - a sweep file into its cells (daemon/sweep_grid.c): lists
+/* test_sweep.c - a sweep file into its cells (daemon/sweep/sweep_grid.c): lists
  * as axes (nested keys too), variants, seeds, names, the limits and the
  * errors naming the key; what differs between two files; the shards. */
 #include <jansson.h>

@@ -3,7 +3,7 @@
 
 Usage: embed_web.py OUT.c URLPATH=FILE...
 
-Writes OUT.c defining web_assets[] and web_n_assets (see daemon/web.h): for
+Writes OUT.c defining web_assets[] and web_n_assets (see daemon/serve/web.h): for
 each pair, the URL path the daemon serves, a content type chosen from the
 file's extension, and the file's bytes. An unknown extension or a missing
 file is an error (exit 2), so a typo in the Makefile cannot ship an empty

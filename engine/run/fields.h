@@ -1,7 +1,7 @@
 /* fields.h - one description of every field of the run object: its key,
  * type, range (with open or closed ends), default, whether it may change
  * mid-run, a line of documentation, and where it lives in run_config and
- * run_cmd. Parsing (daemon/config_json.c), validation (config_validate,
+ * run_cmd. Parsing (daemon/formats/config_json.c), validation (config_validate,
  * the run's command checks), PATCH bodies, the config echoed in /status and
  * the log, and GET /api/v1/schema are all driven by these tables; nothing
  * else writes a field's range down.

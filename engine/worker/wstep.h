@@ -1,5 +1,5 @@
 /* wstep.h - a worker's step: what every worker computes, in-process
- * (engine/run/step.c) or in a remote worker process (daemon/cmd_worker.c),
+ * (engine/run/step.c) or in a remote worker process (daemon/worker/cmd_worker.c),
  * with nothing of the run loop, the clocks or the server: the batch's
  * samples from the training set, then forward and backward on the weights
  * it was given, to the partial-backprop depth. */

@@ -1,4 +1,4 @@
-/* bus_fuzz.c - libFuzzer harness for the bus's messages (daemon/busmsg.c,
+/* bus_fuzz.c - libFuzzer harness for the bus's messages (daemon/serve/busmsg.c,
  * docs/bus.md): any bytes as a REP request. bus_req_parse answers 0 or an
  * error status (400, 413) with a message that names a field; a parsed
  * request has a known method, an absolute path, a body that is JSON text;
@@ -7,8 +7,8 @@
  * bytes as a --bus URL: bus_sibling never overruns.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_GNU_SOURCE \
- *     -Iengine -Idaemon tests/fuzz/bus_fuzz.c daemon/busmsg.c \
- *     daemon/jsonout.c -o build/bus_fuzz -ljansson
+ *     -Iengine -Idaemon tests/fuzz/bus_fuzz.c daemon/serve/busmsg.c \
+ *     daemon/formats/jsonout.c -o build/bus_fuzz -ljansson
  *   build/bus_fuzz -max_total_time=60 tests/fuzz/corpus/bus  (a copy of it) */
 #include <stddef.h>
 #include <stdint.h>

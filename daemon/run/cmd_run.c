@@ -2,7 +2,7 @@
  * --config file, then flags (each flag is applied as a one-field run object,
  * so flags and files share one parser and one set of error messages). The
  * options are run_opts.c's, --resume and the checkpoints run_resume.c's,
- * the log records and the progress run_progress.c's. */
+ * the log records and the progress daemon/progress/'s. */
 #include <pthread.h>
 #include <signal.h>
 #include <jansson.h>
@@ -13,36 +13,13 @@
 
 #include "cmd_run_impl.h"
 #include "cli.h"
+#include "cmd_run.h"
 #include "config_json.h"
 #include "dataset.h"
 #include "jsonout.h"
 #include "runlog.h"
 #include "run.h"
 #include "sl.h"
-
-/* FNV-1a (64 bits) of the server's weights as float32 bytes, as 16 hex
- * digits: the end record's "weights" */
-int
-runcli_weights_hash(run *r, char *out, size_t cap)
-{
-	for (size_t max = (size_t)1 << 16; max <= (size_t)1 << 30; max *= 2) {
-		float *w = malloc(sizeof(float) * max);
-		if (!w)
-			return -1;
-		size_t n = run_weights(r, w, max);
-		if (n) {
-			uint64_t h = 0xcbf29ce484222325ULL;
-			const unsigned char *p = (const unsigned char *)w;
-			for (size_t i = 0; i < n * sizeof(float); i++)
-				h = (h ^ p[i]) * 0x100000001b3ULL;
-			free(w);
-			snprintf(out, cap, "%016llx", (unsigned long long)h);
-			return 0;
-		}
-		free(w);
-	}
-	return -1;
-}
 
 /* SIGINT/SIGTERM stop the run cleanly (end record, summary, exit 0). The
  * main thread waits for them in sigwait while the run trains on its own
@@ -89,10 +66,10 @@ cmd_run(int argc, char **argv)
 			free(rs.buf);
 			return runcli_usage_error(NULL, err);
 		}
-	} else if (!runcli_has_stop(&cfg) &&
+	} else if (!progress_has_stop(&cfg) &&
 		   !(conf && json_object_size(json_object_get(conf, "stop")) > 0)) {
 		cfg.stop_epochs = 3; /* no stop given (an empty "stop" gives none) */
-	} else if (!runcli_has_stop(&cfg) && !o.quiet) {
+	} else if (!progress_has_stop(&cfg) && !o.quiet) {
 		fprintf(stderr, "stalelab run: no stop (the run object's stop fields are 0, no "
 			"limit): it runs until interrupted (Ctrl-C)\n");
 	}
@@ -120,7 +97,7 @@ cmd_run(int argc, char **argv)
 		       .stop_epochs = cfg.stop_epochs, .stop_steps = cfg.stop_steps,
 		       .stop_seconds = cfg.stop_seconds, .stop_target = cfg.stop_target_acc,
 		       .frac0 = -1};
-	log_path = runcli_pick_log(log_path, ctx.bar, log_format, auto_log, sizeof(auto_log));
+	log_path = progress_pick_log(log_path, ctx.bar, log_format, auto_log, sizeof(auto_log));
 	dataset_pair data;
 	run *r = NULL;
 	int code = 1;
@@ -138,9 +115,9 @@ cmd_run(int argc, char **argv)
 	}
 	if (data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", data.note);
-	run_callbacks cb = {.eval = runcli_on_eval, .change = runcli_on_change,
-			    .progress = runcli_on_progress, .checkpoint = runcli_on_checkpoint,
-			    .diverged = runcli_on_diverged, .ud = &ctx};
+	run_callbacks cb = {.eval = progress_on_eval, .change = progress_on_change,
+			    .progress = progress_on_progress, .checkpoint = runcli_on_checkpoint,
+			    .diverged = progress_on_diverged, .ud = &ctx};
 	/* block them before our threads exist: the main thread sigwaits */
 	sigset_t sigs;
 	cli_block_signals(&sigs, 1);
@@ -239,7 +216,7 @@ cmd_run(int argc, char **argv)
 		json_object_set_new(ctx.end, "stop", json_string("interrupted"));
 	if (ctx.end) {
 		char h[24];
-		if (runcli_weights_hash(r, h, sizeof(h)) == 0)
+		if (progress_weights_hash(r, h, sizeof(h)) == 0)
 			json_object_set_new(ctx.end, "weights", json_string(h));
 		if (runlog_write(&ctx.log, ctx.end) < 0)
 			ctx.log_failed = 1;

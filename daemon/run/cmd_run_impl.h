@@ -1,9 +1,8 @@
 /* cmd_run_impl.h - what the parts of `stalelab run` share: cmd_run.c (the
  * run from its options to its summary), run_opts.c (options, --help,
- * --config, --replay), run_resume.c (--resume, --checkpoint-*) and
- * run_progress.c (the callbacks' log records, the progress on stderr).
- * A sweep's cells (sweep_cell.c) log through the same callbacks; no other
- * file includes it. */
+ * --config, --replay) and run_resume.c (--resume, --checkpoint-*). Its log
+ * records and progress are daemon/progress/'s, which sweep cells use too;
+ * no file outside daemon/run/ includes it. */
 #ifndef SL_CMD_RUN_IMPL_H
 #define SL_CMD_RUN_IMPL_H
 
@@ -13,6 +12,7 @@
 
 #include "config.h"
 #include "run.h"
+#include "progress.h"
 #include "runlog.h"
 
 /* ---- run_opts.c ---------------------------------------------------------- */
@@ -42,15 +42,8 @@ int runcli_parse(int argc, char **argv, runcli_opts *o, run_config *cfg,
  * naming the flag. */
 int runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err);
 
-/* Whether cfg has a stop (epochs, steps, seconds or target accuracy). */
-int runcli_has_stop(const run_config *cfg);
-
 /* "stalelab run: MSG" (msg, else err) on stderr; returns 2. */
 int runcli_usage_error(const char *msg, char *err);
-
-/* cmd_run.c: FNV-1a (64 bits) of the server's weights as 16 hex digits
- * (the end record's "weights"); 0, or -1 out of memory */
-int runcli_weights_hash(run *r, char *out, size_t cap);
 
 /* ---- run_resume.c -------------------------------------------------------- */
 
@@ -82,37 +75,8 @@ int runcli_resume_merge(runcli_resume *rs, run_config *cfg, char *err);
 int runcli_check_ckpt_dir(const char *dir, uint64_t start_v, int resumed, int keep,
 			  char *err);
 
-/* ---- run_progress.c ------------------------------------------------------ */
-
-/* Progress and logging state shared with the training callbacks. */
-typedef struct run_ctx {
-	runlog log;
-	int bar;          /* a progress bar on stderr (a terminal, not quiet) */
-	int quiet;
-	int virt;
-	double stop_epochs, stop_seconds, stop_target;
-	uint64_t stop_steps;
-	double t0;        /* sl_now() at the start of training */
-	double frac0;     /* progress at the start (a resumed run); -1: unset */
-	int log_failed;
-	const char *ckpt_dir; /* --checkpoint-dir */
-	int ckpt_keep;
-	json_t *end;      /* the end record, written once the weights are hashed */
-} run_ctx;
-
-/* The run's callbacks (ud: the run_ctx). The end record is held back in
- * ctx->end; a failed log write sets ctx->log_failed. */
-void runcli_on_eval(void *ud, const run_eval *e);
-void runcli_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd);
-void runcli_on_diverged(void *ud, const run_divergence *d);
-void runcli_on_progress(void *ud, const run_eval *e);
-/* run_resume.c: --checkpoint-every's into --checkpoint-dir, the API's to
+/* --checkpoint-every's into --checkpoint-dir, the API's to
  * their path */
 void runcli_on_checkpoint(void *ud, const run_cmd *cmd, const uint8_t *buf, size_t len);
-
-/* Where the log goes: given, else stdout (NULL), except when stdout is the
- * terminal the bar is drawn on: then a new file named into buf. */
-const char *runcli_pick_log(const char *given, int bar, const char *format, char *buf,
-			    size_t cap);
 
 #endif

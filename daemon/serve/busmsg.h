@@ -2,7 +2,7 @@
  * a REP request's bytes -> a request, or an error naming the field; a
  * control reply -> the reply's bytes; the ids answered lately, so that a
  * request nanomsg's REQ sends again is answered again and not applied
- * twice. daemon/bus.c puts these on nanomsg; tests/test_bus.c and
+ * twice. daemon/serve/bus.c puts these on nanomsg; tests/test_bus.c and
  * tests/fuzz/bus_fuzz.c drive them without one. */
 #ifndef SL_BUSMSG_H
 #define SL_BUSMSG_H

@@ -5,8 +5,9 @@
  * current run (run_join_remote); from then on the run's thread for it
  * hands each step's weights and batch to the worker and waits for its
  * gradient. A worker that does not answer within the timeout is lost: it
- * leaves the run, which goes on. Only this file and bus.c (and the worker
- * side, cmd_worker.c) include nanomsg's headers. */
+ * leaves the run, which goes on. Only this file and bus.c, the frames'
+ * buffers (daemon/wire/) and the worker side (daemon/worker/) include
+ * nanomsg's headers. */
 #ifndef SL_REMOTE_H
 #define SL_REMOTE_H
 
@@ -31,10 +32,5 @@ int remote_start(remote **out, ctl *c, const char *url, const char *token, doubl
 void remote_stop(remote *rs);
 /* Free it all: after remote_stop and after the runs that used it. */
 void remote_free(remote *rs);
-
-/* A message in a nanomsg buffer (nn_allocmsg: nn_send it with NN_MSG):
- * header h (its payload_len set here, send_ns now) and the payload a then
- * b; NULL when out of memory. For both sides (cmd_worker.c too). */
-void *remote_msg(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb);
 
 #endif

@@ -1,6 +1,6 @@
-/* run_progress.c - what `stalelab run` shows as it goes: the callbacks'
- * log records, the progress bar or lines on stderr, where the log goes
- * when stdout is the terminal. */
+/* progress.c - a run in this process as it goes (progress.h): the
+ * callbacks' log records, the progress bar or lines on stderr, where the
+ * log goes when stdout is the terminal, the weights' fingerprint. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd_run_impl.h"
+#include "progress.h"
 #include "api.h"
 #include "sl.h"
 
@@ -153,7 +153,7 @@ draw_bar(run_ctx *c, const run_eval *e)
 }
 
 void
-runcli_on_eval(void *ud, const run_eval *e)
+progress_on_eval(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
 	json_t *r = api_log_record(e);
@@ -183,7 +183,7 @@ runcli_on_eval(void *ud, const run_eval *e)
 }
 
 void
-runcli_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
+progress_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 {
 	run_ctx *c = ud;
 	json_t *r = api_change_record(t, v, cmd);
@@ -193,7 +193,7 @@ runcli_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 }
 
 void
-runcli_on_diverged(void *ud, const run_divergence *d)
+progress_on_diverged(void *ud, const run_divergence *d)
 {
 	run_ctx *c = ud;
 	json_t *r = api_diverged_record(d);
@@ -215,7 +215,7 @@ runcli_on_diverged(void *ud, const run_divergence *d)
 }
 
 void
-runcli_on_progress(void *ud, const run_eval *e)
+progress_on_progress(void *ud, const run_eval *e)
 {
 	run_ctx *c = ud;
 	if (c->bar)
@@ -226,7 +226,7 @@ runcli_on_progress(void *ud, const run_eval *e)
  * terminal the progress bar is drawn on; then a new file in the current
  * directory, never an existing one. */
 const char *
-runcli_pick_log(const char *given, int bar, const char *format, char *buf, size_t cap)
+progress_pick_log(const char *given, int bar, const char *format, char *buf, size_t cap)
 {
 	struct stat a, b;
 	if (given || !bar || !isatty(1) || fstat(1, &a) < 0 || fstat(2, &b) < 0 ||
@@ -246,4 +246,35 @@ runcli_pick_log(const char *given, int bar, const char *format, char *buf, size_
 			return buf;
 	}
 	return given;
+}
+
+int
+progress_has_stop(const run_config *cfg)
+{
+	return cfg->stop_epochs > 0 || cfg->stop_steps || cfg->stop_seconds > 0 ||
+	       cfg->stop_target_acc > 0;
+}
+
+/* FNV-1a (64 bits) of the server's weights as float32 bytes, as 16 hex
+ * digits: the end record's "weights" */
+int
+progress_weights_hash(run *r, char *out, size_t cap)
+{
+	for (size_t max = (size_t)1 << 16; max <= (size_t)1 << 30; max *= 2) {
+		float *w = malloc(sizeof(float) * max);
+		if (!w)
+			return -1;
+		size_t n = run_weights(r, w, max);
+		if (n) {
+			uint64_t h = 0xcbf29ce484222325ULL;
+			const unsigned char *p = (const unsigned char *)w;
+			for (size_t i = 0; i < n * sizeof(float); i++)
+				h = (h ^ p[i]) * 0x100000001b3ULL;
+			free(w);
+			snprintf(out, cap, "%016llx", (unsigned long long)h);
+			return 0;
+		}
+		free(w);
+	}
+	return -1;
 }

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "cmd_run_impl.h"
+#include "progress.h"
 #include "jsonout.h"
 #include "sl.h"
 #include "sweep.h"
@@ -37,7 +37,7 @@ prepare_cell(sweep_cell *c, char *err)
 	int n;
 	int rc = sweep_cell_config(c->run, &cfg, &sched, &n, err);
 	free(sched);
-	if (rc == 0 && !runcli_has_stop(&cfg))
+	if (rc == 0 && !progress_has_stop(&cfg))
 		json_object_set_new(c->run, "stop", json_pack("{s:i}", "epochs", 3));
 	return rc;
 }

@@ -29,10 +29,11 @@
 
 #include "backend.h"
 #include "cli.h"
+#include "cmd_worker.h"
 #include "config_json.h"
 #include "dataset.h"
 #include "model.h"
-#include "remote.h"
+#include "wiremsg.h"
 #include "sl.h"
 #include "wire.h"
 #include "wstep.h"
@@ -137,7 +138,7 @@ send_msg(wk *k, uint16_t kind, uint64_t seq, uint16_t lo, const void *a, size_t 
 		h.run_id = 0;
 		h.model_fp = 0;
 	}
-	void *msg = remote_msg(&h, a, na, b, nb);
+	void *msg = wiremsg_new(&h, a, na, b, nb);
 	if (!msg)
 		return -1;
 	if (nn_send(k->sock, &msg, NN_MSG, 0) < 0) {
@@ -288,7 +289,7 @@ hb_main(void *p)
 			double rtt = atomic_load(&k->rtt_ms);
 			if (rtt > 0)
 				snprintf(doc, sizeof(doc), "{\"rtt_ms\":%.4f}", rtt);
-			void *msg = remote_msg(&h, doc, strlen(doc), NULL, 0), *buf = NULL;
+			void *msg = wiremsg_new(&h, doc, strlen(doc), NULL, 0), *buf = NULL;
 			if (msg && nn_send(k->hb_sock, &msg, NN_MSG, 0) < 0)
 				nn_freemsg(msg);
 			int n = nn_recv(k->hb_sock, &buf, NN_MSG, 0); /* RCVTIMEO: a second */

@@ -22,6 +22,7 @@
 #include "busmsg.h"
 #include "ckpt.h"
 #include "cli.h"
+#include "cmd_serve.h"
 #include "config_json.h"
 #include "control.h"
 #include "serve_http.h"

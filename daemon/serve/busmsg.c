@@ -1,5 +1,5 @@
 /* busmsg.c - the bus's messages: request parsing, reply building, the ids
- * answered lately. No sockets here (daemon/bus.c has them). */
+ * answered lately. No sockets here (daemon/serve/bus.c has them). */
 #include "busmsg.h"
 
 #include <stdarg.h>

@@ -153,10 +153,10 @@ runcli_resume_read(const char *arg, runcli_resume *rs, run_config *cfg, char *er
 int
 runcli_resume_merge(runcli_resume *rs, run_config *cfg, char *err)
 {
-	int has_stop = runcli_has_stop(cfg);
+	int has_stop = progress_has_stop(cfg);
 	run_config want = *cfg;
 	rs->n_cmd = resume_changes(&rs->ck, &want, &rs->cmd, err);
-	if (rs->n_cmd >= 0 && !has_stop && !runcli_has_stop(&rs->ck))
+	if (rs->n_cmd >= 0 && !has_stop && !progress_has_stop(&rs->ck))
 		rs->n_cmd = sl_fail(err, SL_EINVAL,
 				    "--resume: %s has no stop (a daemon's checkpoint): give "
 				    "--epochs, --steps, --seconds or --target-acc", rs->path);

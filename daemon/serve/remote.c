@@ -24,6 +24,7 @@
 #include "ledger.h"
 #include "model.h"
 #include "remote.h"
+#include "wiremsg.h"
 #include "run.h"
 #include "sl.h"
 #include "wire.h"
@@ -72,23 +73,6 @@ struct remote {
 
 /* ---- sending ---------------------------------------------------------------- */
 
-void *
-remote_msg(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb)
-{
-	wire_hdr o = *h;
-	o.payload_len = (uint32_t)(na + nb);
-	o.send_ns = (uint64_t)(sl_now() * 1e9);
-	uint8_t *buf = nn_allocmsg(WIRE_HEADER + na + nb, 0);
-	if (!buf)
-		return NULL;
-	if (na)
-		memcpy(buf + WIRE_HEADER, a, na);
-	if (nb)
-		memcpy(buf + WIRE_HEADER + na, b, nb);
-	wire_encode(&o, buf + WIRE_HEADER, buf);
-	return buf;
-}
-
 /* a message header of one NN_MSG part and an NN_MSG routing header */
 static void
 msghdr_of(struct nn_msghdr *mh, struct nn_iovec *iov, void **body, void **control)
@@ -107,7 +91,7 @@ static void
 reply(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, const void *b,
       size_t nb)
 {
-	void *msg = remote_msg(h, a, na, b, nb);
+	void *msg = wiremsg_new(h, a, na, b, nb);
 	if (!msg) {
 		nn_freemsg(control);
 		return;

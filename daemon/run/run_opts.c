@@ -262,13 +262,6 @@ runcli_usage_error(const char *msg, char *err)
 	return 2;
 }
 
-int
-runcli_has_stop(const run_config *cfg)
-{
-	return cfg->stop_epochs > 0 || cfg->stop_steps || cfg->stop_seconds > 0 ||
-	       cfg->stop_target_acc > 0;
-}
-
 /* runcli_parse without releasing *conf on the way out */
 static int
 parse(int argc, char **argv, runcli_opts *o, run_config *cfg, json_t **conf, char *err)

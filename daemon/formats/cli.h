@@ -1,18 +1,15 @@
-/* cli.h - subcommands of the one stalelab binary. Each returns the process
- * exit code: 0 success, 1 runtime failure, 2 bad usage or bad config. */
+/* cli.h - what the commands of the one stalelab binary share on the
+ * command line: numbers parsed whole, unknown options named (with the
+ * nearest), signals, the cores, gnuplot. The commands themselves are
+ * declared by their folders (daemon/run/cmd_run.h, ...) and return the
+ * process exit code: 0 success, 1 runtime failure, 2 bad usage or bad
+ * config. */
 #ifndef SL_CLI_H
 #define SL_CLI_H
 
 #include <jansson.h>
 #include <signal.h>
 #include <stddef.h>
-
-int cmd_run(int argc, char **argv);
-int cmd_bench(int argc, char **argv);
-int cmd_serve(int argc, char **argv);
-int cmd_worker(int argc, char **argv);
-int cmd_cluster(int argc, char **argv);
-int cmd_cluster_profile(int argc, char **argv); /* `cluster profile` */
 
 /* Parse a whole string as a double / non-negative integer; 0 or -1. */
 int cli_double(const char *s, double *out);

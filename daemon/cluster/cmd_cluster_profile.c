@@ -22,8 +22,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "cli.h"
-#include "cmd_bench.h"
+#include "cmd_cluster.h"
+#include "dataset.h"
+#include "model.h"
 #include "run.h"
 #include "sl.h"
 

@@ -1,10 +1,13 @@
-/* cmd_bench.h - the measurements `stalelab bench` shares between the cpu
- * figures (cmd_bench.c) and a device's (cmd_bench_device.c). */
+/* cmd_bench.h - `stalelab bench`, and the measurements it shares between
+ * the cpu figures (cmd_bench.c) and a device's (cmd_bench_device.c). */
 #ifndef SL_CMD_BENCH_H
 #define SL_CMD_BENCH_H
 
 #include "dataset.h"
 #include "model.h"
+
+/* `stalelab bench` */
+int cmd_bench(int argc, char **argv);
 
 /* One worker's training, plain SGD at lr 0.05, the model's batch_cap per
  * step, for about `seconds` in windows of ~0.25 s: the median samples/s. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cmd_run_impl.h"
+#include "progress.h"
 #include "config_json.h"
 #include "dataset.h"
 #include "jsonout.h"
@@ -17,7 +17,7 @@
 #include "sweep.h"
 #include "sweep_impl.h"
 
-/* the callbacks' context: run_progress.c's (first: its callbacks take it),
+/* the callbacks' context: daemon/progress/'s (first: its callbacks take it),
  * and what the result needs */
 typedef struct cell_ctx {
 	run_ctx rc;
@@ -43,7 +43,7 @@ cell_on_eval(void *ud, const run_eval *e)
 		c->last = *e;
 		c->have_last = 1;
 	}
-	runcli_on_eval(&c->rc, e);
+	progress_on_eval(&c->rc, e);
 }
 
 static json_t *
@@ -155,8 +155,8 @@ sweep_run_cell(const sweep_cell *cell, const dataset_pair *data, const char *cel
 		free(sched);
 		return rc;
 	}
-	run_callbacks cb = {.eval = cell_on_eval, .change = runcli_on_change,
-			    .diverged = runcli_on_diverged, .ud = &c};
+	run_callbacks cb = {.eval = cell_on_eval, .change = progress_on_change,
+			    .diverged = progress_on_diverged, .ud = &c};
 	run *r = NULL;
 	rc = run_open(&cfg, data, sched, n_sched, &cb, NULL, 0, &r, err);
 	free(sched);
@@ -175,7 +175,7 @@ sweep_run_cell(const sweep_cell *cell, const dataset_pair *data, const char *cel
 	int exec_rc = run_exec(r);
 	if (c.rc.end) {
 		char h[24];
-		if (runcli_weights_hash(r, h, sizeof(h)) == 0)
+		if (progress_weights_hash(r, h, sizeof(h)) == 0)
 			json_object_set_new(c.rc.end, "weights", json_string(h));
 		if (runlog_write(&c.rc.log, c.rc.end) < 0)
 			c.rc.log_failed = 1;

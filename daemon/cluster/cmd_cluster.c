@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "cmd_cluster.h"
 #include "cluster.h"
 #include "dataset.h"
 #include "sl.h"

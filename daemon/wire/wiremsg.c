@@ -1,0 +1,25 @@
+/* wiremsg.c - a wire frame in a nanomsg buffer (wiremsg.h). */
+#include "wiremsg.h"
+
+#include <nanomsg/nn.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "sl.h"
+
+void *
+wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb)
+{
+	wire_hdr o = *h;
+	o.payload_len = (uint32_t)(na + nb);
+	o.send_ns = (uint64_t)(sl_now() * 1e9);
+	uint8_t *buf = nn_allocmsg(WIRE_HEADER + na + nb, 0);
+	if (!buf)
+		return NULL;
+	if (na)
+		memcpy(buf + WIRE_HEADER, a, na);
+	if (nb)
+		memcpy(buf + WIRE_HEADER + na, b, nb);
+	wire_encode(&o, buf + WIRE_HEADER, buf);
+	return buf;
+}

@@ -15,7 +15,7 @@ CFLAGS_BASE = -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-Wmissing-prototypes -Wformat=2 -D_GNU_SOURCE -pthread \
 	$(call PKGCONFIG,--cflags)
 CFLAGS  ?= $(OPT) -g
-ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn -Iengine/data -Iengine/ps -Iengine/ps/rules -Iengine/run -Iengine/ckpt -Iengine/wire -Iengine/worker -Iengine/cluster -Idaemon $(DAEMON_INC) -Itui -Itests
+ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn -Iengine/data -Iengine/ps -Iengine/ps/rules -Iengine/run -Iengine/wire -Iengine/worker -Iengine/cluster -Idaemon $(DAEMON_INC) -Itui -Itests
 LDLIBS  = $(call PKGCONFIG,--libs) $(call NCURSES,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 

@@ -56,13 +56,12 @@ may_use engine/wire engine/base
 may_use engine/worker engine/base engine/nn engine/data
 may_use engine/ps engine/base engine/nn engine/ps/rules engine/run
 may_use engine/ps/rules engine/base engine/nn engine/data engine/ps engine/run engine/worker
-may_use engine/run engine/base engine/nn engine/data engine/ps engine/ps/rules engine/ckpt \
+may_use engine/run engine/base engine/nn engine/data engine/ps engine/ps/rules \
 	engine/worker engine/wire
 # the cluster simulator: pure arithmetic over its own types
 may_use engine/cluster engine/base
 # the cuda plugin: the backend table and nothing else of the engine
 may_use engine/cuda engine/nn
-may_use engine/ckpt engine/base engine/nn engine/data engine/ps engine/ps/rules engine/run
 
 # shellcheck disable=SC2086
 {

@@ -542,7 +542,7 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 								: SIZE_MAX,
 				&lc, &n_layers, err)) < 0)
 		return rc;
-	int max_workers = p ? p->max_workers : CFG_MAX_WORKERS;
+	int max_workers = p ? p->max_workers : PS_MAX_WORKERS;
 	if (round < 0 || round > (int64_t)max_workers * 1000)
 		return tlv_bad(err, s, "round", "= %lld is out of range", (long long)round);
 	for (size_t i = 0; i < n_layers; i++) {

@@ -13,8 +13,9 @@
 #include <stdint.h>
 
 #include "backend.h"
-#include "config.h"
+#include "ps_config.h"
 #include "rule.h"
+#include "sl.h"
 
 
 /* A parameterised layer's slice of the flat buffer. */

@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "config.h"
+#include "ps_config.h"
 
 struct ps;
 struct ps_grad;

@@ -6,10 +6,11 @@
 
 #include <stdint.h>
 
+#include "ps_config.h"
 #include "sl.h"
 
 #define CFG_MAX_OVERRIDES 256
-#define CFG_MAX_WORKERS 256
+#define CFG_MAX_WORKERS PS_MAX_WORKERS
 
 typedef enum delay_dist {
 	DELAY_NONE,
@@ -49,18 +50,12 @@ typedef struct worker_override {
 	int paused;
 } worker_override;
 
-typedef struct rule_params {
-	double s, lambda, H, n, local_lr, m, beta, period, warmup;
-	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
-	char local_opt[16];
-} rule_params;
-
 typedef struct run_config {
 	char model[128];
 	char dataset[256];
 	char device[8];   /* auto | cpu | cuda */
 	char rule[16];
-	rule_params rp;
+	rule_params rp;    /* the rule's parameters (engine/ps/ps_config.h) */
 	double lr, momentum, weight_decay;
 	int batch;
 	int workers;

@@ -58,6 +58,8 @@ typedef struct cl_job {
 	int last_sched;       /* the schedule it finished under */
 } cl_job;
 
+/* the policies: an index into their table (policy.c; a row each, in
+ * its own file) */
 typedef enum cl_policy {
 	CL_FIFO,    /* arrival order, non-preemptive, the head blocks */
 	CL_SRTF,    /* shortest remaining time first, preemptive */

@@ -1,7 +1,12 @@
 /* cluster_impl.h - the simulator's state, shared by sim.c (events, time,
- * accounting), policy.c (the decisions, the waiting queue), las.c and
- * srtf.c (those two policies' incremental rankings); included nowhere
- * else.
+ * accounting), policy.c (the table of policies, the waiting queue) and the
+ * policies, a file each: order.c (fifo, and the packing both packers
+ * share), gandiva.c, jigsaw.c, srtf.c, las.c; included nowhere else.
+ *
+ * A policy is a row of operations (cl_policy_ops): sim.c calls it through
+ * the table and never by name. A new policy is a file that defines its
+ * row, that row in policy.c's table, and its name in cluster.h's enum
+ * (the table's index).
  *
  * Under fifo, gandiva and jigsaw an event costs time in the groups it
  * changes (a completion, the partner left alone, the jobs that start or
@@ -110,8 +115,47 @@ typedef struct lone_heap {
 	size_t n, cap;
 } lone_heap;
 
+struct sim;
+
+/* A scheduling policy: what sim.c asks of it. A NULL hook has nothing to
+ * do, or means the default it names. */
+typedef struct cl_policy_ops {
+	const char *name;
+	/* its running jobs' attained service crossing a queue threshold
+	 * (cl_config.thresholds) is an event, and crossed is called (las) */
+	int thresholds;
+	/* a job alone runs under its schedule of most goodput, --spb best
+	 * or not (jigsaw) */
+	int best_alone;
+	/* does cl_config.verify check its decisions under c? NULL: never */
+	int (*verifies)(const cl_config *c);
+	/* its state, once the jobs are in (arrival, id) order; 0, or -1 out
+	 * of memory (free is called all the same) */
+	int (*init)(struct sim *s);
+	void (*free)(struct sim *s);
+	/* job j's key in the waiting queue, as it is now (ties: arrival,
+	 * then id); NULL: 0, arrival order */
+	double (*key)(const struct sim *s, int j);
+	/* queue entry e; NULL: the one heap (s->heap) */
+	void (*wait_push)(struct sim *s, wq_ent e);
+	/* the decision at each decision point: start, pack and preempt jobs,
+	 * applying each change (group_apply, preempt_and_start), or fill
+	 * s->plan for apply_plan and return 1; a job it preempts has left
+	 * its own structures by then */
+	int (*decide)(struct sim *s);
+	/* running job j: started (from waiting), finished, its key risen (a
+	 * threshold crossed, j settled) */
+	void (*started)(struct sim *s, int j);
+	void (*finished)(struct sim *s, int j);
+	void (*crossed)(struct sim *s, int j);
+} cl_policy_ops;
+
+/* the rows, a file each */
+extern const cl_policy_ops cl_fifo, cl_srtf, cl_las, cl_gandiva, cl_jigsaw;
+
 typedef struct sim {
 	const cl_config *c;
+	const cl_policy_ops *pol; /* c->policy's row */
 	const cl_model *models;
 	cl_job *jobs;
 	size_t n_jobs;
@@ -127,9 +171,13 @@ typedef struct sim {
 	size_t n_ev, cap_ev;
 	int failed;         /* 1: out of memory growing a heap; 2: verify
 			     * found a decision that is not the ranking's */
+	int run_in_order;   /* the policy keeps run[] in its key order (srtf
+			     * ranking everything): a job that finishes leaves
+			     * it in place, and one whose partner finished
+			     * waits for no re-decision (s->again) */
 	int free_gpus;
 	double t;
-	/* the plan being made (policy.c; srtf and las) */
+	/* the plan being made (srtf ranking everything; apply_plan) */
 	cl_group *plan;
 	int n_plan;
 	int plan_free;
@@ -148,7 +196,7 @@ typedef struct sim {
 	lone_ent *reps;       /* n_sall: the classes' first, in pack() */
 	/* srtf, las: a key (with its ties) no running job's comes after; an
 	 * event whose waiting jobs ahead of it fit in the free GPUs changes
-	 * nothing but starts (policy.c, by_key_fast) */
+	 * nothing but starts (srtf.c, by_key_fast) */
 	wq_ent bound;
 	int has_bound;
 	/* las (las.c): a key is a position, queue * n_jobs + arrival rank;
@@ -172,58 +220,48 @@ typedef struct sim {
 
 /* ---- policy.c ------------------------------------------------------------- */
 
-/* srtf, las: fill s->plan (every job that runs from now, and its
- * schedule) from the current state, for apply_plan; fifo, gandiva,
- * jigsaw: start and pack jobs, applying each group as it is decided. */
-int policy_decide(sim *s); /* 1: s->plan made, for apply_plan */
-/* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
+/* c->policy's row */
+const cl_policy_ops *policy_ops(const cl_config *c);
+/* the policy's state (its init); 0, or -1 out of memory */
 int policy_init(sim *s);
 void policy_free(sim *s);
+/* the trace's distinct GPU counts (s->gvals) and each job's index among
+ * them (gcls), for las and the packers; 0, or -1 out of memory */
+int policy_gpu_classes(sim *s);
 /* the schedule job j runs alone under */
 int alone_sched(const sim *s, int j);
 
-/* ---- las.c ----------------------------------------------------------------- */
-
-int las_init(sim *s);  /* after the classes (policy_init); 0, or -1 */
-void las_free(sim *s);
-/* the queue of a job that has attained a GPU-seconds */
-int las_queue(const sim *s, double attained);
-/* decide and apply: the waiting jobs that start, the running that wait */
-void las_decide(sim *s);
-void las_wait_push(sim *s, wq_ent e);
-/* running job j: started (from waiting), stopped (done, preempted), its
- * key risen (a threshold crossed, j settled); no-ops but under las */
-void las_enter(sim *s, int j);
-void las_leave(sim *s, int j);
-void las_crossed(sim *s, int j);
-
-/* ---- srtf.c ---------------------------------------------------------------- */
-
-/* does srtf decide incrementally under c (no --spb best, no restarts)? */
-int srtf_fast(const cl_config *c);
-int srtf_init(sim *s); /* 0, or -1 out of memory */
-void srtf_free(sim *s);
-void srtf_decide(sim *s);
-/* running job j: started (its key now), stopped; no-ops unless fast */
-void srtf_enter(sim *s, int j);
-void srtf_leave(sim *s, int j);
-
-/* the waiting heap (policy.c): push an entry; the first live one, taken
- * off (0: none) */
+/* the waiting heap: push an entry; the first live one, taken off (0:
+ * none); one looked at and not started, held in s->back; those put back
+ * in the heap (s->n_back 0 after) */
 void heap_push(sim *s, wq_ent e);
 int wait_next(sim *s, wq_ent *e);
+void put_back(sim *s, const wq_ent *e);
+void put_back_all(sim *s);
+/* queue waiting job j under the policy's key (arrival, a preemption) */
+void wait_push(sim *s, int j);
+
+/* ---- order.c: in arrival order (fifo; gandiva and jigsaw pack) ------------ */
+
+/* the gain of packing waiting job j onto lone running job a, with the
+ * pair's schedules (*ka for a, *kb for j); <= 0: not packed */
+typedef double (*pack_gain_fn)(const sim *s, int a, int j, int *ka, int *kb);
+/* fifo's decision, packing a blocked head by gain when it is not NULL */
+int order_decide(sim *s, pack_gain_fn gain);
+/* the packing index (gandiva, jigsaw); 0, or -1 out of memory */
+int order_pack_init(sim *s);
+void order_pack_free(sim *s);
 
 /* group g's jobs run from now as g says: started, settled and given new
  * rates and events where anything changed (sim.c) */
 void group_apply(sim *s, const cl_group *g);
 /* las, srtf: s->pre's jobs are preempted (settled, queued again at their
- * keys as of now), then s->take's start alone (sim.c) */
+ * keys as of now; they have left the policy's structures), then
+ * s->take's start alone (sim.c) */
 void preempt_and_start(sim *s);
 /* j joins / leaves the running list (sim.c) */
 void run_add(sim *s, int j);
 void run_remove(sim *s, int j);
-/* queue waiting job j under the policy's key (arrival, a preemption) */
-void wait_push(sim *s, int j);
 /* has attained service a reached threshold th? (relative: service in
  * GPU-seconds grows large, and a sum of steps lands within rounding) */
 static inline int
@@ -241,5 +279,8 @@ double sched_time(const sim *s, int j, int k);
 double goodput_alone(const sim *s, int j, int k);
 /* the cycle of a pair of jobs under schedules ka, kb */
 double pair_cycle(const sim *s, int a, int ka, int b, int kb);
+/* the memory of one GPU and the iteration multiplier of j's schedule k */
+double sched_mem(const sim *s, int j, int k);
+double sched_mult(const sim *s, int j, int k);
 
 #endif

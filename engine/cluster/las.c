@@ -30,7 +30,8 @@
 
 SL_HEAP(lasheap, wq_ent, wq_before)
 
-int
+/* the queue of a job that has attained a GPU-seconds */
+static int
 las_queue(const sim *s, double attained)
 {
 	int q = 0;
@@ -39,10 +40,30 @@ las_queue(const sim *s, double attained)
 	return q;
 }
 
-int
+/* a job's key: its queue, as of its service now */
+static double
+las_key(const sim *s, int j)
+{
+	return las_queue(s, s->js[j].attained);
+}
+
+static int
+las_verifies(const cl_config *c)
+{
+	(void)c;
+	return 1;
+}
+
+static int
 las_init(sim *s)
 {
+	if (policy_gpu_classes(s) < 0)
+		return -1;
 	size_t n = s->n_jobs ? s->n_jobs : 1;
+	s->take = malloc(sizeof(int) * n); /* a decision's starts, preemptions */
+	s->pre = malloc(sizeof(int) * n);
+	if (!s->take || !s->pre)
+		return -1;
 	s->n_pos = n * (size_t)(s->c->n_thresholds + 1);
 	s->fen = calloc(s->n_pos, sizeof(int));
 	s->wqs = calloc((size_t)(s->n_gvals ? s->n_gvals : 1), sizeof(*s->wqs));
@@ -52,7 +73,7 @@ las_init(sim *s)
 	return s->fen && s->wqs && s->dead ? 0 : -1;
 }
 
-void
+static void
 las_free(sim *s)
 {
 	if (s->wqs)
@@ -112,29 +133,29 @@ run_pos(const sim *s, int j)
 	return (size_t)s->js[j].fq * s->n_jobs + (size_t)s->js[j].rank;
 }
 
-void
+/* running job j: started (from waiting), stopped (done, preempted), its
+ * key risen (a threshold crossed, j settled) */
+static void
 las_enter(sim *s, int j)
 {
-	if (!s->fen)
-		return;
 	jstate *x = &s->js[j];
 	x->fq = las_queue(s, x->attained);
 	fen_add(s, run_pos(s, j), s->jobs[j].gpus);
 	s->run_gpus += s->jobs[j].gpus;
 }
 
-void
+static void
 las_leave(sim *s, int j)
 {
 	jstate *x = &s->js[j];
-	if (!s->fen || x->fq < 0)
+	if (x->fq < 0)
 		return;
 	fen_add(s, run_pos(s, j), -s->jobs[j].gpus);
 	s->run_gpus -= s->jobs[j].gpus;
 	x->fq = -1;
 }
 
-void
+static void
 las_crossed(sim *s, int j)
 {
 	las_leave(s, j);
@@ -143,7 +164,7 @@ las_crossed(sim *s, int j)
 
 /* ---- the waiting jobs, a heap per GPU count -------------------------------- */
 
-void
+static void
 las_wait_push(sim *s, wq_ent e)
 {
 	wq_heap *h = &s->wqs[s->js[e.j].gcls];
@@ -266,7 +287,7 @@ verify(sim *s)
 	}
 }
 
-void
+static int
 las_decide(sim *s)
 {
 	const int total = s->c->gpus;
@@ -299,5 +320,22 @@ las_decide(sim *s)
 	}
 	if (s->c->verify)
 		verify(s);
+	for (size_t i = 0; i < s->n_pre; i++)
+		las_leave(s, s->pre[i]); /* out of the tree before they wait */
 	preempt_and_start(s);
+	return 0;
 }
+
+const cl_policy_ops cl_las = {
+	.name = "las",
+	.thresholds = 1,
+	.verifies = las_verifies,
+	.init = las_init,
+	.free = las_free,
+	.key = las_key,
+	.wait_push = las_wait_push,
+	.decide = las_decide,
+	.started = las_enter,
+	.finished = las_leave,
+	.crossed = las_crossed,
+};

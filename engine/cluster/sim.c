@@ -1,7 +1,8 @@
 /* sim.c - the cluster simulator's events, time and accounting (cluster.h):
  * from one decision point to the next, every running job advances at its
  * rate; at each point completions, arrivals and queue thresholds are
- * taken, the policy plans (policy.c), and the plan is applied. */
+ * taken and the policy decides, through its row of operations (policy.c's
+ * table). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,29 +10,6 @@
 #include "cluster_impl.h"
 #include "heap.h"
 #include "sl.h"
-
-static const char *const names[CL_N_POLICIES] = {"fifo", "srtf", "las", "gandiva", "jigsaw"};
-
-const char *
-cl_policy_name(cl_policy p)
-{
-	return p >= 0 && p < CL_N_POLICIES ? names[p] : "?";
-}
-
-int
-cl_policy_find(const char *s)
-{
-	for (int i = 0; i < CL_N_POLICIES; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
-}
-
-int
-cl_verifies(const cl_config *c)
-{
-	return c->policy == CL_LAS || srtf_fast(c);
-}
 
 int
 cl_check(const cl_config *c, const cl_model *models, int n_models,
@@ -171,7 +149,7 @@ plan_events(sim *s, int j)
 	double from = x->warm_until > x->t_set ? x->warm_until : x->t_set;
 	double tc = from + (x->remaining > 0 ? x->remaining : 0) / x->rate;
 	ev_push(s, (ev){tc, 0, s->jobs[j].id, j, x->ver});
-	if (s->c->policy != CL_LAS)
+	if (!s->pol->thresholds)
 		return;
 	const double g = s->jobs[j].gpus;
 	for (int q = 0; q < s->c->n_thresholds; q++) {
@@ -224,8 +202,8 @@ group_apply(sim *s, const cl_group *g)
 			x->st = JS_RUNNING;
 			x->ran = 1;
 			x->t_set = s->t;
-			las_enter(s, j);
-			srtf_enter(s, j);
+			if (s->pol->started)
+				s->pol->started(s, j);
 		} else if (changed) {
 			settle(s, j); /* at the old rate, up to now */
 		}
@@ -267,7 +245,6 @@ preempt_and_start(sim *s)
 		s->jobs[j].preemptions++;
 		s->js[j].partner = -1;
 		s->js[j].ver++; /* its events go stale */
-		las_leave(s, j);
 		run_remove(s, j);
 		s->free_gpus += s->jobs[j].gpus;
 	}
@@ -386,7 +363,8 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	int rc = cl_check(c, models, n_models, jobs, n_jobs, err);
 	if (rc < 0)
 		return rc;
-	sim s = {.c = c, .models = models, .jobs = jobs, .n_jobs = n_jobs, .free_gpus = c->gpus};
+	sim s = {.c = c, .pol = policy_ops(c), .models = models, .jobs = jobs, .n_jobs = n_jobs,
+		 .free_gpus = c->gpus};
 	size_t n = n_jobs ? n_jobs : 1;
 	int *order = malloc(sizeof(int) * n);
 	s.js = calloc(n, sizeof(jstate));
@@ -394,7 +372,6 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	s.plan = malloc(sizeof(cl_group) * n);
 	s.back = malloc(sizeof(wq_ent) * 2 * n);
 	s.again = malloc(sizeof(int) * n);
-	const int by_key = c->policy == CL_SRTF && !srtf_fast(c);
 	if (!order || !s.js || !s.run || !s.plan || !s.back || !s.again)
 		goto oom;
 	for (size_t i = 0; i < n_jobs; i++) {
@@ -411,6 +388,7 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 	s.order = order;
 	if (policy_init(&s) < 0)
 		goto oom;
+	const int by_key = s.run_in_order;
 	size_t next = 0;
 	long events = 0;
 	s.t = n_jobs ? jobs[order[0]].arrival : 0;
@@ -435,7 +413,8 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 				double th = c->thresholds[e.kind - 1];
 				if (!cl_crossed(x->attained, th))
 					x->attained = th;
-				las_crossed(&s, j); /* its key rose */
+				if (s.pol->crossed)
+					s.pol->crossed(&s, j); /* its key rose */
 				plan_events(&s, j);
 				continue;
 			}
@@ -443,8 +422,8 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 			 * changed since), whatever the rounding of its progress */
 			x->st = JS_DONE;
 			x->remaining = 0;
-			las_leave(&s, j);
-			srtf_leave(&s, j);
+			if (s.pol->finished)
+				s.pol->finished(&s, j);
 			jobs[j].finish = s.t;
 			jobs[j].last_sched = x->sched;
 			if (by_key)
@@ -470,12 +449,12 @@ cl_simulate(const cl_config *c, const cl_model *models, int n_models,
 		}
 		while (next < n_jobs && jobs[order[next]].arrival <= s.t + 1e-9 * (1 + s.t))
 			wait_push(&s, order[next++]);
-		if (policy_decide(&s))
+		if (s.pol->decide(&s))
 			apply_plan(&s);
 		if (s.failed == 2) {
 			rc = sl_fail(err, SL_ESTATE,
-				     "cluster: las at t=%.6f decided job %ld otherwise than a full "
-				     "ranking would (verify)", s.t, jobs[s.bad_job].id);
+				     "cluster: %s at t=%.6f decided job %ld otherwise than a full "
+				     "ranking would (verify)", s.pol->name, s.t, jobs[s.bad_job].id);
 			goto out;
 		}
 		if (s.failed) {

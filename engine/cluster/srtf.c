@@ -8,7 +8,7 @@
  * minute and a half. Here the same plan is found in time that grows with
  * what changes, where the running jobs' keys all fall at one second a
  * second (full backprop, no restart pause: without --spb best and
- * --restart-s; otherwise policy.c ranks everything):
+ * --restart-s; otherwise it ranks everything, below):
  *
  *  - A running job's key at time t is c - t, c fixed while it runs, so the
  *    running jobs keep their order. They sit in a treap by (c, arrival,
@@ -22,25 +22,39 @@
  * it, and the running jobs it preempts. */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cluster_impl.h"
 
-int
+/* does srtf decide incrementally under c (no --spb best, no restarts)?
+ * Then --verify checks its decisions. */
+static int
 srtf_fast(const cl_config *c)
 {
-	return c->policy == CL_SRTF && !c->spb_best && !(c->restart_s > 0);
+	return !c->spb_best && !(c->restart_s > 0);
 }
 
-int
+/* a job's key: its remaining time alone at full backprop */
+static double
+srtf_key(const sim *s, int j)
+{
+	return s->js[j].remaining * sched_time(s, j, 0) * sched_mult(s, j, 0);
+}
+
+static int
 srtf_init(sim *s)
 {
-	if (!srtf_fast(s->c))
+	if (!srtf_fast(s->c)) {
+		s->run_in_order = 1; /* by_key keeps it so */
 		return 0;
+	}
 	size_t n = s->n_jobs ? s->n_jobs : 1;
+	s->take = malloc(sizeof(int) * n); /* a decision's starts, preemptions */
+	s->pre = malloc(sizeof(int) * n);
 	s->tn = malloc(sizeof(*s->tn) * n);
 	s->wkey = malloc(sizeof(double) * n);
 	s->troot = -1;
-	if (!s->tn || !s->wkey)
+	if (!s->take || !s->pre || !s->tn || !s->wkey)
 		return -1;
 	for (size_t j = 0; j < s->n_jobs; j++) { /* a fixed priority per job */
 		uint64_t z = (uint64_t)j + 0x9e3779b97f4a7c15u;
@@ -51,7 +65,7 @@ srtf_init(sim *s)
 	return 0;
 }
 
-void
+static void
 srtf_free(sim *s)
 {
 	free(s->tn);
@@ -187,20 +201,18 @@ collect(sim *s, int t)
 	collect(s, s->tn[t].r);
 }
 
-void
+/* running job j: started (its key now), stopped; no-ops unless fast */
+static void
 srtf_enter(sim *s, int j)
 {
 	if (!s->tn)
 		return;
-	/* its key as policy.c's key_of has it (the same product) */
-	double key = s->js[j].remaining * sched_time(s, j, 0) *
-		     s->models[s->jobs[j].model].sched[0].iter_mult;
-	s->tn[j].c = key + s->t;
+	s->tn[j].c = srtf_key(s, j) + s->t;
 	tree_insert(s, j);
 	s->run_gpus += s->jobs[j].gpus;
 }
 
-void
+static void
 srtf_leave(sim *s, int j)
 {
 	if (!s->tn)
@@ -285,8 +297,8 @@ cut_at(sim *s, int r)
 	cut(s, s->tn[r].c, s->jobs[r].arrival, s->jobs[r].id);
 }
 
-void
-srtf_decide(sim *s)
+static void
+fast_decide(sim *s)
 {
 	const int total = s->c->gpus;
 	int extra = 0, have; /* the GPUs of the waiting jobs taken */
@@ -330,3 +342,143 @@ srtf_decide(sim *s)
 		s->js[s->take[i]].planned = 0;
 	preempt_and_start(s); /* the taken enter the tree at their keys */
 }
+
+/* ---- ranking everything: with --spb best or restarts -------------------------- */
+
+static void
+plan_add(sim *s, int j, int k)
+{
+	cl_group *g = &s->plan[s->n_plan++];
+	g->n = 1;
+	g->job[0] = j;
+	g->sched[0] = k;
+	g->job[1] = g->sched[1] = -1;
+	s->plan_free -= s->jobs[j].gpus;
+	s->js[j].planned = 1;
+}
+
+/* srtf: a fresh plan in key order from the running jobs (sorted now:
+ * their keys move as they run) and the waiting ones (the heap), merged,
+ * up to the first that does not fit: it waits and blocks the longer
+ * ones */
+static void
+by_key(sim *s)
+{
+	s->has_bound = 0;
+	/* the running jobs' keys, sorted by insertion: nearly in order already */
+	size_t nr = s->n_run;
+	for (size_t i = 0; i < nr; i++) {
+		wq_ent r = {srtf_key(s, s->run[i]), s->jobs[s->run[i]].arrival,
+			    s->jobs[s->run[i]].id, s->run[i], 0};
+		size_t k = i;
+		while (k && wq_before(&r, &s->back[k - 1])) {
+			s->back[k] = s->back[k - 1];
+			k--;
+		}
+		s->back[k] = r;
+	}
+	/* the sorted running jobs sit at the top of back[], above room for
+	 * the waiting one looked at */
+	wq_ent *run = s->back + s->n_jobs;
+	memcpy(run, s->back, sizeof(wq_ent) * nr);
+	size_t i = 0;
+	wq_ent e;
+	int have = wait_next(s, &e);
+	while ((i < nr || have) && s->plan_free > 0) {
+		int from_run = i < nr && (!have || !wq_before(&e, &run[i]));
+		const wq_ent *x = from_run ? &run[i] : &e;
+		if (s->jobs[x->j].gpus > s->plan_free)
+			break;
+		plan_add(s, x->j, alone_sched(s, x->j));
+		s->bound = *x; /* the last running, in key order */
+		s->has_bound = 1;
+		if (from_run)
+			i++;
+		else
+			have = wait_next(s, &e);
+	}
+	if (have)
+		put_back(s, &e);
+}
+
+/* srtf: the plan when every waiting job ahead of the bound fits in the
+ * free GPUs. The full ranking would keep every running job (with those
+ * waiting ones, they need no more than the cluster), start the ones
+ * ahead, then go on through the waiting jobs in key order as in_order
+ * does, up to the first that does not fit. 1 when done so; 0 (nothing
+ * changed): rank everything. */
+static int
+by_key_fast(sim *s)
+{
+	size_t n_ahead = 0;
+	int need = 0, have;
+	wq_ent e;
+	for (;;) {
+		have = wait_next(s, &e);
+		if (!have || !s->has_bound || !wq_before(&e, &s->bound))
+			break;
+		put_back(s, &e); /* back[] holds them for now */
+		n_ahead++;
+		need += s->jobs[e.j].gpus;
+		if (need > s->free_gpus)
+			return 0; /* the caller puts back[] back */
+	}
+	/* the ones ahead start; then the rest in key order while they fit */
+	for (size_t i = 0; i < n_ahead; i++) {
+		int j = s->back[i].j;
+		cl_group g = {1, {j, -1}, {alone_sched(s, j), -1}};
+		group_apply(s, &g);
+		run_add(s, j);
+		s->free_gpus -= s->jobs[j].gpus;
+	}
+	s->n_back = 0;
+	while (have && s->jobs[e.j].gpus <= s->free_gpus) {
+		cl_group g = {1, {e.j, -1}, {alone_sched(s, e.j), -1}};
+		group_apply(s, &g);
+		run_add(s, e.j);
+		s->free_gpus -= s->jobs[e.j].gpus;
+		if (!s->has_bound || wq_before(&s->bound, &e))
+			s->bound = e;
+		s->has_bound = 1;
+		have = wait_next(s, &e);
+	}
+	if (have)
+		put_back(s, &e);
+	return 1;
+}
+
+static int
+srtf_decide(sim *s)
+{
+	if (s->tn) {
+		fast_decide(s);
+		return 0;
+	}
+	s->n_back = 0;
+	if (by_key_fast(s)) {
+		put_back_all(s);
+		return 0;
+	}
+	put_back_all(s);
+	/* every running job's key as of now */
+	for (size_t i = 0; i < s->n_run; i++)
+		settle(s, s->run[i]);
+	s->n_plan = 0;
+	s->plan_free = s->c->gpus;
+	for (size_t i = 0; i < s->n_run; i++)
+		s->js[s->run[i]].planned = 0;
+	by_key(s);
+	put_back_all(s);
+	return 1;
+}
+
+const cl_policy_ops cl_srtf = {
+	.name = "srtf",
+	.verifies = srtf_fast,
+	.init = srtf_init,
+	.free = srtf_free,
+	.key = srtf_key,
+	.decide = srtf_decide,
+	.started = srtf_enter,
+	.finished = srtf_leave,
+};

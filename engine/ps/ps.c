@@ -292,6 +292,14 @@ ps_lr(const ps *p)
 	return p->lr;
 }
 
+void
+ps_opt(const ps *p, float *lr, float *momentum, float *weight_decay)
+{
+	*lr = p->lr;
+	*momentum = p->mu;
+	*weight_decay = p->wd;
+}
+
 const rule_params *
 ps_params(const ps *p)
 {

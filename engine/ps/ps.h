@@ -137,6 +137,9 @@ SL_MUST_USE int ps_round_add(ps *p, const ps_grad *g, int round_size);
 /* gradients in the pending round */
 int ps_round_pending(const ps *p);
 float ps_lr(const ps *p);
+/* the optimiser's settings (ps_set_opt): its learning rate, momentum and
+ * weight decay (hogwild steps the shared weights with them) */
+void ps_opt(const ps *p, float *lr, float *momentum, float *weight_decay);
 const rule_params *ps_params(const ps *p);
 backend *ps_backend(const ps *p);
 /* n floats of scratch in the server's memory (overwritten by any call) */

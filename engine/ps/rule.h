@@ -9,10 +9,13 @@
  * apply on arrival, a round of every running worker, begin and push when
  * the run lets it, pull the server's weights, push the gradient.
  *
- * Server hooks see the parameter server only through ps.h; worker hooks
- * run inside the engine (engine/run/run_impl.h) and talk to the server only
- * through the message calls of ps.h (pull, push, average, elastic), so a
- * remote worker or a GPU worker can do the same. */
+ * Server hooks see the parameter server only through ps.h. Worker hooks
+ * see a worker and the run only through the two views below, which the
+ * run fills in (engine/run/): the worker's step in flight and the rule's
+ * own state (rule_worker), the server, the rule's parameters and what a
+ * hook may ask of the run (rule_run, rule_ops). They talk to the server
+ * only through the message calls of ps.h (pull, push, average, elastic),
+ * so a remote worker or a GPU worker can do the same. */
 #ifndef SL_RULE_H
 #define SL_RULE_H
 
@@ -21,11 +24,11 @@
 
 #include "ps_config.h"
 
+struct backend;
+struct model;
 struct ps;
 struct ps_grad;
 struct ps_result;
-struct run;
-struct worker;
 
 enum {
 	/* the server applies one averaged step per round of gradients */
@@ -47,6 +50,79 @@ enum {
 	RULE_CLOCKS = 1 << 5,
 };
 
+/* A worker as its rule's worker hooks see it: the step in flight and the
+ * rule's own state. The run keeps one in each of its workers (worker.rw,
+ * engine/run/run_impl.h); the rest of a worker is the run's. */
+typedef struct rule_worker {
+	int id;
+	struct model *m;  /* replica: m->params holds the weights it computes on */
+	struct backend *be;
+	uint64_t have;    /* version held in m->params (UINT64_MAX: none) */
+	uint64_t v_read;  /* version the current gradient is computed on */
+	uint64_t clock;   /* iterations pushed (the SSP clock) */
+	uint64_t seq;
+	int waiting;      /* in a sync round or an average */
+	uint64_t wait_v;  /* ... released when the version passes this */
+	int64_t last_round; /* odsgd: round last pushed into (-1 none) */
+	int batch_n;
+	size_t grad_off;  /* the start of the gradient tail it sends (set at a pull) */
+	int local_steps;  /* localsgd / easgd: steps since the last exchange */
+	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
+	int reply;          /* local rules: an exchange's reply came with the
+			     * last step: the next one receives it */
+} rule_worker;
+
+typedef struct rule_run rule_run;
+
+/* What a worker hook may ask of the run: the run fills the table in
+ * (engine/run/step.c). Each is called, as the hooks are, with the run's
+ * lock held. */
+typedef struct rule_ops {
+	/* the workers running (active, not paused) */
+	int (*n_running)(const rule_run *e);
+	/* the slowest running worker's clock (UINT64_MAX: none running) */
+	uint64_t (*min_clock)(const rule_run *e);
+	/* a round's size for the running workers (rule_round_size) */
+	int (*round_size)(const rule_run *e);
+	/* the updates left before a stop counted in updates (a stop stops
+	 * at exactly that update); UINT64_MAX: no such stop */
+	uint64_t (*updates_left)(const rule_run *e);
+	/* The default pull into the worker's own weights, a copy: the
+	 * server's, or under a version delay those of an older version
+	 * (w->v_read is the version read); for rules that go on from them,
+	 * as odsgd after its warm-up. */
+	void (*pull_copy)(rule_run *e, rule_worker *w);
+	/* The default delivery: the gradient message; under RULE_WAIT the
+	 * worker waits for the round. Returns its staleness. */
+	uint64_t (*push_grad)(rule_run *e, rule_worker *w);
+	/* Before a model leaves a worker (localsgd, easgd): 0 if finite,
+	 * else the run diverges and -1. */
+	int (*check_model)(rule_run *e, rule_worker *w);
+	/* the server's version advanced (an update applied) */
+	void (*version_changed)(rule_run *e);
+	/* fail the run: the server could not take `what` (a gradient, a
+	 * model) from worker wid (ps_push's rc); returns rc */
+	int (*push_failed)(rule_run *e, int wid, const char *what, int rc);
+	/* the run cannot go on (code a negative SL_E*, why the reason);
+	 * returns code */
+	int (*fail)(rule_run *e, int code, const char *why);
+	/* drop the run's lock, and take it again (hogwild's step) */
+	void (*unlock)(rule_run *e);
+	void (*lock)(rule_run *e);
+} rule_ops;
+
+/* The run as a worker hook sees it (the run keeps one: run.rr). The
+ * optimiser's settings (learning rate, momentum, weight decay) are the
+ * server's: ps_lr, ps_opt. */
+struct rule_run {
+	struct ps *ps;          /* the server: the hooks' messages (ps.h) */
+	const rule_params *rp;  /* the rule's parameters, the run's current ones */
+	const rule_ops *ops;
+	/* hogwild steps between their check and their count (the lock
+	 * dropped meanwhile): a stop in updates counts them */
+	int inflight;
+};
+
 typedef struct rule_class {
 	const char *name;
 	const char *doc;     /* one line, for --help and the schema */
@@ -61,22 +137,22 @@ typedef struct rule_class {
 
 	/* worker side (run lock held); NULL: the default */
 	int (*round_size)(int n_running, const rule_params *rp);
-	int (*may_begin)(const struct run *r, const struct worker *w);
-	int (*may_push)(const struct run *r, const struct worker *w);
+	int (*may_begin)(const rule_run *e, const rule_worker *w);
+	int (*may_push)(const rule_run *e, const rule_worker *w);
 	/* after the common part of a pull (time, depth, team width): read
 	 * the weights the step computes on, set w->v_read */
-	void (*pull)(struct run *r, struct worker *w);
+	void (*pull)(rule_run *e, rule_worker *w);
 	/* deliver the computed gradient (w->m->grads from w->grad_off);
 	 * returns the staleness to record */
-	uint64_t (*deliver)(struct run *r, struct worker *w);
+	uint64_t (*deliver)(rule_run *e, rule_worker *w);
 	/* does the step being begun send a message (its model, for the
 	 * local rules: on the steps that exchange)? NULL: every step pushes
 	 * its gradient */
-	int (*exchanges)(const struct run *r, const struct worker *w);
+	int (*exchanges)(const rule_run *e, const rule_worker *w);
 	/* does the step overlap its communication with its compute (the
 	 * worker goes on without waiting for its pull: odsgd's local
 	 * phase)? NULL: no */
-	int (*overlaps)(const struct run *r, const struct worker *w);
+	int (*overlaps)(const rule_run *e, const rule_worker *w);
 } rule_class;
 
 /* The table, in the order of docs/rules.md, NULL-terminated. */

@@ -125,11 +125,11 @@ ckpt_save_state(run *r, blob *b)
 		worker *wk = r->w[i];
 		tlv_open(&w, "", TLV_SEC);
 		ckpt_put_fields(&w, &ckpt_worker_tab, wk);
-		tlv_array(&w, "batch", TLV_U32S, wk->idx, (size_t)wk->batch_n);
-		put_floats(&w, "params", wk->be, wk->m->params, r->n_params);
-		put_floats(&w, "grads", wk->be, wk->m->grads, r->n_params);
-		put_floats(&w, "local_ms", wk->be, wk->ms, r->n_params);
-		put_floats(&w, "local_prev", wk->be, wk->wprev, r->n_params);
+		tlv_array(&w, "batch", TLV_U32S, wk->idx, (size_t)wk->rw.batch_n);
+		put_floats(&w, "params", wk->rw.be, wk->rw.m->params, r->n_params);
+		put_floats(&w, "grads", wk->rw.be, wk->rw.m->grads, r->n_params);
+		put_floats(&w, "local_ms", wk->rw.be, wk->rw.ms, r->n_params);
+		put_floats(&w, "local_prev", wk->rw.be, wk->rw.wprev, r->n_params);
 		tlv_close(&w);
 	}
 	tlv_close(&w);
@@ -309,14 +309,14 @@ read_workers(const tlv_sec *root, ckpt_doc *d, char *err)
 		worker *w = &cw->w;
 		if ((rc = ckpt_get_fields(&it, &ckpt_worker_tab, w, err)) < 0)
 			return rc;
-		if (w->id != i - 1)
-			return tlv_bad(err, &it, "id", "= %d, expected %d", w->id, i - 1);
+		if (w->rw.id != i - 1)
+			return tlv_bad(err, &it, "id", "= %d, expected %d", w->rw.id, i - 1);
 		if (w->idx_cap < 1 || w->idx_cap > CKPT_MAX_BATCH)
 			return tlv_bad(err, &it, "batch_cap", "= %d is out of range 1..%d",
 				       w->idx_cap, CKPT_MAX_BATCH);
 		if (w->n_held < 0 || w->n_held > HELD_MAX)
 			return tlv_bad(err, &it, "n_held", "= %d is out of range", w->n_held);
-		if (w->grad_off >= d->n_params)
+		if (w->rw.grad_off >= d->n_params)
 			return tlv_bad(err, &it, "grad_off", "is past the model's end");
 		size_t nb;
 		if ((rc = tlv_get_array(&it, "batch", REQ, TLV_U32S, SIZE_MAX, &cw->batch, &nb,
@@ -325,7 +325,7 @@ read_workers(const tlv_sec *root, ckpt_doc *d, char *err)
 		if (nb > (size_t)w->idx_cap)
 			return tlv_bad(err, &it, "batch", "has %zu samples, more than batch_cap",
 				       nb);
-		w->batch_n = (int)nb;
+		w->rw.batch_n = (int)nb;
 		if ((rc = check_samples(&it, "batch", cw->batch, nb, d->n_train, err)) < 0)
 			return rc;
 		if ((rc = get_f32(&it, "params", REQ, d->n_params, &cw->params, err)) < 0 ||
@@ -620,26 +620,26 @@ load_doc(run *r, ckpt_doc *d, char *err)
 			r->n_slots = i + 1;
 		}
 		worker *w = r->w[i];
-		if (w->m->batch_cap < cw->w.idx_cap)
+		if (w->rw.m->batch_cap < cw->w.idx_cap)
 			return sl_fail(err, SL_EFORMAT,
 				       "checkpoint: \"workers[%d].batch_cap\" = %d, the run's "
-				       "worker holds %d", i, cw->w.idx_cap, w->m->batch_cap);
+				       "worker holds %d", i, cw->w.idx_cap, w->rw.m->batch_cap);
 		ckpt_copy_fields(&ckpt_worker_tab, w, &cw->w);
 		if (w->remote_slot) { /* its remote worker joins again, or another */
 			w->active = 0;
 			w->remote = NULL;
 			w->remote_left = 1;
 		}
-		w->batch_n = cw->w.batch_n;
-		memcpy(w->idx, cw->batch, sizeof(uint32_t) * (size_t)w->batch_n);
-		backend *be = w->be;
-		if (load_floats(be, &w->m->params, cw->params, r->n_params, err) < 0 ||
-		    load_floats(be, &w->m->grads, cw->grads, r->n_params, err) < 0 ||
-		    (cw->ms && load_floats(be, &w->ms, cw->ms, r->n_params, err) < 0) ||
-		    (cw->wprev && load_floats(be, &w->wprev, cw->wprev, r->n_params, err) < 0))
+		w->rw.batch_n = cw->w.rw.batch_n;
+		memcpy(w->idx, cw->batch, sizeof(uint32_t) * (size_t)w->rw.batch_n);
+		backend *be = w->rw.be;
+		if (load_floats(be, &w->rw.m->params, cw->params, r->n_params, err) < 0 ||
+		    load_floats(be, &w->rw.m->grads, cw->grads, r->n_params, err) < 0 ||
+		    (cw->ms && load_floats(be, &w->rw.ms, cw->ms, r->n_params, err) < 0) ||
+		    (cw->wprev && load_floats(be, &w->rw.wprev, cw->wprev, r->n_params, err) < 0))
 			return -SL_ENOMEM;
-		if (w->ms && !w->tmp &&
-		    !(w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params)))
+		if (w->rw.ms && !w->rw.tmp &&
+		    !(w->rw.tmp = be->ops->alloc(be, sizeof(float) * r->n_params)))
 			return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
 		if (!r->virt) {
 			/* threads start afresh: what was in flight is dropped */

@@ -99,7 +99,7 @@ v_start(run *r, worker *w)
 	 * overlaps them computes while its messages travel */
 	double pull = step_link_s(w, w->pull_bytes), push = step_link_s(w, w->push_bytes);
 	int at_server = step_held_at_server(r, w);
-	int overlap = r->rule->overlaps && r->rule->overlaps(r, w);
+	int overlap = r->rule->overlaps && r->rule->overlaps(&r->rr, &w->rw);
 	double work = cost + (at_server ? 0 : d), t;
 	/* summed in this order: with a free link the arrival is the same
 	 * double as before the link existed (the fixtures hold bit for bit) */
@@ -115,7 +115,7 @@ v_start(run *r, worker *w)
 	w->comm_s += pull + push;
 	w->st = W_DELAY;
 	w->due = at_server ? d : 0; /* held this long at the server after arriving */
-	virt_schedule(r, t, w->id, EV_ARRIVE);
+	virt_schedule(r, t, w->rw.id, EV_ARRIVE);
 }
 
 /* the server serves one push at a time, server_ms each, in the order
@@ -131,7 +131,7 @@ v_serve(run *r, worker *w)
 		w->st = W_DELAY; /* in the server's queue (not W_WAIT_PUSH: that
 				  * is waiting for the rule, which wake_blocked
 				  * would send again) */
-		virt_schedule(r, r->server_free, w->id, EV_APPLY);
+		virt_schedule(r, r->server_free, w->rw.id, EV_APPLY);
 		return;
 	}
 	step_deliver(r, w);
@@ -158,12 +158,12 @@ v_arrive(run *r, worker *w)
 		if (!step_held_at_server(r, w)) {
 			/* the rule changed while it travelled: the rest of its
 			 * delay delays the arrival */
-			virt_schedule(r, r->vtime + due, w->id, EV_ARRIVE);
+			virt_schedule(r, r->vtime + due, w->rw.id, EV_ARRIVE);
 			return;
 		}
 		if (step_hold(r, w, r->vtime + due) < 0)
 			return;
-		virt_schedule(r, r->vtime + due, w->id, EV_HELD);
+		virt_schedule(r, r->vtime + due, w->rw.id, EV_HELD);
 	} else if (!step_can_push(r, w)) {
 		w->st = W_WAIT_PUSH;
 		return;

@@ -94,7 +94,7 @@ restart_clocks(run *r)
 	if (!(r->rule->flags & RULE_CLOCKS))
 		return;
 	for (int i = 0; i < r->n_slots; i++)
-		r->w[i]->clock = 0;
+		r->w[i]->rw.clock = 0;
 	r->clock_gap_max = 0;
 }
 
@@ -111,10 +111,10 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 	ps_set_rule(r->ps, r->rule, &r->cfg.rp);
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];
-		w->waiting = 0;
-		w->have = UINT64_MAX; /* re-read the server's weights */
-		w->last_round = -1;
-		w->local_steps = 0;
+		w->rw.waiting = 0;
+		w->rw.have = UINT64_MAX; /* re-read the server's weights */
+		w->rw.last_round = -1;
+		w->rw.local_steps = 0;
 	}
 	restart_clocks(r);
 }
@@ -214,8 +214,8 @@ cmd_apply(run *r, const run_cmd *c)
 			 * an added worker does (else ssp holds the others
 			 * until it has caught up alone) */
 			uint64_t mc = run_min_clock(r);
-			if (w->paused && !c->paused && mc != UINT64_MAX && w->clock < mc)
-				w->clock = mc;
+			if (w->paused && !c->paused && mc != UINT64_MAX && w->rw.clock < mc)
+				w->rw.clock = mc;
 			w->paused = c->paused;
 			if (ps_flush_round(r->ps, step_round_size(r)))
 				step_version_changed(r);

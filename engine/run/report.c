@@ -242,7 +242,7 @@ build_snapshot(run *r)
 		if (!w->active)
 			continue;
 		worker_snap *ws = &s->workers[s->n_workers++];
-		ws->id = w->id;
+		ws->id = w->rw.id;
 		ws->state = w->paused ? "paused"
 			    : w->st == W_DELAY ? "delayed"
 			    : (w->st == W_WAIT_BEGIN || w->st == W_WAIT_PUSH) ? "waiting"
@@ -267,9 +267,9 @@ build_snapshot(run *r)
 		ws->remote = w->remote != NULL;
 		snprintf(ws->host, sizeof(ws->host), "%s", w->host);
 		ws->rtt_ms = w->remote ? w->rtt_ms : 0;
-		ws->device = w->be ? backend_name(w->be) : s->device;
-		ws->mem_bytes = w->m ? (double)w->m->mem_bytes : 0;
-		const float *extra[] = {w->ms, w->wprev, w->tmp};
+		ws->device = w->rw.be ? backend_name(w->rw.be) : s->device;
+		ws->mem_bytes = w->rw.m ? (double)w->rw.m->mem_bytes : 0;
+		const float *extra[] = {w->rw.ms, w->rw.wprev, w->rw.tmp};
 		for (int k = 0; k < 3; k++)
 			ws->mem_bytes += extra[k] ? 4.0 * r->n_params : 0;
 	}

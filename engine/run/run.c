@@ -54,8 +54,8 @@ run_min_clock(const run *r)
 	uint64_t m = UINT64_MAX;
 	for (int i = 0; i < r->n_slots; i++) {
 		const worker *w = r->w[i];
-		if (w->active && !w->paused && w->clock < m)
-			m = w->clock;
+		if (w->active && !w->paused && w->rw.clock < m)
+			m = w->rw.clock;
 	}
 	return m;
 }
@@ -89,7 +89,7 @@ run_diverge(run *r, const worker *w, const char *what)
 		return;
 	r->diverged = 1;
 	r->div = (run_divergence){.t = run_now(r), .v = ps_version(r->ps),
-				  .worker = w->id, .v_read = w->v_read,
+				  .worker = w->rw.id, .v_read = w->rw.v_read,
 				  .what = what, .loss = w->loss};
 	if (r->cb.diverged)
 		r->cb.diverged(r->cb.ud, &r->div);
@@ -225,6 +225,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	if (cfg->stop_epochs > 0)
 		r->take_limit = (uint64_t)ceil(cfg->stop_epochs * tr->n - 0.5);
 	r->rule = rule;
+	r->rr = (rule_run){.ps = r->ps, .rp = &r->cfg.rp, .ops = &step_rule_ops};
 	ps_set_rule(r->ps, r->rule, &cfg->rp);
 	ps_set_opt(r->ps, (float)cfg->lr, (float)cfg->momentum,
 		   (float)cfg->weight_decay);

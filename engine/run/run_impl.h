@@ -46,7 +46,11 @@ typedef enum wstate {
 } wstate;
 
 typedef struct worker {
-	int id;
+	/* what its rule's worker hooks see (engine/ps/rule.h): its id, model
+	 * and backend, the versions it has and read, its clock and sequence,
+	 * the batch and gradient tail of the step in flight, the rule's own
+	 * state (local steps, odsgd's last round and optimiser state) */
+	rule_worker rw;
 	int active;       /* counted in the run's workers */
 	int paused;
 	delay_cfg delay;
@@ -54,26 +58,13 @@ typedef struct worker {
 	int spb_depth;
 	double speed;
 	rng rng_delay;
-	model *m;         /* replica: m->params holds the weights it computes on */
-	backend *be;
-	uint64_t have;    /* version held in m->params (UINT64_MAX: none) */
-	uint64_t v_read;  /* version the current gradient is computed on */
-	double t_read;    /* when it read those weights (run seconds) */
-	uint64_t clock;   /* iterations pushed (the SSP clock) */
-	uint64_t seq;
-	int waiting;      /* in a sync round or an average */
-	uint64_t wait_v;  /* ... released when the version passes this */
-	int64_t last_round; /* odsgd: round last pushed into (-1 none) */
-	int batch_n;
+	double t_read;    /* when it read rw.v_read's weights (run seconds) */
 	int depth;        /* spb_depth of the step in flight (read at pull) */
 	int want_threads, cur_threads; /* wall: team width, set at a pull */
-	size_t grad_off;  /* ... and the start of the gradient tail it sends */
 	uint32_t *idx;
 	int idx_cap;
 	double loss;
-	int local_steps;  /* localsgd / easgd: steps since the last exchange */
 	int n_held;       /* its gradients held at the server ("where": "server") */
-	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
 	const float *cw;  /* the weights this step computes on */
 	const float *pinned; /* ... when they are the server's, read in place */
 	wstate st;
@@ -88,8 +79,6 @@ typedef struct worker {
 	double bytes_recv;  /* pulled from the server */
 	double comm_s;      /* virtual: seconds its messages spent on its link */
 	double pull_bytes, push_bytes; /* what the step in flight moves (step_begin) */
-	int reply;          /* local rules: an exchange's reply came with the
-			     * last step: the next one receives it */
 	double active_s, t_joined;
 	rate_win rate_samples; /* its current samples/s (over WINDOW_S) */
 	stale_hist hist;
@@ -139,6 +128,8 @@ struct run {
 	model *evm;
 	ps *ps;
 	const rule_class *rule;
+	rule_run rr;      /* what the rule's worker hooks see (engine/ps/rule.h):
+			   * the server, &cfg.rp and step_rule_ops (run_new) */
 	size_t n_params;
 	double full_flops; /* per sample, full depth */
 	worker *w[CFG_MAX_WORKERS];
@@ -201,7 +192,6 @@ struct run {
 	int n_sched, sched_pos;
 	atomic_int stop_req;
 	int stopping, paused, eval_gate, n_computing;
-	int hog_inflight; /* hogwild steps between their check and their count */
 	int fail_rc;      /* the run failed (negative SL_E* code; r->err says why) */
 	int diverged;     /* a non-finite step was caught: div says where */
 	run_divergence div;
@@ -258,9 +248,6 @@ const char *step_nonfinite(const run *r, const worker *w);
  * (run_diverge) and -1: the step is dropped, nothing of it reaches the
  * server. -1 too once the run has diverged. */
 int step_check(run *r, worker *w, const char *what);
-/* Before a model leaves a worker (localsgd, easgd): 0 if finite, else the
- * run diverges and -1. */
-int step_check_model(run *r, worker *w);
 /* Begin a step: may the worker begin (the rule, a pause), take its batch,
  * read the weights it computes on. 1 if begun, 0 if it may not begin now,
  * -1 if the data is spent (the stop's epochs are all taken). */
@@ -275,25 +262,17 @@ double step_link_s(const worker *w, double bytes);
  * steps the shared weights and drops the lock while it does. */
 void step_deliver(run *r, worker *w);
 
-/* ---- for the rules' worker hooks (engine/ps/rules/) ---- */
+/* What the rules' worker hooks may ask of the run (engine/ps/rule.h's
+ * rule_ops: the default pull and delivery, the run's counts, its
+ * divergence and failure, its lock), handed to them in r->rr. */
+extern const rule_ops step_rule_ops;
 
 /* The default pull: the server's weights, or under a version delay those
- * of an older version (w->v_read is the version read). */
+ * of an older version (w->rw.v_read is the version read). */
 void step_pull_server(run *r, worker *w);
-/* The same into the worker's own weights, a copy (rules that go on from
- * them, as odsgd after its warm-up). */
-void step_pull_copy(run *r, worker *w);
 /* After the compute (lock held): release weights read in place. 0, or the
  * run failed (a copy on write could not be made). */
 int step_computed(run *r, worker *w);
-/* Local weights, taken from the server on the first step (or the first
- * after a rule switch); w->v_read is left to the caller. */
-void step_pull_local(run *r, worker *w);
-/* The default delivery: the gradient message; under RULE_WAIT the worker
- * waits for the round. Returns its staleness. */
-uint64_t step_push_grad(run *r, worker *w);
-/* One plain SGD step on the worker's own weights from w->grad_off. */
-void step_local_sgd(run *r, worker *w, const float *g, float lr);
 int step_can_begin(const run *r, const worker *w);
 int step_can_push(const run *r, const worker *w);
 int step_held_at_server(const run *r, const worker *w);

@@ -6,6 +6,7 @@
 #include "wstep.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +52,8 @@ static void
 step_note_begin(run *r, const worker *w)
 {
 	uint64_t mc = run_min_clock(r);
-	if (mc != UINT64_MAX && w->clock > mc && w->clock - mc > r->clock_gap_max)
-		r->clock_gap_max = w->clock - mc;
+	if (mc != UINT64_MAX && w->rw.clock > mc && w->rw.clock - mc > r->clock_gap_max)
+		r->clock_gap_max = w->rw.clock - mc;
 }
 
 /* take up to want sample indices; 0 when the stop limit is reached */
@@ -86,9 +87,9 @@ step_can_begin(const run *r, const worker *w)
 {
 	if (!w->active || w->paused || r->paused || r->stopping)
 		return 0;
-	if (w->waiting && ps_version(r->ps) <= w->wait_v)
+	if (w->rw.waiting && ps_version(r->ps) <= w->rw.wait_v)
 		return 0;
-	if (r->rule->may_begin && !r->rule->may_begin(r, w))
+	if (r->rule->may_begin && !r->rule->may_begin(&r->rr, &w->rw))
 		return 0;
 	if (r->take_limit && r->taken >= r->take_limit)
 		return 0;
@@ -101,7 +102,7 @@ step_can_begin(const run *r, const worker *w)
 int
 step_can_push(const run *r, const worker *w)
 {
-	return !r->rule->may_push || r->rule->may_push(r, w);
+	return !r->rule->may_push || r->rule->may_push(&r->rr, &w->rw);
 }
 
 /* Is the worker's gradient held at the server ("where": "server") while
@@ -133,7 +134,7 @@ step_vhist_record(run *r)
 static void
 step_pull(run *r, worker *w)
 {
-	backend *be = w->be;
+	backend *be = w->rw.be;
 	w->t_read = run_now(r);
 	/* the depth is fixed for this step: a change lands on the next one */
 	w->depth = w->spb_depth;
@@ -143,21 +144,12 @@ step_pull(run *r, worker *w)
 		be->ops->set_threads(be, w->want_threads);
 		w->cur_threads = w->want_threads;
 	}
-	w->grad_off = model_tail_offset(w->m, w->depth);
-	w->cw = w->m->params;
+	w->rw.grad_off = model_tail_offset(w->rw.m, w->depth);
+	w->cw = w->rw.m->params;
 	if (r->rule->pull)
-		r->rule->pull(r, w);
+		r->rule->pull(&r->rr, &w->rw);
 	else
 		step_pull_server(r, w);
-}
-
-void
-step_pull_local(run *r, worker *w)
-{
-	/* local weights; the first step (or the first after a rule
-	 * switch) starts from the server's */
-	if (w->have == UINT64_MAX)
-		ps_pull(r->ps, w->id, w->m->params, &w->have);
 }
 
 static void
@@ -171,19 +163,19 @@ pull_server(run *r, worker *w, int in_place)
 		if (r->vh_v[slot] == target && lag < r->vh_depth) {
 			/* a stale read: the weights of version `target`, which
 			 * DC-ASGD's compensation must also see */
-			ps_pull_old(r->ps, w->id, r->vh[slot], target,
-				    w->m->params, &w->have);
-			w->v_read = target;
+			ps_pull_old(r->ps, w->rw.id, r->vh[slot], target,
+				    w->rw.m->params, &w->rw.have);
+			w->rw.v_read = target;
 			return;
 		}
 	}
 	if (in_place) {
 		/* read the server's weights where they are: no copy */
-		w->pinned = w->cw = ps_pin(r->ps, w->id, &w->v_read);
+		w->pinned = w->cw = ps_pin(r->ps, w->rw.id, &w->rw.v_read);
 		return;
 	}
-	ps_pull(r->ps, w->id, w->m->params, &w->have);
-	w->v_read = w->have;
+	ps_pull(r->ps, w->rw.id, w->rw.m->params, &w->rw.have);
+	w->rw.v_read = w->rw.have;
 }
 
 void
@@ -191,11 +183,13 @@ step_pull_server(run *r, worker *w)
 {
 	/* in place where the worker computes in the server's memory: both
 	 * in host memory (in-process CPU workers), or on one backend */
-	pull_server(r, w, w->be == r->be_ps || (w->be->ops->host_memory &&
+	pull_server(r, w, w->rw.be == r->be_ps || (w->rw.be->ops->host_memory &&
 						r->be_ps->ops->host_memory));
 }
 
-void
+/* the same into the worker's own weights, a copy (rules that go on from
+ * them, as odsgd after its warm-up) */
+static void
 step_pull_copy(run *r, worker *w)
 {
 	pull_server(r, w, 0);
@@ -218,10 +212,10 @@ double
 step_compute(run *r, worker *w)
 {
 	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->cw;
-	w->loss = wstep(w->m, &r->data->train, p, w->idx, w->batch_n, w->depth);
-	double f = model_step_flops(w->m, w->depth) * w->batch_n;
+	w->loss = wstep(w->rw.m, &r->data->train, p, w->idx, w->rw.batch_n, w->depth);
+	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
 	w->flops += f;
-	w->flops_saved += r->full_flops * w->batch_n - f;
+	w->flops_saved += r->full_flops * w->rw.batch_n - f;
 	return f;
 }
 
@@ -231,10 +225,10 @@ step_compute_remote(run *r, worker *w)
 	double loss = NAN;
 	/* the wire carries host memory: a device backend's weights go down
 	 * first and the gradient comes back up */
-	backend *be = w->be;
+	backend *be = w->rw.be;
 	const float *cw = w->cw;
-	float *g = w->m->grads;
-	size_t n = r->n_params, off = w->grad_off;
+	float *g = w->rw.m->grads;
+	size_t n = r->n_params, off = w->rw.grad_off;
 	if (!be->ops->host_memory) {
 		if (!w->remote_io && !(w->remote_io = malloc(sizeof(float) * 2 * n)))
 			return run_fail(r, -SL_ENOMEM, "out of memory for a remote worker's copies");
@@ -242,16 +236,16 @@ step_compute_remote(run *r, worker *w)
 		cw = w->remote_io;
 		g = w->remote_io + n;
 	}
-	int rc = w->remote->compute(w->remote_ctx, cw, n, w->v_read, w->idx,
-				    w->batch_n, w->depth, off, g, &loss);
+	int rc = w->remote->compute(w->remote_ctx, cw, n, w->rw.v_read, w->idx,
+				    w->rw.batch_n, w->depth, off, g, &loss);
 	if (rc < 0)
 		return rc;
-	if (g != w->m->grads)
-		be->ops->upload(be, w->m->grads + off, g + off, sizeof(float) * (n - off));
+	if (g != w->rw.m->grads)
+		be->ops->upload(be, w->rw.m->grads + off, g + off, sizeof(float) * (n - off));
 	w->loss = loss;
-	double f = model_step_flops(w->m, w->depth) * w->batch_n;
+	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
 	w->flops += f;
-	w->flops_saved += r->full_flops * w->batch_n - f;
+	w->flops_saved += r->full_flops * w->rw.batch_n - f;
 	return 0;
 }
 
@@ -265,8 +259,8 @@ step_nonfinite(const run *r, const worker *w)
 {
 	if (!isfinite(w->loss))
 		return "loss";
-	if (!w->be->ops->all_finite(w->be, w->m->grads + w->grad_off,
-				    r->n_params - w->grad_off))
+	if (!w->rw.be->ops->all_finite(w->rw.be, w->rw.m->grads + w->rw.grad_off,
+				    r->n_params - w->rw.grad_off))
 		return "gradient";
 	return NULL;
 }
@@ -283,13 +277,14 @@ step_check(run *r, worker *w, const char *what)
 }
 
 /* localsgd and easgd send the worker's weights, not its gradient: a local
- * step may overflow them even from a finite gradient */
-int
+ * step may overflow them even from a finite gradient. Before a model
+ * leaves a worker: 0 if finite, else the run diverges and -1. */
+static int
 step_check_model(run *r, worker *w)
 {
 	if (r->diverged)
 		return -1;
-	if (w->be->ops->all_finite(w->be, w->m->params, r->n_params))
+	if (w->rw.be->ops->all_finite(w->rw.be, w->rw.m->params, r->n_params))
 		return 0;
 	run_diverge(r, w, "model");
 	return -1;
@@ -306,12 +301,12 @@ step_version_changed(run *r)
 static void
 step_count_delivery(run *r, worker *w)
 {
-	w->seq++;
+	w->rw.seq++;
 	w->bytes_sent += w->push_bytes;
 	r->loss_sum += w->loss;
 	r->loss_n++;
-	r->samples += (uint64_t)w->batch_n;
-	w->samples += (uint64_t)w->batch_n;
+	r->samples += (uint64_t)w->rw.batch_n;
+	w->samples += (uint64_t)w->rw.batch_n;
 	w->iterations++;
 }
 
@@ -324,37 +319,30 @@ step_push_failed(run *r, int wid, const char *what, int rc)
 	return run_fail(r, rc, why);
 }
 
-uint64_t
+/* the default delivery: the gradient message; under RULE_WAIT the worker
+ * waits for the round. Returns its staleness. */
+static uint64_t
 step_push_grad(run *r, worker *w)
 {
 	uint64_t v0 = ps_version(r->ps);
-	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
-		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
+	ps_grad g = {.worker = w->rw.id, .seq = w->rw.seq, .v_read = w->rw.v_read,
+		     .off = w->rw.grad_off, .batch = w->rw.batch_n, .g = w->rw.m->grads};
 	ps_result res;
-	ps_lend(r->ps, w->be); /* the worker's team applies it (lock held) */
+	ps_lend(r->ps, w->rw.be); /* the worker's team applies it (lock held) */
 	int rc = ps_push(r->ps, &g, step_round_size(r), &res);
 	ps_lend(r->ps, NULL);
 	if (rc < 0) {
-		step_push_failed(r, w->id, "a gradient", rc);
+		step_push_failed(r, w->rw.id, "a gradient", rc);
 		return 0;
 	}
 	if ((r->rule->flags & RULE_WAIT) && !res.applied) {
 		/* wait for the round */
-		w->waiting = 1;
-		w->wait_v = v0;
+		w->rw.waiting = 1;
+		w->rw.wait_v = v0;
 	}
 	if (res.applied)
 		step_version_changed(r);
 	return res.tau;
-}
-
-void
-step_local_sgd(run *r, worker *w, const float *g, float lr)
-{
-	backend *be = w->be;
-	size_t off = w->grad_off;
-	be->ops->sgd(be, w->m->params + off, g + off, NULL, r->n_params - off,
-		     lr, 0, 0);
 }
 
 /* gradient coherence (virtual clock): the gradient about to be applied
@@ -364,13 +352,13 @@ static void
 step_coherence(run *r, worker *w)
 {
 	model *m = r->evm;
-	if (!w->be->ops->host_memory || !m->be->ops->host_memory || w->batch_n > m->batch_cap)
+	if (!w->rw.be->ops->host_memory || !m->be->ops->host_memory || w->rw.batch_n > m->batch_cap)
 		return;
-	model_load_batch(m, r->data->train.x, r->data->train.y, w->idx, w->batch_n);
-	model_step(m, ps_weights(r->ps), w->batch_n, w->depth);
-	const float *a = w->m->grads, *b = m->grads;
+	model_load_batch(m, r->data->train.x, r->data->train.y, w->idx, w->rw.batch_n);
+	model_step(m, ps_weights(r->ps), w->rw.batch_n, w->depth);
+	const float *a = w->rw.m->grads, *b = m->grads;
 	double ab = 0, aa = 0, bb = 0;
-	for (size_t i = w->grad_off; i < r->n_params; i++) {
+	for (size_t i = w->rw.grad_off; i < r->n_params; i++) {
 		ab += (double)a[i] * b[i];
 		aa += (double)a[i] * a[i];
 		bb += (double)b[i] * b[i];
@@ -395,11 +383,11 @@ step_deliver(run *r, worker *w)
 	    ps_version(r->ps) % (uint64_t)r->cfg.coherence_every == 0)
 		step_coherence(r, w);
 	step_count_delivery(r, w);
-	uint64_t tau = r->rule->deliver ? r->rule->deliver(r, w)
+	uint64_t tau = r->rule->deliver ? r->rule->deliver(&r->rr, &w->rw)
 					: step_push_grad(r, w);
 	if (r->fail_rc)
 		return; /* the push failed: the run stops, saying why */
-	w->clock++;
+	w->rw.clock++;
 	step_record_stale(r, w, tau, w->t_read);
 }
 
@@ -417,11 +405,11 @@ step_hold(run *r, worker *w, double due)
 		r->held = h;
 		r->cap_held = cap;
 	}
-	size_t off = w->grad_off;
+	size_t off = w->rw.grad_off;
 	held *h = &r->held[r->n_held];
 	/* DC-ASGD compensates with the weights this gradient was computed
 	 * on: the worker's backup now, before its next pull replaces it */
-	const float *bak = (r->rule->flags & RULE_BACKUP) ? ps_backup(r->ps, w->id) : NULL;
+	const float *bak = (r->rule->flags & RULE_BACKUP) ? ps_backup(r->ps, w->rw.id) : NULL;
 	h->g = malloc(sizeof(float) * r->n_params);
 	h->bak = bak ? malloc(sizeof(float) * r->n_params) : NULL;
 	if (!h->g || (bak && !h->bak)) {
@@ -430,24 +418,24 @@ step_hold(run *r, worker *w, double due)
 		return run_fail(r, -SL_ENOMEM,
 				"out of memory holding a gradient at the server");
 	}
-	w->be->ops->download(w->be, h->g + off, w->m->grads + off,
+	w->rw.be->ops->download(w->rw.be, h->g + off, w->rw.m->grads + off,
 			     sizeof(float) * (r->n_params - off));
 	if (bak)
 		r->be_ps->ops->download(r->be_ps, h->bak, bak,
 					sizeof(float) * r->n_params);
 	h->due = due;
 	h->t_read = w->t_read;
-	h->worker = w->id;
-	h->v_read = w->v_read;
-	h->seq = ++w->seq;
+	h->worker = w->rw.id;
+	h->v_read = w->rw.v_read;
+	h->seq = ++w->rw.seq;
 	h->off = off;
-	h->batch = w->batch_n;
+	h->batch = w->rw.batch_n;
 	h->loss = w->loss;
 	r->n_held++;
 	w->n_held++;
-	w->clock++;
+	w->rw.clock++;
 	w->iterations++;
-	w->samples += (uint64_t)w->batch_n;
+	w->samples += (uint64_t)w->rw.batch_n;
 	w->bytes_sent += w->push_bytes;
 	rate_mark(&w->rate_samples, run_now(r), (double)w->samples);
 	return 0;
@@ -513,7 +501,7 @@ step_delay_s(worker *w, double compute_s, double bytes)
 double
 step_delay(run *r, worker *w, double compute_s)
 {
-	double bytes = (double)(r->n_params - w->grad_off) * sizeof(float);
+	double bytes = (double)(r->n_params - w->rw.grad_off) * sizeof(float);
 	double d = step_delay_s(w, compute_s, bytes);
 	if (!r->virt) {
 		double link = step_link_s(w, w->pull_bytes) + step_link_s(w, w->push_bytes);
@@ -544,12 +532,12 @@ step_note_bytes(run *r, worker *w, int fresh)
 {
 	double all = (double)r->n_params * sizeof(float);
 	if (r->rule->flags & RULE_LOCAL) {
-		w->pull_bytes = fresh || w->reply ? all : 0;
-		w->push_bytes = r->rule->exchanges && r->rule->exchanges(r, w) ? all : 0;
-		w->reply = 0;
+		w->pull_bytes = fresh || w->rw.reply ? all : 0;
+		w->push_bytes = r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw) ? all : 0;
+		w->rw.reply = 0;
 	} else {
 		w->pull_bytes = all;
-		w->push_bytes = (double)(r->n_params - w->grad_off) * sizeof(float);
+		w->push_bytes = (double)(r->n_params - w->rw.grad_off) * sizeof(float);
 	}
 	w->bytes_recv += w->pull_bytes;
 }
@@ -560,12 +548,125 @@ step_begin(run *r, worker *w)
 	if (!step_can_begin(r, w))
 		return 0;
 	int b = r->cfg.batch < w->idx_cap ? r->cfg.batch : w->idx_cap;
-	w->batch_n = step_take(r, b, w->idx);
-	if (!w->batch_n)
+	w->rw.batch_n = step_take(r, b, w->idx);
+	if (!w->rw.batch_n)
 		return -1;
 	step_note_begin(r, w);
-	int fresh = w->have == UINT64_MAX;
+	int fresh = w->rw.have == UINT64_MAX;
 	step_pull(r, w);
 	step_note_bytes(r, w, fresh);
 	return 1;
 }
+
+/* ---- what the rules' worker hooks may ask (engine/ps/rule.h) ----------- */
+
+/* the run and the worker behind the views a hook is handed: members of
+ * theirs (run.rr, worker.rw) */
+static run *
+run_of(rule_run *e)
+{
+	return (run *)((char *)e - offsetof(run, rr));
+}
+
+static const run *
+run_of_c(const rule_run *e)
+{
+	return (const run *)((const char *)e - offsetof(run, rr));
+}
+
+static worker *
+worker_of(rule_worker *w)
+{
+	return (worker *)((char *)w - offsetof(worker, rw));
+}
+
+static int
+op_n_running(const rule_run *e)
+{
+	return run_n_running(run_of_c(e));
+}
+
+static uint64_t
+op_min_clock(const rule_run *e)
+{
+	return run_min_clock(run_of_c(e));
+}
+
+static int
+op_round_size(const rule_run *e)
+{
+	return step_round_size(run_of_c(e));
+}
+
+static uint64_t
+op_updates_left(const rule_run *e)
+{
+	const run *r = run_of_c(e);
+	if (!r->cfg.stop_steps)
+		return UINT64_MAX;
+	uint64_t v = ps_version(r->ps);
+	return v < r->cfg.stop_steps ? r->cfg.stop_steps - v : 0;
+}
+
+static void
+op_pull_copy(rule_run *e, rule_worker *w)
+{
+	step_pull_copy(run_of(e), worker_of(w));
+}
+
+static uint64_t
+op_push_grad(rule_run *e, rule_worker *w)
+{
+	return step_push_grad(run_of(e), worker_of(w));
+}
+
+static int
+op_check_model(rule_run *e, rule_worker *w)
+{
+	return step_check_model(run_of(e), worker_of(w));
+}
+
+static void
+op_version_changed(rule_run *e)
+{
+	step_version_changed(run_of(e));
+}
+
+static int
+op_push_failed(rule_run *e, int wid, const char *what, int rc)
+{
+	return step_push_failed(run_of(e), wid, what, rc);
+}
+
+static int
+op_fail(rule_run *e, int code, const char *why)
+{
+	return run_fail(run_of(e), code, why);
+}
+
+static void
+op_unlock(rule_run *e)
+{
+	pthread_mutex_unlock(&run_of(e)->mu);
+}
+
+static void
+op_lock(rule_run *e)
+{
+	pthread_mutex_lock(&run_of(e)->mu);
+}
+
+const rule_ops step_rule_ops = {
+	.n_running = op_n_running,
+	.min_clock = op_min_clock,
+	.round_size = op_round_size,
+	.updates_left = op_updates_left,
+	.pull_copy = op_pull_copy,
+	.push_grad = op_push_grad,
+	.check_model = op_check_model,
+	.version_changed = op_version_changed,
+	.push_failed = op_push_failed,
+	.fail = op_fail,
+	.unlock = op_unlock,
+	.lock = op_lock,
+};

@@ -14,13 +14,13 @@ worker_free(worker *w)
 {
 	if (!w)
 		return;
-	backend *be = w->be;
-	if (w->m) {
-		be->ops->free(be, w->ms);
-		be->ops->free(be, w->wprev);
-		be->ops->free(be, w->tmp);
+	backend *be = w->rw.be;
+	if (w->rw.m) {
+		be->ops->free(be, w->rw.ms);
+		be->ops->free(be, w->rw.wprev);
+		be->ops->free(be, w->rw.tmp);
 	}
-	model_free(w->m);
+	model_free(w->rw.m);
 	free(w->remote_io);
 	free(w->idx);
 	free(w);
@@ -37,7 +37,7 @@ worker_settings(run *r, worker *w)
 	w->paused = 0;
 	for (int i = 0; i < r->cfg.n_overrides; i++) {
 		const worker_override *o = &r->cfg.overrides[i];
-		if (o->id != w->id)
+		if (o->id != w->rw.id)
 			continue;
 		if (o->has_delay)
 			w->delay = o->delay;
@@ -59,17 +59,17 @@ worker_new(run *r, int id, worker **out)
 	worker *w = calloc(1, sizeof(*w));
 	if (!w)
 		return sl_fail(r->err, SL_ENOMEM, "out of memory");
-	w->id = id;
-	w->have = UINT64_MAX;
-	w->last_round = -1;
+	w->rw.id = id;
+	w->rw.have = UINT64_MAX;
+	w->rw.last_round = -1;
 	rng_seed(&w->rng_delay, r->cfg.seed, 100 + (uint64_t)id);
 	if (r->virt) {
-		w->be = r->be_eval;
+		w->rw.be = r->be_eval;
 	} else {
 		/* as wide as the machine (or threads); narrowed to one thread
 		 * while other workers share the cores (fit_threads) */
 		int t = r->cfg.threads ? r->cfg.threads : r->ncpu;
-		int rc = backend_open(backend_name(r->be_eval), t, &w->be, r->err);
+		int rc = backend_open(backend_name(r->be_eval), t, &w->rw.be, r->err);
 		if (rc < 0) {
 			free(w);
 			return rc;
@@ -77,14 +77,14 @@ worker_new(run *r, int id, worker **out)
 	}
 	const dataset *tr = &r->data->train;
 	int rc = model_new(r->cfg.model, tr->c, tr->h, tr->w, tr->classes,
-			   r->cfg.batch, r->cfg.seed, w->be, &w->m, r->err);
+			   r->cfg.batch, r->cfg.seed, w->rw.be, &w->rw.m, r->err);
 	w->idx_cap = r->cfg.batch;
 	w->idx = calloc((size_t)w->idx_cap, sizeof(uint32_t)); /* saved by checkpoints */
 	if (rc < 0 || !w->idx) {
 		if (!r->virt)
-			backend_free(w->be);
+			backend_free(w->rw.be);
 		free(w->idx);
-		model_free(w->m);
+		model_free(w->rw.m);
 		free(w);
 		return rc < 0 ? rc : sl_fail(r->err, SL_ENOMEM, "out of memory");
 	}
@@ -98,7 +98,7 @@ worker_new(run *r, int id, worker **out)
 void
 worker_destroy(run *r, worker *w)
 {
-	backend *be = w->be;
+	backend *be = w->rw.be;
 	worker_free(w);
 	if (!r->virt)
 		backend_free(be);
@@ -114,13 +114,13 @@ slot_activate(run *r, int i)
 	/* it joins at the slowest running clock (taken before it counts as
 	 * running: its own clock is 0 or stale) */
 	uint64_t mc = run_min_clock(r);
-	w->clock = mc == UINT64_MAX ? 0 : mc;
+	w->rw.clock = mc == UINT64_MAX ? 0 : mc;
 	w->active = 1;
 	w->st = W_IDLE;
 	w->t_joined = run_now(r);
 	rate_reset(&w->rate_samples, w->t_joined, (double)w->samples);
-	w->have = UINT64_MAX;
-	w->waiting = 0;
+	w->rw.have = UINT64_MAX;
+	w->rw.waiting = 0;
 	if (r->virt) {
 		if (!w->pending)
 			virt_schedule(r, run_now(r), i, EV_START);
@@ -177,9 +177,9 @@ workers_lose_remote(run *r, worker *w, int left)
 		r->remote_lost++;
 	r->remote_dropped++; /* the step it was computing */
 	if (r->cb.remote)
-		r->cb.remote(r->cb.ud, run_now(r), ps_version(r->ps), w->id, left ? "left" : "lost",
+		r->cb.remote(r->cb.ud, run_now(r), ps_version(r->ps), w->rw.id, left ? "left" : "lost",
 			     w->host);
-	if (w->id == r->cfg.workers - 1) /* the last slot: the count goes down */
+	if (w->rw.id == r->cfg.workers - 1) /* the last slot: the count goes down */
 		r->cfg.workers--;
 	wall_fit_threads(r);
 	/* a sync round waiting for it goes on without it */

@@ -55,7 +55,7 @@ may_use engine/data engine/base
 may_use engine/wire engine/base
 may_use engine/worker engine/base engine/nn engine/data
 may_use engine/ps engine/base engine/nn
-may_use engine/ps/rules engine/base engine/nn engine/data engine/ps engine/run engine/worker
+may_use engine/ps/rules engine/base engine/nn engine/ps
 may_use engine/run engine/base engine/nn engine/data engine/ps engine/ps/rules \
 	engine/worker engine/wire
 # the cluster simulator: pure arithmetic over its own types

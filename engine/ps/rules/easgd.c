@@ -2,46 +2,48 @@
  * each worker trains its own weights x; every `period` steps it exchanges
  * with the centre: diff = alpha (x - centre), the centre moves by +diff
  * and x by -diff, with alpha = beta / N. */
-#include "run_impl.h"
+#include "model.h"
+#include "ps.h"
 #include "rules.h"
 
 static uint64_t
-deliver(run *r, worker *w)
+deliver(rule_run *e, rule_worker *w)
 {
 	backend *be = w->be;
-	step_local_sgd(r, w, w->m->grads, (float)r->cfg.lr);
+	rule_local_sgd(e, w, w->m->grads, ps_lr(e->ps));
 	uint64_t tau = (uint64_t)w->local_steps;
-	if (++w->local_steps >= (int)r->cfg.rp.period) {
-		if (step_check_model(r, w) < 0)
+	if (++w->local_steps >= (int)e->rp->period) {
+		if (e->ops->check_model(e, w) < 0)
 			return tau;
 		w->local_steps = 0;
+		size_t n_params = ps_size(e->ps);
 		if (!w->tmp)
-			w->tmp = be->ops->alloc(be, sizeof(float) * r->n_params);
+			w->tmp = be->ops->alloc(be, sizeof(float) * n_params);
 		if (!w->tmp) {
-			run_fail(r, -SL_ENOMEM, "out of memory for an elastic exchange");
+			e->ops->fail(e, -SL_ENOMEM, "out of memory for an elastic exchange");
 			return tau;
 		}
-		int n = run_n_running(r);
+		int n = e->ops->n_running(e);
 		ps_grad m = {.kind = PS_ELASTIC, .worker = w->id, .seq = w->seq,
 			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params,
-			     .alpha = (float)(r->cfg.rp.beta / (n < 1 ? 1 : n)),
+			     .alpha = (float)(e->rp->beta / (n < 1 ? 1 : n)),
 			     .reply = w->tmp};
-		int rc = ps_push(r->ps, &m, 1, NULL);
+		int rc = ps_push(e->ps, &m, 1, NULL);
 		if (rc < 0) {
-			step_push_failed(r, w->id, "an elastic exchange", rc);
+			e->ops->push_failed(e, w->id, "an elastic exchange", rc);
 			return tau;
 		}
-		be->ops->axpy(be, r->n_params, -1.0f, w->tmp, w->m->params);
+		be->ops->axpy(be, n_params, -1.0f, w->tmp, w->m->params);
 		w->reply = 1; /* the elastic difference came back: its bytes */
-		step_version_changed(r);
+		e->ops->version_changed(e);
 	}
 	return tau;
 }
 
 static int
-exchanges(const run *r, const worker *w)
+exchanges(const rule_run *e, const rule_worker *w)
 {
-	return w->local_steps + 1 >= (int)r->cfg.rp.period;
+	return w->local_steps + 1 >= (int)e->rp->period;
 }
 
 const rule_class rule_easgd = {

@@ -5,43 +5,43 @@
  * clock and wherever a worker does not share the server's memory. A
  * gradient held at the server ("where": "server") is applied there as a
  * plain step (the default server hook). */
-#include "run_impl.h"
+#include "model.h"
+#include "ps.h"
 #include "rules.h"
 
 static void
-pull(run *r, worker *w)
+pull(rule_run *e, rule_worker *w)
 {
-	w->v_read = ps_version(r->ps); /* computes on the shared weights */
+	w->v_read = ps_version(e->ps); /* computes on the shared weights */
 }
 
 /* a stop in updates counts the unlocked steps in flight */
 static int
-may_push(const run *r, const worker *w)
+may_push(const rule_run *e, const rule_worker *w)
 {
 	(void)w;
-	return !r->cfg.stop_steps ||
-	       ps_version(r->ps) + (uint64_t)r->hog_inflight < r->cfg.stop_steps;
+	return e->ops->updates_left(e) > (uint64_t)e->inflight;
 }
 
 /* a step on the shared weights without the lock (others read and write
  * them too); the lock is dropped while it runs */
 static uint64_t
-deliver(run *r, worker *w)
+deliver(rule_run *e, rule_worker *w)
 {
-	r->hog_inflight++;
-	backend *be = r->be_ps;
+	e->inflight++;
+	backend *be = ps_backend(e->ps);
 	size_t o = w->grad_off;
-	float *mom = ps_momentum(r->ps);
-	float lr = (float)r->cfg.lr, mu = (float)r->cfg.momentum;
-	float wd = (float)r->cfg.weight_decay;
-	pthread_mutex_unlock(&r->mu);
-	be->ops->sgd(be, (float *)ps_weights(r->ps) + o, w->m->grads + o,
-		     mom ? mom + o : NULL, r->n_params - o, lr, mu, wd);
-	pthread_mutex_lock(&r->mu);
-	r->hog_inflight--;
-	uint64_t tau = ps_version(r->ps) - w->v_read;
-	ps_advance(r->ps);
-	step_version_changed(r);
+	float *mom = ps_momentum(e->ps);
+	float lr, mu, wd;
+	ps_opt(e->ps, &lr, &mu, &wd);
+	e->ops->unlock(e);
+	be->ops->sgd(be, (float *)ps_weights(e->ps) + o, w->m->grads + o,
+		     mom ? mom + o : NULL, ps_size(e->ps) - o, lr, mu, wd);
+	e->ops->lock(e);
+	e->inflight--;
+	uint64_t tau = ps_version(e->ps) - w->v_read;
+	ps_advance(e->ps);
+	e->ops->version_changed(e);
 	return tau;
 }
 

@@ -3,45 +3,39 @@
  * model is in, the server's weights become their mean and the workers
  * start again from it. The staleness recorded is the number of local
  * steps since the last average. */
-#include "run_impl.h"
+#include "model.h"
+#include "ps.h"
 #include "rules.h"
 
-void
-rule_pull_model(run *r, worker *w)
-{
-	step_pull_local(r, w);
-	w->v_read = ps_version(r->ps);
-}
-
 static uint64_t
-deliver(run *r, worker *w)
+deliver(rule_run *e, rule_worker *w)
 {
-	step_local_sgd(r, w, w->m->grads, (float)r->cfg.lr);
+	rule_local_sgd(e, w, w->m->grads, ps_lr(e->ps));
 	uint64_t tau = (uint64_t)w->local_steps;
-	if (++w->local_steps >= (int)r->cfg.rp.H) {
-		if (step_check_model(r, w) < 0)
+	if (++w->local_steps >= (int)e->rp->H) {
+		if (e->ops->check_model(e, w) < 0)
 			return tau;
 		w->local_steps = 0;
 		w->waiting = 1;
-		w->wait_v = ps_version(r->ps);
+		w->wait_v = ps_version(e->ps);
 		w->have = UINT64_MAX; /* take the average when released */
 		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
 			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
 		ps_result res;
-		int rc = ps_push(r->ps, &m, run_n_running(r), &res);
+		int rc = ps_push(e->ps, &m, e->ops->n_running(e), &res);
 		if (rc < 0)
-			step_push_failed(r, w->id, "a model", rc);
+			e->ops->push_failed(e, w->id, "a model", rc);
 		else if (res.applied)
-			step_version_changed(r);
+			e->ops->version_changed(e);
 	}
 	return tau;
 }
 
 /* the step that completes H local steps sends the model */
 static int
-exchanges(const run *r, const worker *w)
+exchanges(const rule_run *e, const rule_worker *w)
 {
-	return w->local_steps + 1 >= (int)r->cfg.rp.H;
+	return w->local_steps + 1 >= (int)e->rp->H;
 }
 
 const rule_class rule_localsgd = {

@@ -11,49 +11,50 @@
  * W - W_prev, as DC-ASGD does at the server. */
 #include <string.h>
 
-#include "run_impl.h"
+#include "model.h"
+#include "ps.h"
 #include "rules.h"
 
 #define DC_EPS 1e-7f
 
 /* after its warm-up, a worker keeps local weights */
 static int
-local(const run *r, const worker *w)
+local(const rule_run *e, const rule_worker *w)
 {
-	return w->clock >= (uint64_t)r->cfg.rp.warmup;
+	return w->clock >= (uint64_t)e->rp->warmup;
 }
 
 static void
-pull(run *r, worker *w)
+pull(rule_run *e, rule_worker *w)
 {
-	if (!local(r, w)) {
+	if (!local(e, w)) {
 		/* warm-up: ssgd, into its own weights, where the local
 		 * steps go on from */
-		step_pull_copy(r, w);
+		e->ops->pull_copy(e, w);
 		return;
 	}
-	step_pull_local(r, w);
+	rule_pull_local(e, w);
 }
 
 /* once per round: the previous round must be complete */
 static int
-may_push(const run *r, const worker *w)
+may_push(const rule_run *e, const rule_worker *w)
 {
-	return !local(r, w) || w->last_round < 0 ||
-	       (uint64_t)w->last_round < ps_version(r->ps);
+	return !local(e, w) || w->last_round < 0 ||
+	       (uint64_t)w->last_round < ps_version(e->ps);
 }
 
 /* the local step: x = W(R) - llr g, or its compensated form */
 static void
-local_step(run *r, worker *w, float llr)
+local_step(rule_run *e, rule_worker *w, float llr)
 {
 	backend *be = w->be;
-	size_t n = r->n_params, off = w->grad_off;
+	size_t n = ps_size(e->ps), off = w->grad_off;
 	float *x = w->m->params;
-	int cad = !strcmp(r->cfg.rp.local_opt, "cadcasgd");
+	int cad = !strcmp(e->rp->local_opt, "cadcasgd");
 	/* the newest global weights, W(R), which round R will advance */
 	uint64_t fresh = UINT64_MAX;
-	ps_pull(r->ps, w->id, x, &fresh);
+	ps_pull(e->ps, w->id, x, &fresh);
 	if (cad && !w->ms) {
 		w->ms = be->ops->alloc(be, sizeof(float) * n);
 		w->wprev = be->ops->alloc(be, sizeof(float) * n);
@@ -64,47 +65,47 @@ local_step(run *r, worker *w, float llr)
 	if (cad && w->ms && w->wprev && w->tmp) {
 		/* CADCASGD: the drift is the last global step seen, W - W_prev */
 		be->ops->dc_grad(be, n - off, w->m->grads + off, x + off,
-				 w->wprev + off, w->ms + off, (float)r->cfg.rp.lambda,
-				 (float)r->cfg.rp.m, DC_EPS, w->tmp + off);
+				 w->wprev + off, w->ms + off, (float)e->rp->lambda,
+				 (float)e->rp->m, DC_EPS, w->tmp + off);
 		be->ops->copy(be, w->wprev, x, sizeof(float) * n);
-		step_local_sgd(r, w, w->tmp, llr);
+		rule_local_sgd(e, w, w->tmp, llr);
 	} else {
-		step_local_sgd(r, w, w->m->grads, llr);
+		rule_local_sgd(e, w, w->m->grads, llr);
 	}
 }
 
 static uint64_t
-deliver(run *r, worker *w)
+deliver(rule_run *e, rule_worker *w)
 {
-	if (!local(r, w))
-		return step_push_grad(r, w); /* warm-up: ssgd */
-	uint64_t R = ps_version(r->ps);
-	int n = run_n_running(r);
-	local_step(r, w, (float)(r->cfg.rp.local_lr / (n < 1 ? 1 : n)));
+	if (!local(e, w))
+		return e->ops->push_grad(e, w); /* warm-up: ssgd */
+	uint64_t R = ps_version(e->ps);
+	int n = e->ops->n_running(e);
+	local_step(e, w, (float)(e->rp->local_lr / (n < 1 ? 1 : n)));
 	/* push after the local step: the round may complete now and move
 	 * W on to W(R+1) */
 	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
 		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
 	ps_result res;
-	int rc = ps_push(r->ps, &g, step_round_size(r), &res);
+	int rc = ps_push(e->ps, &g, e->ops->round_size(e), &res);
 	if (rc < 0) {
-		step_push_failed(r, w->id, "a gradient", rc);
+		e->ops->push_failed(e, w->id, "a gradient", rc);
 		return 0;
 	}
 	w->have = R; /* the global part of the local weights */
 	w->v_read = R;
 	w->last_round = (int64_t)R;
 	if (res.applied)
-		step_version_changed(r);
+		e->ops->version_changed(e);
 	return res.tau;
 }
 
 /* after its warm-up a worker computes on while its push and the next
  * global weights travel: communication overlaps computation */
 static int
-overlaps(const run *r, const worker *w)
+overlaps(const rule_run *e, const rule_worker *w)
 {
-	return local(r, w);
+	return local(e, w);
 }
 
 const rule_class rule_odsgd = {

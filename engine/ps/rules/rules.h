@@ -14,9 +14,16 @@ extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 int rule_server_round(struct ps *p, const struct ps_grad *g, int round_size,
 		      struct ps_result *res);
 
+/* What the rules that train local weights share (local.c). */
+
 /* The pull of the rules that train local weights and exchange models
  * (localsgd, easgd): the worker's own weights, the server's at first;
  * staleness counts local steps, so v_read is the current version. */
-void rule_pull_model(struct run *r, struct worker *w);
+void rule_pull_model(rule_run *e, rule_worker *w);
+/* Local weights, taken from the server on the first step (or the first
+ * after a rule switch); w->v_read is left to the caller. */
+void rule_pull_local(rule_run *e, rule_worker *w);
+/* One plain SGD step on the worker's own weights from w->grad_off. */
+void rule_local_sgd(const rule_run *e, rule_worker *w, const float *g, float lr);
 
 #endif

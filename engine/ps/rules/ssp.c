@@ -2,14 +2,13 @@
  * applied on arrival, but a worker may not begin a step more than s clocks
  * (its pushed iterations) ahead of the slowest running worker. The clocks
  * count from the moment ssp took effect or s last changed (RULE_CLOCKS). */
-#include "run_impl.h"
 #include "rules.h"
 
 static int
-may_begin(const run *r, const worker *w)
+may_begin(const rule_run *e, const rule_worker *w)
 {
-	uint64_t mc = run_min_clock(r);
-	return mc == UINT64_MAX || w->clock <= mc + (uint64_t)r->cfg.rp.s;
+	uint64_t mc = e->ops->min_clock(e);
+	return mc == UINT64_MAX || w->clock <= mc + (uint64_t)e->rp->s;
 }
 
 const rule_class rule_ssp = {

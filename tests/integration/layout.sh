@@ -4,12 +4,19 @@
 # of every folder of engine/ and daemon/ (a folder uses only itself and the
 # folders below it), tui/ (none of engine/ or daemon/), with no exception.
 #
-# engine/: base/ (errors, random numbers, threads, serialisation) needs
-# nothing else; nn/ (backends, layers, models) and data/ (data sets) know
-# nothing of training; wire/ (the remote-worker messages) needs only base/,
-# so a worker process links it alone; worker/ (a worker's step, in-process
-# or remote) needs only base/, nn/ and data/: not the run loop, the clocks
-# or the server; nothing in engine/ knows HTTP, the bus or curses.
+# engine/: the order is the one docs/architecture.md draws (its picture's
+# folder rows under "engine/", top to bottom), read from there: every
+# folder of engine/ is drawn once, and each may use only folders drawn
+# below it. base/ (errors, random numbers, threads, serialisation) needs
+# nothing else; cluster/ (the simulator) only base/; data/ (data sets) and
+# nn/ (backends, layers, models) know nothing of training; cuda/ only nn/'s
+# backend table; wire/ (the remote-worker messages) needs only base/, so a
+# worker process links it alone; worker/ (a worker's step, in-process or
+# remote) needs only base/, nn/ and data/: not the run loop, the clocks or
+# the server; ps/ (the server, the rule class and its hooks' views) only
+# base/ and nn/; ps/rules/ (one file per rule) only ps/ below it, never
+# the run; run/ (the run, its clocks, its checkpoint) over them all;
+# nothing in engine/ knows HTTP, the bus or curses.
 #
 # daemon/: formats/ (run objects as JSON, logs, checkpoint files, the
 # API's JSON, the command line's helpers) over the engine; wire/ (wire
@@ -28,12 +35,25 @@ dir_of() {
 	for d in $DIRS; do [ -f "$d/$1" ] && { echo "$d"; return; }; done
 }
 ENGINE=$(ls -d engine/*/ engine/ps/rules/ | sed 's|/$||' | tr '\n' ' ')
+# the engine's folders as docs/architecture.md draws them, top to bottom
+ORDER=$(sed -n '/^  engine\/ /,/^```/s|^   \([a-z][a-z/]*\)/ .*|engine/\1|p' docs/architecture.md)
+# drawn_below FOLDER OTHER: OTHER is drawn under FOLDER in that picture
+drawn_below() {
+	echo "$ORDER" | sed -n "\\|^$1\$|,\$p" | tail -n +2 | grep -qx "$2"
+}
 
 # may_use FOLDER ALLOWED...: every header of ours FOLDER's files include is
-# in FOLDER itself or one of ALLOWED
+# in FOLDER itself or one of ALLOWED; in engine/, ALLOWED are all drawn
+# below FOLDER (so no rule here lets a folder reach up)
 may_use() {
 	f=$1; shift
 	out=""
+	case $f in engine/*)
+		for a in "$@"; do
+			drawn_below "$f" "$a" ||
+				out="${out}layout.sh lets $f use $a, not drawn below it in docs/architecture.md\n"
+		done ;;
+	esac
 	for src in "$f"/*.c "$f"/*.h "$f"/*.cu "$f"/*.cuh; do
 		[ -f "$src" ] || continue
 		for h in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$src"); do
@@ -49,19 +69,32 @@ may_use() {
 }
 CHECKED=""
 
-may_use engine/base
-may_use engine/nn engine/base engine/data
-may_use engine/data engine/base
+# the engine's order: every folder of engine/ is drawn once in
+# docs/architecture.md's picture, and every row drawn there is a folder
+bad_order=""
+for d in $ENGINE; do
+	[ "$(echo "$ORDER" | grep -cx "$d")" -eq 1 ] ||
+		bad_order="${bad_order}$d is not drawn once in docs/architecture.md's engine picture\n"
+done
+for d in $ORDER; do
+	[ -d "$d" ] || bad_order="${bad_order}docs/architecture.md draws $d, no folder\n"
+done
+if [ -z "$bad_order" ]; then ok "engine/ top to bottom as drawn: $(echo "$ORDER" | sed 's|engine/||' | tr '\n' ' ' | sed 's/ $//')"
+else bad "engine/'s order in docs/architecture.md" "$(printf "$bad_order")"; fi
+
+may_use engine/run engine/ps/rules engine/ps engine/worker engine/wire engine/nn \
+	engine/data engine/base
+may_use engine/ps/rules engine/ps engine/nn engine/base
+may_use engine/ps engine/nn engine/base
+may_use engine/worker engine/nn engine/data engine/base
 may_use engine/wire engine/base
-may_use engine/worker engine/base engine/nn engine/data
-may_use engine/ps engine/base engine/nn
-may_use engine/ps/rules engine/base engine/nn engine/ps
-may_use engine/run engine/base engine/nn engine/data engine/ps engine/ps/rules \
-	engine/worker engine/wire
-# the cluster simulator: pure arithmetic over its own types
-may_use engine/cluster engine/base
 # the cuda plugin: the backend table and nothing else of the engine
 may_use engine/cuda engine/nn
+may_use engine/nn engine/data engine/base
+may_use engine/data engine/base
+# the cluster simulator: pure arithmetic over its own types
+may_use engine/cluster engine/base
+may_use engine/base
 
 # shellcheck disable=SC2086
 {

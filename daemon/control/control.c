@@ -1,6 +1,9 @@
 /* control.c - the routes and dispatch of the daemon's API, with no HTTP in
- * it (see control.h): the route table, ctl_handle, the GET views and the
- * changes (PATCH, PUT); runs and checkpoints are control_runs.c's. */
+ * it (see control.h): the route table (a row per method and path: its
+ * handler, what it needs, its line in the index), ctl_handle, the index,
+ * the GET views and the changes (PATCH, PUT); runs and checkpoints are
+ * control_runs.c's, finished sweeps and simulations control_sweeps.c's and
+ * control_clusters.c's. */
 #include "control.h"
 
 #include <stdlib.h>
@@ -11,38 +14,6 @@
 #include "config_json.h"
 #include "control_impl.h"
 #include "jsonout.h"
-
-const char ctl_index_text[] =
-	"stalelab " SL_VERSION " - asynchronous data-parallel training test-bed\n"
-	"\n"
-	"GET   /api/v1/status            run config, state, version, workers, demo scene\n"
-	"GET   /api/v1/metrics?since=V   evaluation series\n"
-	"GET   /api/v1/staleness         histograms overall, sliding, per worker\n"
-	"GET   /api/v1/events?hz=4       Server-Sent Events\n"
-	"GET   /api/v1/runs              this and earlier runs (?series=1: with series)\n"
-	"GET   /api/v1/runs/{id}         one run with its series and changes\n"
-	"GET   /api/v1/runs/{id}/changes every change of a run, as logged\n"
-	"GET   /api/v1/schema            every config field and rule parameter\n"
-	"GET   /api/v1/run               the current run object\n"
-	"POST  /api/v1/run               start a new run from a run object, or\n"
-	"                                {\"resume\": path} from a checkpoint\n"
-	"PATCH /api/v1/run               change rule, rule_params, lr, batch, paused, stop\n"
-	"GET   /api/v1/workers           the worker count and table\n"
-	"PUT   /api/v1/workers           {\"count\": N}\n"
-	"GET   /api/v1/workers/{id}      one worker\n"
-	"PATCH /api/v1/workers/{id}      {\"delay\": {...}, \"spb_depth\": k, \"paused\": b}\n"
-	"POST  /api/v1/run/recover       {\"lr\": x} (optional): resume a diverged run\n"
-	"                                from its last good checkpoint, smaller lr\n"
-	"POST  /api/v1/checkpoint        {\"path\": file} (optional): write a checkpoint\n"
-	"GET   /api/v1/sweeps            finished sweeps (serve --sweeps DIR)\n"
-	"GET   /api/v1/sweeps/{name}     one: its sweep file, results and summary\n"
-	"GET   /api/v1/sweeps/{name}/figures/{file}.svg   a figure of stalelab plot\n"
-	"GET   /api/v1/clusters          finished cluster simulations (serve --clusters DIR)\n"
-	"GET   /api/v1/clusters/{name}   one: its inputs, summary and series per policy\n"
-	"GET   /api/v1/clusters/{name}/files/{file}   one of its CSV or SVG files\n"
-	"GET   /metrics                  Prometheus text format\n"
-	"\n"
-	"See docs/api.md.\n";
 
 /* ---- replies ------------------------------------------------------------ */
 
@@ -155,77 +126,7 @@ query_get(const char *q, const char *key, char *out, size_t cap)
 	return 0;
 }
 
-/* ---- handlers ------------------------------------------------------------ */
-
-typedef enum { R_INDEX, R_STATUS, R_METRICS, R_STALENESS, R_EVENTS, R_RUN,
-	       R_WORKERS, R_WORKER, R_PROM, R_CKPT, R_RUNS, R_RUN_ONE, R_RUN_CHANGES, R_SCHEMA,
-	       R_RECOVER, R_NONE } route;
-
-static const struct {
-	const char *path; /* a trailing '/' takes an id */
-	route r;
-	const char *allow;
-	const char *suffix; /* after the id ("/changes"), or NULL */
-} routes[] = {
-	{"/", R_INDEX, "GET, HEAD", NULL},
-	{"/api/v1/status", R_STATUS, "GET, HEAD", NULL},
-	{"/api/v1/metrics", R_METRICS, "GET, HEAD", NULL},
-	{"/api/v1/staleness", R_STALENESS, "GET, HEAD", NULL},
-	{"/api/v1/events", R_EVENTS, "GET, HEAD", NULL},
-	{"/api/v1/run", R_RUN, "GET, HEAD, POST, PATCH", NULL},
-	{"/api/v1/workers", R_WORKERS, "GET, HEAD, PUT", NULL},
-	{"/api/v1/workers/", R_WORKER, "GET, HEAD, PATCH", NULL},
-	{"/metrics", R_PROM, "GET, HEAD", NULL},
-	{"/api/v1/checkpoint", R_CKPT, "POST", NULL},
-	{"/api/v1/runs", R_RUNS, "GET, HEAD", NULL},
-	{"/api/v1/runs/", R_RUN_ONE, "GET, HEAD", NULL},
-	{"/api/v1/runs/", R_RUN_CHANGES, "GET, HEAD", "/changes"},
-	{"/api/v1/schema", R_SCHEMA, "GET, HEAD", NULL},
-	{"/api/v1/run/recover", R_RECOVER, "POST", NULL},
-};
-
-static int
-match(const char *path, int *id, const char **allow)
-{
-	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
-		const char *p = routes[i].path;
-		size_t n = strlen(p);
-		unsigned long long v;
-		*allow = routes[i].allow;
-		if (p[n - 1] != '/' || n == 1) {
-			if (!strcmp(path, p))
-				return routes[i].r;
-			continue;
-		}
-		if (strncmp(path, p, n))
-			continue;
-		/* the id, then the suffix (if any) to the end */
-		char num[16];
-		const char *rest = path + n, *sfx = routes[i].suffix ? routes[i].suffix : "";
-		size_t k = strcspn(rest, "/");
-		if (k == 0 || k >= sizeof(num) || strcmp(rest + k, sfx))
-			continue;
-		memcpy(num, rest, k);
-		num[k] = 0;
-		if (cli_u64(num, &v) == 0 && v < 1000000) {
-			*id = (int)v;
-			return routes[i].r;
-		}
-	}
-	*allow = "";
-	return R_NONE;
-}
-
-/* is method one of the comma-separated list allow? */
-static int
-allowed(const char *allow, const char *method)
-{
-	size_t n = strlen(method);
-	for (const char *p = allow; (p = strstr(p, method)); p += n)
-		if ((p == allow || p[-1] == ' ') && (p[n] == ',' || !p[n]))
-			return 1;
-	return 0;
-}
+/* ---- the GET views ------------------------------------------------------ */
 
 /* the current run's snapshot, or a 409 (c->mu held) */
 static run_snapshot *
@@ -250,11 +151,11 @@ ctl_lock_run(ctl *c, ctl_reply *o)
 }
 
 static void
-get_metrics(ctl *c, const char *query, const run_snapshot *snap, ctl_reply *o)
+get_metrics(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	char q[32];
 	unsigned long long since = 0;
-	if (query_get(query, "since", q, sizeof(q)) && cli_u64(q, &since) < 0) {
+	if (query_get(a->query, "since", q, sizeof(q)) && cli_u64(q, &since) < 0) {
 		reply_error(o, 400, "bad_field", "since: expected a version (integer >= 0)");
 		return;
 	}
@@ -265,17 +166,18 @@ get_metrics(ctl *c, const char *query, const run_snapshot *snap, ctl_reply *o)
 	for (int i = 0; i < n; i++)
 		json_array_append_new(arr, api_eval_json(&ev[i]));
 	free(ev);
-	reply_json(o, 200, json_pack("{s:I,s:I,s:o}", "version", (json_int_t)snap->v,
+	reply_json(o, 200, json_pack("{s:I,s:I,s:o}", "version", (json_int_t)a->snap->v,
 				     "since", (json_int_t)since, "series", arr));
 }
 
 /* GET /api/v1/runs (summaries; series=1: with series), /api/v1/runs/{id} */
 static void
-get_runs(ctl *c, int id, const char *query, ctl_reply *o)
+get_runs(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	char q[8] = "";
+	int id = a->id;
 	int series = id >= 0;
-	if (id < 0 && query_get(query, "series", q, sizeof(q))) {
+	if (id < 0 && query_get(a->query, "series", q, sizeof(q))) {
 		if (strcmp(q, "0") && strcmp(q, "1")) {
 			reply_error(o, 400, "bad_field", "series: expected 0 or 1");
 			return;
@@ -318,8 +220,9 @@ get_runs(ctl *c, int id, const char *query, ctl_reply *o)
 /* GET /api/v1/runs/{id}/changes: the current run's live, an earlier
  * run's from its summary */
 static void
-get_changes(ctl *c, int id, ctl_reply *o)
+get_changes(ctl *c, const ctl_args *a, ctl_reply *o)
 {
+	int id = a->id;
 	json_t *changes = NULL;
 	if (c->r && id == c->run_id) {
 		changes = ctl_changes_json(c);
@@ -340,78 +243,92 @@ get_changes(ctl *c, int id, ctl_reply *o)
 	reply_json(o, 200, json_pack("{s:i,s:o}", "run", id, "changes", changes));
 }
 
-/* GET handlers that read the current run (c->mu held) */
+static char *index_text(void);
+
 static void
-handle_get(ctl *c, route rt, int id, const char *query, ctl_reply *o)
+get_index(ctl *c, const ctl_args *a, ctl_reply *o)
 {
-	if (rt == R_INDEX) {
-		reply_text(o, 200, "text/plain; charset=utf-8", strdup(ctl_index_text));
-		return;
-	}
-	if (rt == R_SCHEMA) {
-		reply_json(o, 200, config_schema_json());
-		return;
-	}
-	if (rt == R_RUNS || rt == R_RUN_ONE) {
-		get_runs(c, rt == R_RUN_ONE ? id : -1, query, o);
-		return;
-	}
-	if (rt == R_RUN_CHANGES) {
-		get_changes(c, id, o);
-		return;
-	}
-	run_snapshot *snap = need_run(c, o);
-	if (!snap)
-		return;
-	switch (rt) {
-	case R_STATUS:
-		reply_json(o, 200, ctl_status_json(c, snap));
-		break;
-	case R_EVENTS: { /* over a request/reply transport: one snapshot */
-		json_t *s = ctl_status_json(c, snap);
-		json_object_set_new(s, "staleness", api_staleness_json(snap));
-		reply_json(o, 200, s);
-		break;
-	}
-	case R_STALENESS:
-		reply_json(o, 200, api_staleness_json(snap));
-		break;
-	case R_PROM:
-		reply_text(o, 200, "text/plain; version=0.0.4; charset=utf-8",
-			   api_prometheus(snap));
-		break;
-	case R_METRICS:
-		get_metrics(c, query, snap, o);
-		break;
-	case R_RUN:
-		reply_json(o, 200, json_pack("{s:i,s:s,s:o}", "run", c->run_id, "state",
-					     run_state_name(snap->state), "config",
-					     config_to_json(&snap->cfg)));
-		break;
-	case R_WORKERS: {
-		json_t *ws = json_array();
-		for (int i = 0; i < snap->n_workers; i++)
-			json_array_append_new(ws, api_worker_json(&snap->workers[i]));
-		reply_json(o, 200, json_pack("{s:i,s:o}", "count", snap->cfg.workers,
-					     "workers", ws));
-		break;
-	}
-	case R_WORKER:
-		if (id < snap->n_workers && id < snap->cfg.workers) {
-			reply_json(o, 200, api_worker_json(&snap->workers[id]));
-		} else {
-			char msg[96];
-			snprintf(msg, sizeof(msg), "worker %d: the run has %d workers", id,
-				 snap->cfg.workers);
-			reply_error(o, 404, "no_worker", msg);
-		}
-		break;
-	default:
-		reply_error(o, 500, "internal", "no handler");
-		break;
-	}
-	run_snapshot_put(snap);
+	(void)c;
+	(void)a;
+	char *text = index_text();
+	if (text)
+		reply_text(o, 200, "text/plain; charset=utf-8", text);
+	else
+		reply_error(o, 500, "internal", "out of memory");
 }
+
+static void
+get_schema(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	(void)c;
+	(void)a;
+	reply_json(o, 200, config_schema_json());
+}
+
+static void
+get_status(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	reply_json(o, 200, ctl_status_json(c, a->snap));
+}
+
+/* over a request/reply transport: one snapshot (HTTP streams them) */
+static void
+get_events(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	json_t *s = ctl_status_json(c, a->snap);
+	json_object_set_new(s, "staleness", api_staleness_json(a->snap));
+	reply_json(o, 200, s);
+}
+
+static void
+get_staleness(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	(void)c;
+	reply_json(o, 200, api_staleness_json(a->snap));
+}
+
+static void
+get_prometheus(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	(void)c;
+	reply_text(o, 200, "text/plain; version=0.0.4; charset=utf-8", api_prometheus(a->snap));
+}
+
+static void
+get_run(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	reply_json(o, 200, json_pack("{s:i,s:s,s:o}", "run", c->run_id, "state",
+				     run_state_name(a->snap->state), "config",
+				     config_to_json(&a->snap->cfg)));
+}
+
+static void
+get_workers(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	(void)c;
+	const run_snapshot *snap = a->snap;
+	json_t *ws = json_array();
+	for (int i = 0; i < snap->n_workers; i++)
+		json_array_append_new(ws, api_worker_json(&snap->workers[i]));
+	reply_json(o, 200, json_pack("{s:i,s:o}", "count", snap->cfg.workers, "workers", ws));
+}
+
+static void
+get_worker(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	(void)c;
+	const run_snapshot *snap = a->snap;
+	if (a->id < snap->n_workers && a->id < snap->cfg.workers) {
+		reply_json(o, 200, api_worker_json(&snap->workers[a->id]));
+	} else {
+		char msg[96];
+		snprintf(msg, sizeof(msg), "worker %d: the run has %d workers", a->id,
+			 snap->cfg.workers);
+		reply_error(o, 404, "no_worker", msg);
+	}
+}
+
+/* ---- the changes ---------------------------------------------------------- */
 
 /* queue a change to the current run and answer with it as logged, once
  * applied (t and v); 409 when there is no run or it has finished */
@@ -472,43 +389,289 @@ command(ctl *c, json_t *set, int worker, ctl_reply *o)
 	reply_json(o, 202, r);
 }
 
+/* PATCH /api/v1/run */
+static void
+patch_run(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	command(c, a->body, -1, o);
+}
+
+/* PATCH /api/v1/workers/{id} */
+static void
+patch_worker(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	command(c, a->body, a->id, o);
+}
+
+/* PUT /api/v1/workers {"count": N} */
+static void
+put_workers(ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	char err[SL_ERR_LEN];
+	json_t *set = ctl_workers_body(a->body, err);
+	if (set)
+		command(c, set, -1, o);
+	else
+		reply_error(o, 400, "bad_field", err);
+	json_decref(set);
+}
+
+/* ---- the routes ------------------------------------------------------------ */
+
+/* Every endpoint, in the index's order (control_impl.h says what a row
+ * holds; docs/api.md has a heading per row but the RT_MISS ones). */
+static const ctl_route routes[] = {
+	{"GET", "/", 0, get_index, "this list (a browser gets the dashboard)"},
+	{"GET", "/api/v1/status", RT_RUN, get_status,
+	 "run config, state, version, workers, demo scene"},
+	{"GET", "/api/v1/metrics", RT_RUN, get_metrics, "evaluation series (?since=V)"},
+	{"GET", "/api/v1/staleness", RT_RUN, get_staleness,
+	 "histograms overall, sliding, per worker"},
+	{"GET", "/api/v1/events", RT_RUN, get_events, "Server-Sent Events (?hz=4)"},
+	{"GET", "/api/v1/runs", RT_LOCK, get_runs, "this and earlier runs (?series=1: with series)"},
+	{"GET", "/api/v1/runs/{id}", RT_LOCK, get_runs, "one run with its series and changes"},
+	{"GET", "/api/v1/runs/{id}/changes", RT_LOCK, get_changes, "every change of a run, as logged"},
+	{"GET", "/api/v1/schema", 0, get_schema, "every config field and rule parameter"},
+	{"GET", "/api/v1/run", RT_RUN, get_run, "the current run object"},
+	{"POST", "/api/v1/run", 0, ctl_post_run,
+	 "start a run: a run object, or {\"resume\": checkpoint}"},
+	{"PATCH", "/api/v1/run", RT_RUN, patch_run,
+	 "change rule, rule_params, lr, batch, paused, stop"},
+	{"GET", "/api/v1/workers", RT_RUN, get_workers, "the worker count and table"},
+	{"PUT", "/api/v1/workers", RT_RUN, put_workers, "{\"count\": N}"},
+	{"GET", "/api/v1/workers/{id}", RT_RUN, get_worker, "one worker"},
+	{"PATCH", "/api/v1/workers/{id}", RT_RUN, patch_worker,
+	 "{\"delay\": {...}, \"spb_depth\": k, \"paused\": b}"},
+	{"POST", "/api/v1/run/recover", RT_RUN | RT_EMPTY, ctl_post_recover,
+	 "{\"lr\": x} (optional): resume a diverged run from its last good checkpoint, "
+	 "smaller lr"},
+	{"POST", "/api/v1/checkpoint", RT_RUN | RT_EMPTY, ctl_post_checkpoint,
+	 "{\"path\": file} (optional): write a checkpoint"},
+	{"GET", "/api/v1/sweeps", 0, ctl_sweeps_get, "finished sweeps (serve --sweeps DIR)"},
+	{"GET", "/api/v1/sweeps/{name}", 0, ctl_sweeps_get,
+	 "one: its sweep file, results and summary"},
+	{"GET", "/api/v1/sweeps/{name}/figures/{file*}", 0, ctl_sweeps_figure,
+	 "a figure of stalelab plot (SVG)"},
+	{"GET", "/api/v1/sweeps/{path*}", RT_MISS, ctl_sweeps_get, NULL},
+	{"GET", "/api/v1/clusters", 0, ctl_clusters_get,
+	 "finished cluster simulations (serve --clusters DIR)"},
+	{"GET", "/api/v1/clusters/{name}", 0, ctl_clusters_get,
+	 "one: its inputs, summary and series per policy"},
+	{"GET", "/api/v1/clusters/{name}/files/{file*}", 0, ctl_clusters_file,
+	 "one of its CSV or SVG files"},
+	{"GET", "/api/v1/clusters/{path*}", RT_MISS, ctl_clusters_get, NULL},
+	{"GET", "/metrics", RT_RUN, get_prometheus, "Prometheus text format"},
+};
+
+#define N_ROUTES (sizeof(routes) / sizeof(routes[0]))
+
+const ctl_route *
+ctl_routes(size_t *n)
+{
+	*n = N_ROUTES;
+	return routes;
+}
+
+void
+ctl_route_shown(const char *pattern, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p && n + 1 < cap; p++)
+		if (!(p[0] == '*' && p[1] == '}'))
+			out[n++] = *p;
+	out[n] = 0;
+}
+
+/* the index's columns: the method, the path, its line (wrapped at WIDTH) */
+#define COL_PATH 6
+#define COL_DOC 32
+#define WIDTH 84
+
+static void
+put_str(sl_buf *b, const char *s)
+{
+	sl_buf_put(b, s, strlen(s));
+}
+
+static void
+put_spaces(sl_buf *b, size_t n)
+{
+	static const char sp[] = "                                ";
+	while (n) {
+		size_t k = n < sizeof(sp) - 1 ? n : sizeof(sp) - 1;
+		sl_buf_put(b, sp, k);
+		n -= k;
+	}
+}
+
+/* GET / for curl: a line per route, from the table (malloc'd; NULL: out
+ * of memory) */
+static char *
+index_text(void)
+{
+	sl_buf b = {0};
+	put_str(&b, "stalelab " SL_VERSION " - asynchronous data-parallel training test-bed\n\n");
+	for (size_t i = 0; i < N_ROUTES; i++) {
+		const ctl_route *r = &routes[i];
+		if (r->flags & RT_MISS)
+			continue;
+		char path[128];
+		ctl_route_shown(r->path, path, sizeof(path));
+		put_str(&b, r->method);
+		put_spaces(&b, COL_PATH - strlen(r->method));
+		put_str(&b, path);
+		size_t col = COL_PATH + strlen(path);
+		size_t pad = col < COL_DOC ? COL_DOC - col : 3;
+		put_spaces(&b, pad);
+		col += pad;
+		/* the line's words, wrapped under its first */
+		for (const char *w = r->doc; *w;) {
+			size_t n = strcspn(w, " ");
+			if (w != r->doc && col + 1 + n > WIDTH) {
+				put_str(&b, "\n");
+				put_spaces(&b, COL_DOC);
+				col = COL_DOC;
+			} else if (w != r->doc) {
+				put_str(&b, " ");
+				col++;
+			}
+			sl_buf_put(&b, w, n);
+			col += n;
+			w += n;
+			w += strspn(w, " ");
+		}
+		put_str(&b, "\n");
+	}
+	put_str(&b, "\nSee docs/api.md.\n");
+	if (b.oom) {
+		free(b.p);
+		return NULL;
+	}
+	return b.p;
+}
+
+/* the segment at s (n bytes) as an {id}: 0..999999 */
+static int
+id_of(const char *s, size_t n, int *id)
+{
+	char num[16];
+	unsigned long long v;
+	if (n == 0 || n >= sizeof(num))
+		return -1;
+	memcpy(num, s, n);
+	num[n] = 0;
+	if (cli_u64(num, &v) < 0 || v >= 1000000)
+		return -1;
+	*id = (int)v;
+	return 0;
+}
+
+/* does path fit the pattern? its parameters into a */
+static int
+match(const char *pattern, const char *path, ctl_args *a)
+{
+	a->id = -1;
+	a->name[0] = 0;
+	a->rest = "";
+	for (const char *p = pattern; *p;) {
+		if (*p != '{') {
+			if (*p++ != *path++)
+				return 0;
+			continue;
+		}
+		const char *end = strchr(p, '}');
+		size_t seg = strcspn(path, "/");
+		if (end[-1] == '*') {
+			a->rest = path;
+			seg = strlen(path);
+		} else if (end - p == 3 && !strncmp(p, "{id", 3)) {
+			if (id_of(path, seg, &a->id) < 0)
+				return 0;
+		} else {
+			size_t n = seg < sizeof(a->name) ? seg : sizeof(a->name) - 1;
+			memcpy(a->name, path, n);
+			a->name[n] = 0;
+		}
+		path += seg;
+		p = end + 1;
+	}
+	return !*path;
+}
+
+/* the methods of the rows of pattern, as an Allow header */
+static void
+allow_of(const char *pattern, char *out, size_t cap)
+{
+	size_t n = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < N_ROUTES && n < cap; i++)
+		if (!strcmp(routes[i].path, pattern))
+			n += (size_t)snprintf(out + n, cap - n, "%s%s%s", n ? ", " : "",
+					      routes[i].method,
+					      !strcmp(routes[i].method, "GET") ? ", HEAD" : "");
+}
+
+/* the row of pattern for method (HEAD: the GET row), or NULL */
+static const ctl_route *
+row_for(const char *pattern, const char *method)
+{
+	const char *m = strcmp(method, "HEAD") ? method : "GET";
+	for (size_t i = 0; i < N_ROUTES; i++)
+		if (!strcmp(routes[i].path, pattern) && !strcmp(routes[i].method, m))
+			return &routes[i];
+	return NULL;
+}
+
+/* a GET: with c->mu and the run's snapshot as the row says */
+static void
+call_get(ctl *c, const ctl_route *r, ctl_args *a, ctl_reply *o)
+{
+	if (!(r->flags & (RT_RUN | RT_LOCK))) {
+		r->fn(c, a, o);
+		return;
+	}
+	pthread_mutex_lock(&c->mu);
+	if (r->flags & RT_RUN)
+		a->snap = need_run(c, o);
+	if (a->snap || !(r->flags & RT_RUN))
+		r->fn(c, a, o);
+	if (a->snap)
+		run_snapshot_put(a->snap);
+	pthread_mutex_unlock(&c->mu);
+}
+
 void
 ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 	   const char *body, size_t len, int authorized, ctl_reply *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (!strncmp(path, "/api/v1/sweeps", 14) && (!path[14] || path[14] == '/')) {
-		ctl_get_sweeps(c, method, path + 14, o);
-		return;
-	}
-	if (!strncmp(path, "/api/v1/clusters", 16) && (!path[16] || path[16] == '/')) {
-		ctl_get_clusters(c, method, path + 16, o);
-		return;
-	}
-	int id = -1;
-	const char *allow;
-	route rt = match(path, &id, &allow);
-	if (rt == R_NONE) {
+	ctl_args a = {.method = method, .query = query};
+	const ctl_route *hit = NULL;
+	for (size_t i = 0; i < N_ROUTES && !hit; i++)
+		if (match(routes[i].path, path, &a))
+			hit = &routes[i];
+	if (!hit) {
 		reply_error(o, 404, "not_found", "no such endpoint (GET / lists them)");
 		return;
 	}
-	int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	char allow[sizeof(o->allow)];
+	allow_of(hit->path, allow, sizeof(allow));
 	if (!strcmp(method, "OPTIONS")) {
 		snprintf(o->allow, sizeof(o->allow), "%s, OPTIONS", allow);
 		o->status = 204;
 		return;
 	}
-	if (!allowed(allow, method)) {
+	const ctl_route *r = row_for(hit->path, method);
+	if (!r) {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "method not allowed here (allowed: %s)", allow);
 		snprintf(o->allow, sizeof(o->allow), "%s", allow);
 		reply_error(o, 405, "method", msg);
 		return;
 	}
-	if (get) {
-		pthread_mutex_lock(&c->mu);
-		handle_get(c, rt, id, query, o);
-		pthread_mutex_unlock(&c->mu);
+	a.route = r;
+	if (!strcmp(r->method, "GET")) {
+		call_get(c, r, &a, o);
 		return;
 	}
 	if (!authorized) {
@@ -517,29 +680,13 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 		return;
 	}
 	char err[SL_ERR_LEN];
-	/* recover and checkpoint take an empty body as {} (every field is
-	 * optional: `curl -X POST .../checkpoint` writes one) */
-	json_t *j = (rt == R_RECOVER || rt == R_CKPT) && !len ? json_object()
-							       : ctl_body_parse(body, len, err);
-	if (!j) {
+	/* every field optional (RT_EMPTY): no body is {} (`curl -X POST
+	 * .../checkpoint` writes one) */
+	a.body = (r->flags & RT_EMPTY) && !len ? json_object() : ctl_body_parse(body, len, err);
+	if (!a.body) {
 		reply_error(o, 400, "bad_json", err);
 		return;
 	}
-	if (rt == R_CKPT) {
-		ctl_post_checkpoint(c, j, o);
-	} else if (rt == R_RECOVER) {
-		ctl_post_recover(c, j, o);
-	} else if (rt == R_RUN && !strcmp(method, "POST")) {
-		ctl_post_run(c, j, o);
-	} else if (rt == R_WORKERS) {
-		json_t *set = ctl_workers_body(j, err);
-		if (set)
-			command(c, set, -1, o);
-		else
-			reply_error(o, 400, "bad_field", err);
-		json_decref(set);
-	} else {
-		command(c, j, rt == R_WORKER ? id : -1, o);
-	}
-	json_decref(j);
+	r->fn(c, &a, o);
+	json_decref(a.body);
 }

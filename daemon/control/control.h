@@ -139,7 +139,4 @@ int ctl_checkpoint(ctl *c, const char *path, size_t *bytes, uint64_t *v,
  * run's version, epoch, accuracy and staleness. */
 void ctl_summary(ctl *c, FILE *f);
 
-/* The daemon's own index of endpoints (GET /). */
-extern const char ctl_index_text[];
-
 #endif

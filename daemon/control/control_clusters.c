@@ -10,6 +10,9 @@
  *                                         the jobs finished under
  *   GET /api/v1/clusters/NAME/files/F     one of its CSV or SVG files
  *
+ * (rows of control.c's route table, with a row for the paths below
+ * /api/v1/clusters/ that name none of them).
+ *
  * DIR is one `stalelab cluster --out` directory (it holds cluster.json) or
  * a directory of them. Names are looked up among the directory's entries
  * (control_files.c). Long timelines and many jobs are reduced here, so a
@@ -31,6 +34,9 @@
 #define JCT_POINTS 1000    /* the JCTs' distribution: at most this many points */
 #define SCHED_MAX 64       /* schedules counted per policy */
 
+static json_t *sim_entry(const char *name, const char *path);
+static void get_one(ctl *c, const char *name, ctl_reply *o);
+
 static ctl_shelf
 shelf(const ctl *c)
 {
@@ -40,7 +46,9 @@ shelf(const ctl *c)
 			   .how = "a `stalelab cluster --out` directory, or a directory of them",
 			   .none_code = "no_clusters",
 			   .one = "cluster simulation", .miss_code = "no_cluster", .list_key = "simulations",
-			   .endpoint = "/api/v1/clusters"};
+			   .endpoint = "/api/v1/clusters",
+			   .paths = "/api/v1/clusters/NAME or /api/v1/clusters/NAME/files/FILE",
+			   .entry = sim_entry, .get_one = get_one};
 }
 
 static int
@@ -298,13 +306,6 @@ sim_entry(const char *name, const char *path)
 }
 
 static void
-get_list(ctl *c, ctl_reply *o)
-{
-	ctl_shelf sh = shelf(c);
-	ctl_shelf_reply_list(&sh, sim_entry, o);
-}
-
-static void
 get_one(ctl *c, const char *name, ctl_reply *o)
 {
 	char path[4096], p[4200];
@@ -339,10 +340,12 @@ get_one(ctl *c, const char *name, ctl_reply *o)
 	reply_json(o, 200, r);
 }
 
-static void
-get_file(ctl *c, const char *name, const char *file, ctl_reply *o)
+/* GET /api/v1/clusters/{name}/files/{file*} */
+void
+ctl_clusters_file(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	char path[4096], p[4400];
+	const char *name = a->name, *file = a->rest;
 	if (sim_path(c, name, path, sizeof(path), o) < 0)
 		return;
 	char *text = NULL;
@@ -363,20 +366,8 @@ get_file(ctl *c, const char *name, const char *file, ctl_reply *o)
 }
 
 void
-ctl_get_clusters(ctl *c, const char *method, const char *rest, ctl_reply *o)
+ctl_clusters_get(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	ctl_shelf sh = shelf(c);
-	char name[256];
-	const char *slash;
-	if (ctl_shelf_route(&sh, method, rest, o, name, sizeof(name), &slash) < 0)
-		return;
-	if (!name[0] && !slash)
-		get_list(c, o);
-	else if (!slash)
-		get_one(c, name, o);
-	else if (!strncmp(slash, "/files/", 7))
-		get_file(c, name, slash + 7, o);
-	else
-		reply_error(o, 404, "not_found", "no such endpoint: /api/v1/clusters/NAME or "
-			    "/api/v1/clusters/NAME/files/FILE");
+	ctl_shelf_get(&sh, c, a, o);
 }

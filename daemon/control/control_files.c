@@ -222,9 +222,24 @@ ctl_shelf_path(const ctl_shelf *s, const char *name, char *path, size_t cap)
 	return ctl_has_file(path, s->marker) ? 0 : -1;
 }
 
+/* no root: 404 none_code (1, o set) */
+static int
+shelf_none(const ctl_shelf *s, ctl_reply *o)
+{
+	if (s->root)
+		return 0;
+	char msg[300];
+	snprintf(msg, sizeof(msg), "this daemon serves no %s: start it with `stalelab serve "
+		 "--%s DIR` (%s)", s->what, s->flag, s->how);
+	reply_error(o, 404, s->none_code, msg);
+	return 1;
+}
+
 int
 ctl_shelf_find(const ctl_shelf *s, const char *name, char *path, size_t cap, ctl_reply *o)
 {
+	if (shelf_none(s, o))
+		return -1;
 	if (ctl_shelf_path(s, name, path, cap) == 0)
 		return 0;
 	char msg[400];
@@ -235,11 +250,11 @@ ctl_shelf_find(const ctl_shelf *s, const char *name, char *path, size_t cap, ctl
 }
 
 json_t *
-ctl_shelf_list(const ctl_shelf *s, json_t *(*entry)(const char *name, const char *path))
+ctl_shelf_list(const ctl_shelf *s)
 {
 	json_t *arr = json_array();
 	if (ctl_shelf_is_one(s)) {
-		json_array_append_new(arr, entry(shelf_base(s), s->root));
+		json_array_append_new(arr, s->entry(shelf_base(s), s->root));
 		return arr;
 	}
 	json_t *names = ctl_list_dir(s->root, NULL);
@@ -253,17 +268,36 @@ ctl_shelf_list(const ctl_shelf *s, json_t *(*entry)(const char *name, const char
 		char p[4096];
 		if (snprintf(p, sizeof(p), "%s/%s", s->root, json_string_value(n)) < (int)sizeof(p) &&
 		    ctl_has_file(p, s->marker))
-			json_array_append_new(arr, entry(json_string_value(n), p));
+			json_array_append_new(arr, s->entry(json_string_value(n), p));
 	}
 	json_decref(names);
 	return arr;
 }
 
 void
-ctl_shelf_reply_list(const ctl_shelf *s, json_t *(*entry)(const char *name, const char *path),
-		     ctl_reply *o)
+ctl_shelf_miss(const ctl_shelf *s, ctl_reply *o)
 {
-	json_t *arr = ctl_shelf_list(s, entry);
+	char msg[300];
+	if (shelf_none(s, o))
+		return;
+	snprintf(msg, sizeof(msg), "no such endpoint: %s", s->paths);
+	reply_error(o, 404, "not_found", msg);
+}
+
+void
+ctl_shelf_get(const ctl_shelf *s, ctl *c, const ctl_args *a, ctl_reply *o)
+{
+	if (a->route->flags & RT_MISS) {
+		ctl_shelf_miss(s, o);
+		return;
+	}
+	if (a->name[0]) { /* an empty name is the listing's trailing '/' */
+		s->get_one(c, a->name, o);
+		return;
+	}
+	if (shelf_none(s, o))
+		return;
+	json_t *arr = ctl_shelf_list(s);
 	if (!arr) {
 		char msg[400], code[64];
 		snprintf(msg, sizeof(msg), "--%s %.200s: %s", s->flag, s->root, strerror(errno));
@@ -272,43 +306,4 @@ ctl_shelf_reply_list(const ctl_shelf *s, json_t *(*entry)(const char *name, cons
 		return;
 	}
 	reply_json(o, 200, json_pack("{s:s,s:o}", "dir", s->root, s->list_key, arr));
-}
-
-int
-ctl_shelf_route(const ctl_shelf *s, const char *method, const char *rest, ctl_reply *o,
-		char *name, size_t cap, const char **sub)
-{
-	if (!strcmp(method, "OPTIONS")) {
-		snprintf(o->allow, sizeof(o->allow), "GET, HEAD, OPTIONS");
-		o->status = 204;
-		return -1;
-	}
-	if (strcmp(method, "GET") && strcmp(method, "HEAD")) {
-		snprintf(o->allow, sizeof(o->allow), "GET, HEAD");
-		reply_error(o, 405, "method", "method not allowed here (allowed: GET, HEAD)");
-		return -1;
-	}
-	if (!s->root) {
-		char msg[300];
-		snprintf(msg, sizeof(msg), "this daemon serves no %s: start it with `stalelab serve "
-			 "--%s DIR` (%s)", s->what, s->flag, s->how);
-		reply_error(o, 404, s->none_code, msg);
-		return -1;
-	}
-	*sub = NULL;
-	name[0] = 0;
-	if (!*rest || !strcmp(rest, "/"))
-		return 0;
-	if (*rest != '/') {
-		reply_error(o, 404, "not_found", "no such endpoint (GET / lists them)");
-		return -1;
-	}
-	const char *slash = strchr(rest + 1, '/');
-	size_t n = slash ? (size_t)(slash - rest - 1) : strlen(rest + 1);
-	if (n >= cap)
-		n = cap - 1;
-	memcpy(name, rest + 1, n);
-	name[n] = 0;
-	*sub = slash;
-	return 0;
 }

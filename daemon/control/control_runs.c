@@ -393,8 +393,9 @@ body_only(json_t *body, const char *key, ctl_reply *o)
 }
 
 void
-ctl_post_run(ctl *c, json_t *body, ctl_reply *o)
+ctl_post_run(ctl *c, const ctl_args *a, ctl_reply *o)
 {
+	json_t *body = a->body;
 	char err[SL_ERR_LEN];
 	run_config cfg;
 	run_sched *sched = NULL;
@@ -430,8 +431,9 @@ ctl_post_run(ctl *c, json_t *body, ctl_reply *o)
  * last good checkpoint (or, with none, from the start) as a new run, with
  * lr (default: half the current) as a change logged at its first version */
 void
-ctl_post_recover(ctl *c, json_t *body, ctl_reply *o)
+ctl_post_recover(ctl *c, const ctl_args *a, ctl_reply *o)
 {
+	json_t *body = a->body;
 	char err[SL_ERR_LEN];
 	json_t *lr = body_only(body, "lr", o);
 	if (o->status)
@@ -523,8 +525,9 @@ ctl_post_recover(ctl *c, json_t *body, ctl_reply *o)
 }
 
 void
-ctl_post_checkpoint(ctl *c, json_t *body, ctl_reply *o)
+ctl_post_checkpoint(ctl *c, const ctl_args *a, ctl_reply *o)
 {
+	json_t *body = a->body;
 	char err[SL_ERR_LEN], path[CTL_PATH_MAX];
 	const char *p;
 	if (ctl_checkpoint_body(body, &p, err) < 0) {

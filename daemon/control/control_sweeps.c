@@ -6,6 +6,9 @@
  *                                            (and summary.csv) as rows
  *   GET /api/v1/sweeps/NAME/figures/F.svg    a figure of `stalelab plot`
  *
+ * (rows of control.c's route table, with a row for the paths below
+ * /api/v1/sweeps/ that name none of them).
+ *
  * DIR is one sweep's directory (it holds sweep.json) or a directory of
  * them. Only names listed in DIR are served: a NAME or F is looked up
  * among the directory's entries, never joined onto a path as given. Reads
@@ -27,6 +30,9 @@ is_svg(const char *dir, const char *name)
 	return n > 4 && !strcmp(name + n - 4, ".svg") && ctl_has_file(dir, name);
 }
 
+static json_t *sweep_entry(const char *name, const char *path);
+static void get_one(ctl *c, const char *name, ctl_reply *o);
+
 static ctl_shelf
 shelf(const ctl *c)
 {
@@ -34,7 +40,9 @@ shelf(const ctl *c)
 			   .what = "sweeps", .flag = "sweeps",
 			   .how = "a sweep's --out, or a directory of them", .none_code = "no_sweeps",
 			   .one = "sweep", .miss_code = "no_sweep", .list_key = "sweeps",
-			   .endpoint = "/api/v1/sweeps"};
+			   .endpoint = "/api/v1/sweeps",
+			   .paths = "/api/v1/sweeps/NAME or /api/v1/sweeps/NAME/figures/FILE.svg",
+			   .entry = sweep_entry, .get_one = get_one};
 }
 
 /* the path of the sweep called name in --sweeps, or -1 (404 set) */
@@ -76,13 +84,6 @@ sweep_entry(const char *name, const char *path)
 }
 
 static void
-get_list(ctl *c, ctl_reply *o)
-{
-	ctl_shelf sh = shelf(c);
-	ctl_shelf_reply_list(&sh, sweep_entry, o);
-}
-
-static void
 get_one(ctl *c, const char *name, ctl_reply *o)
 {
 	char path[4096], p[4200];
@@ -98,10 +99,18 @@ get_one(ctl *c, const char *name, ctl_reply *o)
 	reply_json(o, 200, r);
 }
 
-static void
-get_figure(ctl *c, const char *name, const char *file, ctl_reply *o)
+/* GET /api/v1/sweeps/{name}/figures/{file*}: a file that is no name
+ * is no endpoint (before the sweep is looked up) */
+void
+ctl_sweeps_figure(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	char path[4096], dir[4200], p[4500];
+	const char *name = a->name, *file = a->rest;
+	if (!ctl_name_ok(file)) {
+		ctl_shelf sh = shelf(c);
+		ctl_shelf_miss(&sh, o);
+		return;
+	}
 	if (sweep_path(c, name, path, sizeof(path), o) < 0)
 		return;
 	snprintf(dir, sizeof(dir), "%s/figures", path);
@@ -127,21 +136,8 @@ get_figure(ctl *c, const char *name, const char *file, ctl_reply *o)
 }
 
 void
-ctl_get_sweeps(ctl *c, const char *method, const char *rest, ctl_reply *o)
+ctl_sweeps_get(ctl *c, const ctl_args *a, ctl_reply *o)
 {
 	ctl_shelf sh = shelf(c);
-	char name[256];
-	const char *slash;
-	if (ctl_shelf_route(&sh, method, rest, o, name, sizeof(name), &slash) < 0)
-		return;
-	if (!name[0] && !slash) {
-		get_list(c, o);
-	} else if (!slash) {
-		get_one(c, name, o);
-	} else if (!strncmp(slash, "/figures/", 9) && ctl_name_ok(slash + 9)) {
-		get_figure(c, name, slash + 9, o);
-	} else {
-		reply_error(o, 404, "not_found", "no such endpoint: /api/v1/sweeps/NAME or "
-			    "/api/v1/sweeps/NAME/figures/FILE.svg");
-	}
+	ctl_shelf_get(&sh, c, a, o);
 }

@@ -660,6 +660,225 @@ START_TEST(cluster_series_reduced)
 }
 END_TEST
 
+/* ---- the route table -------------------------------------------------------- */
+
+static const char *const methods[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
+
+/* a path the pattern fits: {id} 1, {word} x, {word*} a/b */
+static void
+sample_path(const char *pattern, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p && n + 4 < cap;) {
+		if (*p != '{') {
+			out[n++] = *p++;
+			continue;
+		}
+		const char *end = strchr(p, '}');
+		const char *v = !strncmp(p, "{id}", 4) ? "1" : end[-1] == '*' ? "a/b" : "x";
+		n += (size_t)snprintf(out + n, cap - n, "%s", v);
+		p = end + 1;
+	}
+	out[n] = 0;
+}
+
+/* may method be used on pattern, by the table? (HEAD where GET may) */
+static int
+table_allows(const ctl_route *rt, size_t n, const char *pattern, const char *method)
+{
+	const char *m = strcmp(method, "HEAD") ? method : "GET";
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(rt[i].path, pattern) && !strcmp(rt[i].method, m))
+			return 1;
+	return 0;
+}
+
+/* the table's rows are well formed: a method we serve, a pattern of
+ * literal text and closed parameters ({word*} last), a line for the
+ * index exactly when it is an endpoint, no (method, pattern) twice */
+static void
+check_row(const ctl_route *rt, size_t i)
+{
+	const ctl_route *r = &rt[i];
+	ck_assert_msg(!strcmp(r->method, "GET") || !strcmp(r->method, "POST") ||
+			      !strcmp(r->method, "PUT") || !strcmp(r->method, "PATCH"),
+		      "%s %s: not a method the table serves", r->method, r->path);
+	ck_assert_msg(r->path[0] == '/', "%s: a pattern starts with /", r->path);
+	for (const char *p = strchr(r->path, '{'); p; p = strchr(p, '{')) {
+		size_t k = strcspn(p, "}/");
+		ck_assert_msg(p[k] == '}' && k > 1, "%s: a parameter is {word}", r->path);
+		ck_assert_msg(p[k - 1] != '*' || !p[k + 1], "%s: {word*} comes last", r->path);
+		p += k;
+	}
+	int miss = (r->flags & RT_MISS) != 0;
+	ck_assert_msg(miss == !r->doc, "%s %s: an endpoint has a line for the index, an RT_MISS "
+		      "row none", r->method, r->path);
+	ck_assert_msg(!miss || !strcmp(r->path + strlen(r->path) - 2, "*}"),
+		      "%s: an RT_MISS row takes the rest of a subtree ({word*})", r->path);
+	for (size_t j = 0; j < i; j++)
+		ck_assert_msg(strcmp(rt[j].path, r->path) || strcmp(rt[j].method, r->method),
+			      "%s %s: two rows", r->method, r->path);
+}
+
+/* a whole text file, NUL-terminated (malloc'd) */
+static char *
+read_text(const char *path)
+{
+	size_t n;
+	uint8_t *b = sl_test_read(path, &n);
+	char *t = realloc(b, n + 1);
+	ck_assert_ptr_nonnull(t);
+	t[n] = 0;
+	return t;
+}
+
+/* the index's lines, a wrapped line's continuation joined to it by one
+ * space (malloc'd, '\n' between lines) */
+static char *
+index_unwrapped(const char *text)
+{
+	char *out = malloc(strlen(text) + 1), *q = out;
+	for (const char *p = text; *p;) {
+		size_t n = strcspn(p, "\n");
+		if (*p == ' ' && q > out) { /* a continuation */
+			q[-1] = ' ';
+			p += strspn(p, " ");
+			n = strcspn(p, "\n");
+		}
+		memcpy(q, p, n);
+		q += n;
+		*q++ = '\n';
+		p += n + (p[n] == '\n');
+	}
+	*q = 0;
+	return out;
+}
+
+/* the start of the line after p's */
+static const char *
+next_line(const char *p)
+{
+	p += strcspn(p, "\n");
+	return *p ? p + 1 : p;
+}
+
+/* the line of the index for method and path: its text after both, or NULL */
+static const char *
+index_line(const char *index, const char *method, const char *path, char *line, size_t cap)
+{
+	for (const char *p = index; *p; p = next_line(p)) {
+		char m[16], u[160];
+		int at = 0;
+		if (sscanf(p, "%15s %159s %n", m, u, &at) == 2 && at && !strcmp(m, method) &&
+		    !strcmp(u, path)) {
+			size_t n = strcspn(p + at, "\n");
+			snprintf(line, cap, "%.*s", (int)n, p + at);
+			return line;
+		}
+	}
+	return NULL;
+}
+
+/* GET / and docs/api.md list exactly the table's endpoints; every row
+ * answers a method none of its pattern's rows takes with 405 and the
+ * pattern's methods in Allow (OPTIONS: 204 with them and OPTIONS), a GET
+ * that needs a run a 409 without one, a change a 401 without the token */
+START_TEST(route_table)
+{
+	size_t n;
+	const ctl_route *rt = ctl_routes(&n);
+	ctl c;
+	ctl_reply o;
+	ctl_init(&c); /* no run, no --sweeps, no --clusters */
+	ctl_handle(&c, "GET", "/", NULL, NULL, 0, 1, &o);
+	ck_assert_int_eq(o.status, 200);
+	char *index = index_unwrapped(o.text);
+	ctl_reply_free(&o);
+	char *doc = read_text("docs/api.md");
+	int endpoints = 0, *documented = calloc(n, sizeof(int));
+
+	for (size_t i = 0; i < n; i++) {
+		const ctl_route *r = &rt[i];
+		char path[160], shown[160], want[64], line[400];
+		check_row(rt, i);
+		sample_path(r->path, path, sizeof(path));
+		ctl_route_shown(r->path, shown, sizeof(shown));
+		if (r->doc) {
+			endpoints++;
+			ck_assert_msg(index_line(index, r->method, shown, line, sizeof(line)),
+				      "GET / does not list %s %s", r->method, shown);
+			ck_assert_msg(!strcmp(line, r->doc), "GET / says %s %s: \"%s\", the table "
+				      "\"%s\"", r->method, shown, line, r->doc);
+		}
+		/* Allow: the methods of the pattern's rows, in the table's order */
+		size_t k = 0;
+		want[0] = 0;
+		for (size_t m = 0; m < sizeof(methods) / sizeof(*methods); m++)
+			if (table_allows(rt, n, r->path, methods[m]))
+				k += (size_t)snprintf(want + k, sizeof(want) - k, "%s%s",
+						      k ? ", " : "", methods[m]);
+		for (size_t m = 0; m < sizeof(methods) / sizeof(*methods); m++) {
+			if (table_allows(rt, n, r->path, methods[m]))
+				continue;
+			ctl_handle(&c, methods[m], path, NULL, "{}", 2, 1, &o);
+			ck_assert_msg(o.status == 405 && !strcmp(o.allow, want),
+				      "%s %s (%s): %d, Allow \"%s\"; want 405, Allow \"%s\"",
+				      methods[m], path, r->path, o.status, o.allow, want);
+			ctl_reply_free(&o);
+		}
+		ctl_handle(&c, "OPTIONS", path, NULL, NULL, 0, 1, &o);
+		snprintf(line, sizeof(line), "%s, OPTIONS", want);
+		ck_assert_int_eq(o.status, 204);
+		ck_assert_str_eq(o.allow, line);
+		ctl_reply_free(&o);
+		/* the row's own method */
+		if (strcmp(r->method, "GET")) {
+			ctl_handle(&c, r->method, path, NULL, "{}", 2, 0, &o);
+			ck_assert_msg(o.status == 401, "%s %s without the token: %d", r->method,
+				      path, o.status);
+		} else {
+			ctl_handle(&c, "GET", path, NULL, NULL, 0, 1, &o);
+			ck_assert_msg((o.status == 409) == !!(r->flags & RT_RUN),
+				      "GET %s with no run: %d (%s)", path, o.status,
+				      r->flags & RT_RUN ? "needs a run" : "needs none");
+		}
+		ctl_reply_free(&o);
+	}
+	/* the index lists nothing else */
+	int lines = 0;
+	for (const char *p = index; *p; p = next_line(p))
+		lines += p[0] >= 'A' && p[0] <= 'Z' && strncmp(p, "See ", 4);
+	ck_assert_int_eq(lines, endpoints);
+
+	/* docs/api.md: a heading "## METHOD /path" (a query may follow the
+	 * path) per endpoint, and none other */
+	char shown[160];
+	for (const char *p = doc; *p; p = next_line(p)) {
+		char m[16], u[160];
+		if (strncmp(p, "## ", 3) || sscanf(p + 3, "%15[A-Z] %159[^ \n?]", m, u) != 2 ||
+		    u[0] != '/')
+			continue;
+		size_t i = 0;
+		for (; i < n; i++) {
+			ctl_route_shown(rt[i].path, shown, sizeof(shown));
+			if (rt[i].doc && !strcmp(rt[i].method, m) && !strcmp(shown, u))
+				break;
+		}
+		ck_assert_msg(i < n, "docs/api.md: \"## %s %s\" is no route of the table", m, u);
+		documented[i] = 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ctl_route_shown(rt[i].path, shown, sizeof(shown));
+		ck_assert_msg(documented[i] || !rt[i].doc, "docs/api.md has no \"## %s %s\"",
+			      rt[i].method, shown);
+	}
+	free(documented);
+	free(doc);
+	free(index);
+	ctl_free(&c);
+}
+END_TEST
+
 static Suite *
 control_suite(void)
 {
@@ -678,6 +897,7 @@ control_suite(void)
 	tcase_add_test(tc, recover_applies_the_schedule_once);
 	tcase_add_test(tc, recover_from_start_keeps_the_schedule_ahead);
 	tcase_add_test(tc, cluster_series_reduced);
+	tcase_add_test(tc, route_table);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,50 @@ cli_u64(const char *s, unsigned long long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+int
+cli_opt_u64(const char *flag, const char *arg, unsigned long long lo, unsigned long long hi,
+	    unsigned long long *out, char *err)
+{
+	unsigned long long v;
+	if (cli_u64(arg, &v) == 0 && v >= lo && v <= hi) {
+		*out = v;
+		return 0;
+	}
+	if (hi == CLI_NO_MAX)
+		return sl_fail(err, SL_EINVAL, "--%s: expected an integer >= %llu, got \"%s\"", flag,
+			       lo, arg);
+	return sl_fail(err, SL_EINVAL, "--%s: expected %llu to %llu, got \"%s\"", flag, lo, hi,
+		       arg);
+}
+
+int
+cli_opt_double(const char *flag, const char *arg, cli_range r, double *out, char *err)
+{
+	double v;
+	if (cli_double(arg, &v) == 0 && isfinite(v) && (r.lo_open ? v > r.lo : v >= r.lo) &&
+	    v <= r.hi) {
+		*out = v;
+		return 0;
+	}
+	const char *what = r.what ? r.what : "a number";
+	char range[96];
+	if (isinf(r.hi))
+		snprintf(range, sizeof(range), "%s %g", r.lo_open ? ">" : ">=", r.lo);
+	else if (r.lo_open)
+		snprintf(range, sizeof(range), "> %g and <= %g", r.lo, r.hi);
+	else
+		snprintf(range, sizeof(range), "in [%g, %g]", r.lo, r.hi);
+	return sl_fail(err, SL_EINVAL, "--%s: expected %s %s, got \"%s\"", flag, what, range,
+		       arg);
+}
+
+int
+cli_usage_error(const char *cmd, const char *msg)
+{
+	fprintf(stderr, "stalelab %s: %s\n", cmd, msg);
+	return 2;
 }
 
 int

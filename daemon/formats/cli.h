@@ -1,6 +1,6 @@
 /* cli.h - what the commands of the one stalelab binary share on the
- * command line: numbers parsed whole, unknown options named (with the
- * nearest), signals, the cores, gnuplot. The commands themselves are
+ * command line: numbers parsed whole and options' ranges checked,
+ * unknown options named (with the nearest), signals, the cores, gnuplot. The commands themselves are
  * declared by their folders (daemon/run/cmd_run.h, ...) and return the
  * process exit code: 0 success, 1 runtime failure, 2 bad usage or bad
  * config. */
@@ -8,12 +8,39 @@
 #define SL_CLI_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 
 /* Parse a whole string as a double / non-negative integer; 0 or -1. */
 int cli_double(const char *s, double *out);
 int cli_u64(const char *s, unsigned long long *out);
+
+/* An option's value parsed whole and checked against its range, in the
+ * commands' one wording: 0, or -SL_EINVAL with err "--FLAG: expected LO
+ * to HI, got \"ARG\"" (HI CLI_NO_MAX: "expected an integer >= LO, got
+ * ..."); *out is set only on success. flag is the long option's name. */
+#define CLI_NO_MAX ULLONG_MAX
+int cli_opt_u64(const char *flag, const char *arg, unsigned long long lo,
+		unsigned long long hi, unsigned long long *out, char *err);
+
+/* A real's range: from lo (lo itself refused when lo_open) to hi
+ * (INFINITY: no bound); what the message calls it ("seconds"; NULL: "a
+ * number"). */
+typedef struct cli_range {
+	double lo, hi;
+	int lo_open;
+	const char *what;
+} cli_range;
+
+/* As cli_opt_u64 for a finite real in r: "--FLAG: expected WHAT in [LO,
+ * HI], got \"ARG\"" for a closed range, else "expected WHAT >= LO", "> LO"
+ * or "> LO and <= HI". */
+int cli_opt_double(const char *flag, const char *arg, cli_range r, double *out,
+		   char *err);
+
+/* "stalelab CMD: MSG" on stderr; returns 2, the exit code of bad usage. */
+int cli_usage_error(const char *cmd, const char *msg);
 
 /* getopt_long (optstring starting with ':', opterr 0) returned '?' or
  * ':': print "stalelab CMD: unknown option '--x'" or "...: option '--x'

@@ -317,8 +317,43 @@ check_models(const char *const *models, int n_models, const dataset_pair *d, cha
 	return rc;
 }
 
-int
-cmd_bench(int argc, char **argv)
+/* the command line */
+typedef struct bench_opts {
+	const char *only, *dspec, *device; /* --model, --dataset, --device */
+	int batches[8], n_batches;         /* --batch (--device's) */
+	int threads, layers, async, profile;
+	double seconds;
+} bench_opts;
+
+#define BENCH_GO (-1)
+
+/* --batch's list of sizes into o; 0, or -1 with the message printed */
+static int
+parse_batches(const char *arg, bench_opts *o)
+{
+	unsigned long long u;
+	char *save = NULL, buf[128];
+	o->n_batches = 0;
+	snprintf(buf, sizeof(buf), "%s", arg);
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (o->n_batches == 8 || cli_u64(t, &u) < 0 || u < 1 || u > 4096) {
+			fprintf(stderr, "stalelab bench: --batch: expected up to 8 "
+				"sizes in 1..4096, comma-separated, got \"%s\"\n", arg);
+			return -1;
+		}
+		o->batches[o->n_batches++] = (int)u;
+	}
+	if (!o->n_batches) {
+		fprintf(stderr, "stalelab bench: --batch: expected a size\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* argv into o: BENCH_GO, or the exit code (0 after --help, 2 bad usage,
+ * the message printed) */
+static int
+bench_parse(int argc, char **argv, bench_opts *o)
 {
 	static const struct option opts[] = {
 		{"model", required_argument, NULL, 'm'},
@@ -333,52 +368,39 @@ cmd_bench(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	const char *only = NULL, *dspec = "fashion-mnist", *device = NULL;
-	int batches[8] = {64, 256}, n_batches = 2;
-	int threads = cli_ncpu(), opt, layers = 0, async = 0, profile = 0;
-	double seconds = 4;
+	*o = (bench_opts){.dspec = "fashion-mnist", .batches = {64, 256}, .n_batches = 2,
+			  .threads = cli_ncpu(), .seconds = 4};
 	unsigned long long u;
+	char err[SL_ERR_LEN];
+	int opt;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":m:t:S:d:LAPD:b:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'm': only = optarg; break;
-		case 'd': dspec = optarg; break;
+		case 'm': o->only = optarg; break;
+		case 'd': o->dspec = optarg; break;
 		case 't':
+			/* its own wording: tests/integration/didyoumean.sh pins the
+			 * whole line ("expected 1..64", with no "got") */
 			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 64) {
 				fprintf(stderr, "stalelab bench: --threads: expected 1..64\n");
 				return 2;
 			}
-			threads = (int)u;
+			o->threads = (int)u;
 			break;
 		case 'S':
-			if (cli_double(optarg, &seconds) < 0 || !(seconds > 0) || seconds > 600) {
-				fprintf(stderr, "stalelab bench: --seconds: expected a number in (0, 600]\n");
-				return 2;
-			}
+			if (cli_opt_double("seconds", optarg, (cli_range){.lo = 0, .lo_open = 1, .hi = 600},
+					   &o->seconds, err) < 0)
+				return cli_usage_error("bench", err);
 			break;
-		case 'L': layers = 1; break;
-		case 'A': async = 1; break;
-		case 'P': profile = 1; break;
-		case 'D': device = optarg; break;
-		case 'b': {
-			n_batches = 0;
-			char *save = NULL, buf[128];
-			snprintf(buf, sizeof(buf), "%s", optarg);
-			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-				if (n_batches == 8 || cli_u64(t, &u) < 0 || u < 1 || u > 4096) {
-					fprintf(stderr, "stalelab bench: --batch: expected up to 8 "
-						"sizes in 1..4096, comma-separated, got \"%s\"\n", optarg);
-					return 2;
-				}
-				batches[n_batches++] = (int)u;
-			}
-			if (!n_batches) {
-				fprintf(stderr, "stalelab bench: --batch: expected a size\n");
+		case 'L': o->layers = 1; break;
+		case 'A': o->async = 1; break;
+		case 'P': o->profile = 1; break;
+		case 'D': o->device = optarg; break;
+		case 'b':
+			if (parse_batches(optarg, o) < 0)
 				return 2;
-			}
 			break;
-		}
 		case 'h': fputs(bench_usage, stdout); return 0;
 		default: return cli_bad_option("bench", opt, argv, opts);
 		}
@@ -387,6 +409,19 @@ cmd_bench(int argc, char **argv)
 		fprintf(stderr, "stalelab bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	return BENCH_GO;
+}
+
+int
+cmd_bench(int argc, char **argv)
+{
+	bench_opts o;
+	int code = bench_parse(argc, argv, &o);
+	if (code != BENCH_GO)
+		return code;
+	const char *only = o.only, *dspec = o.dspec, *device = o.device;
+	const int threads = o.threads, layers = o.layers, async = o.async, profile = o.profile;
+	const double seconds = o.seconds;
 	char err[SL_ERR_LEN];
 	dataset_pair d;
 	if (ds_load(dspec, 1, &d, err) < 0) {
@@ -401,14 +436,14 @@ cmd_bench(int argc, char **argv)
 		models[0] = only;
 		n_models = 1;
 	}
-	int code = check_models(models, n_models, &d, err);
+	code = check_models(models, n_models, &d, err);
 	if (code < 0) {
 		fprintf(stderr, "stalelab bench: %s\n", err);
 		ds_pair_free(&d);
 		return code == -SL_EINVAL ? 2 : 1;
 	}
 	if (device && strcmp(device, "cpu")) {
-		code = bench_device(device, &d, models, n_models, batches, n_batches, threads,
+		code = bench_device(device, &d, models, n_models, o.batches, o.n_batches, threads,
 				    seconds);
 		ds_pair_free(&d);
 		return code;

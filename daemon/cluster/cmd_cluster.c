@@ -8,6 +8,7 @@
  * synthetic trace. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,9 @@
 #include "dataset.h"
 #include "sl.h"
 #include "trace.h"
+
+/* an option's range: a real above 0 */
+static const cli_range positive = {.lo = 0, .lo_open = 1, .hi = INFINITY};
 
 static const char cluster_usage[] =
 	"Usage: stalelab cluster --trace JOBS.csv --profiles PROFILES.csv --gpus N [OPTIONS]\n"
@@ -149,51 +153,39 @@ synth(int argc, char **argv)
 	const char *prof = NULL;
 	cl_synth p = {.n = 0, .jobs_per_hour = 0, .max_gpus = 0, .seed = 1};
 	unsigned long long u;
-	double d;
-	int opt;
+	char err[SL_ERR_LEN];
+	int opt, rc = 0;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":p:n:r:g:s:b:h", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'p': prof = optarg; break;
 		case 'n':
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 10000000)
-				goto bad_n;
-			p.n = (long)u;
+			if ((rc = cli_opt_u64("jobs", optarg, 1, 10000000, &u, err)) == 0)
+				p.n = (long)u;
 			break;
 		case 'r':
-			if (cli_double(optarg, &d) < 0 || !(d > 0))
-				goto bad_rate;
-			p.jobs_per_hour = d;
+			rc = cli_opt_double("rate", optarg,
+					    (cli_range){.lo = 0, .lo_open = 1, .hi = INFINITY,
+							.what = "jobs per hour"},
+					    &p.jobs_per_hour, err);
 			break;
 		case 'g':
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000)
-				goto bad_gpus;
-			p.max_gpus = (int)u;
+			if ((rc = cli_opt_u64("gpus", optarg, 1, 1000000, &u, err)) == 0)
+				p.max_gpus = (int)u;
 			break;
-		case 's':
-			if (cli_u64(optarg, &u) < 0) {
-				fprintf(stderr, "stalelab cluster synth: --seed: expected an integer >= 0\n");
-				return 2;
-			}
-			p.seed = u;
-			break;
-		case 'b':
-			if (cli_double(optarg, &d) < 0 || !(d > 0)) {
-				fprintf(stderr, "stalelab cluster synth: --batch: expected a number > 0\n");
-				return 2;
-			}
-			p.batch = d;
-			break;
+		case 's': rc = cli_opt_u64("seed", optarg, 0, CLI_NO_MAX, &p.seed, err); break;
+		case 'b': rc = cli_opt_double("batch", optarg, positive, &p.batch, err); break;
 		case 'h': fputs(cluster_usage, stdout); return 0;
 		default: return cli_bad_option("cluster synth", opt, argv, opts);
 		}
+		if (rc < 0)
+			return cli_usage_error("cluster synth", err);
 	}
 	if (!prof || !p.n || !p.jobs_per_hour || !p.max_gpus) {
 		fprintf(stderr, "stalelab cluster synth: needs --profiles, --jobs, --rate and --gpus\n");
 		return 2;
 	}
-	char err[SL_ERR_LEN];
 	cl_model *ms = NULL;
 	int nm = 0;
 	cl_job *js = NULL;
@@ -204,19 +196,10 @@ synth(int argc, char **argv)
 	}
 	printf("# stalelab cluster synth --jobs %ld --rate %g --gpus %d --seed %llu (profiles %s)\n",
 	       p.n, p.jobs_per_hour, p.max_gpus, p.seed, prof);
-	int rc = cl_jobs_write(stdout, js, (size_t)p.n, ms);
+	rc = cl_jobs_write(stdout, js, (size_t)p.n, ms);
 	free(js);
 	free(ms);
 	return rc < 0 ? 1 : 0;
-bad_n:
-	fprintf(stderr, "stalelab cluster synth: --jobs: expected 1 to 10000000\n");
-	return 2;
-bad_rate:
-	fprintf(stderr, "stalelab cluster synth: --rate: expected jobs per hour > 0\n");
-	return 2;
-bad_gpus:
-	fprintf(stderr, "stalelab cluster synth: --gpus: expected 1 to 1000000\n");
-	return 2;
 }
 
 static int
@@ -413,13 +396,20 @@ write_spec(const char *dir, int argc, char **argv, const char *trace, json_t *tr
 	return rc;
 }
 
-int
-cmd_cluster(int argc, char **argv)
+/* the command line of a simulation */
+typedef struct cluster_opts {
+	const char *trace, *prof, *out;
+	int only; /* --policy's, -1: all */
+	cl_config c;
+} cluster_opts;
+
+#define CLUSTER_GO (-1)
+
+/* argv into o, checked: CLUSTER_GO, or the exit code (0 after --help, 2
+ * bad usage, the message printed) */
+static int
+cluster_parse(int argc, char **argv, cluster_opts *o)
 {
-	if (argc > 1 && !strcmp(argv[1], "synth"))
-		return synth(argc - 1, argv + 1);
-	if (argc > 1 && !strcmp(argv[1], "profile"))
-		return cmd_cluster_profile(argc - 1, argv + 1);
 	static const struct option opts[] = {
 		{"trace", required_argument, NULL, 't'},    {"profiles", required_argument, NULL, 'p'},
 		{"gpus", required_argument, NULL, 'g'},     {"policy", required_argument, NULL, 'P'},
@@ -428,71 +418,84 @@ cmd_cluster(int argc, char **argv)
 		{"out", required_argument, NULL, 'o'},      {"help", no_argument, NULL, 'h'},
 		{"verify", no_argument, NULL, 'V'},         {NULL, 0, NULL, 0},
 	};
-	const char *trace = NULL, *prof = NULL, *out = NULL;
-	cl_config c = {.gpus = 0, .gpu_mem_gb = 80, .n_thresholds = 2, .thresholds = {3600, 57600}};
-	int only = -1, opt;
+	*o = (cluster_opts){.only = -1,
+			    .c = {.gpus = 0, .gpu_mem_gb = 80, .n_thresholds = 2,
+				  .thresholds = {3600, 57600}}};
+	cl_config *c = &o->c;
+	int opt, rc = 0;
 	unsigned long long u;
+	char err[SL_ERR_LEN];
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":t:p:g:P:m:o:h", opts, NULL)) != -1) {
 		switch (opt) {
-		case 't': trace = optarg; break;
-		case 'p': prof = optarg; break;
-		case 'o': out = optarg; break;
+		case 't': o->trace = optarg; break;
+		case 'p': o->prof = optarg; break;
+		case 'o': o->out = optarg; break;
 		case 'g':
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {
-				fprintf(stderr, "stalelab cluster: --gpus: expected 1 to 1000000\n");
-				return 2;
-			}
-			c.gpus = (int)u;
+			if ((rc = cli_opt_u64("gpus", optarg, 1, 1000000, &u, err)) == 0)
+				c->gpus = (int)u;
 			break;
 		case 'P':
-			if (strcmp(optarg, "all") && (only = cl_policy_find(optarg)) < 0) {
+			if (strcmp(optarg, "all") && (o->only = cl_policy_find(optarg)) < 0) {
 				fprintf(stderr, "stalelab cluster: --policy: unknown \"%s\" (expected fifo, "
 						"srtf, las, gandiva, jigsaw or all)\n", optarg);
 				return 2;
 			}
 			break;
-		case 'm':
-			if (cli_double(optarg, &c.gpu_mem_gb) < 0 || !(c.gpu_mem_gb > 0)) {
-				fprintf(stderr, "stalelab cluster: --gpu-mem-gb: expected a number > 0\n");
-				return 2;
-			}
-			break;
+		case 'm': rc = cli_opt_double("gpu-mem-gb", optarg, positive, &c->gpu_mem_gb, err); break;
 		case 'S':
 			if (strcmp(optarg, "best") && strcmp(optarg, "off")) {
 				fprintf(stderr, "stalelab cluster: --spb: expected best or off\n");
 				return 2;
 			}
-			c.spb_best = !strcmp(optarg, "best");
+			c->spb_best = !strcmp(optarg, "best");
 			break;
 		case 'R':
-			if (cli_double(optarg, &c.restart_s) < 0 || !(c.restart_s >= 0)) {
-				fprintf(stderr, "stalelab cluster: --restart-s: expected seconds >= 0\n");
-				return 2;
-			}
+			rc = cli_opt_double("restart-s", optarg,
+					    (cli_range){.lo = 0, .hi = INFINITY, .what = "seconds"},
+					    &c->restart_s, err);
 			break;
 		case 'T':
-			if (parse_thresholds(optarg, &c) < 0) {
+			if (parse_thresholds(optarg, c) < 0) {
 				fprintf(stderr, "stalelab cluster: --las-thresholds: expected up to %d "
 						"rising GPU-second counts, comma-separated\n", CL_MAX_THRESHOLDS);
 				return 2;
 			}
 			break;
-		case 'V': c.verify = 1; break;
+		case 'V': c->verify = 1; break;
 		case 'h': fputs(cluster_usage, stdout); return 0;
 		default: return cli_bad_option("cluster", opt, argv, opts);
 		}
+		if (rc < 0)
+			return cli_usage_error("cluster", err);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "stalelab cluster: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!trace || !prof || !c.gpus) {
+	if (!o->trace || !o->prof || !c->gpus) {
 		fprintf(stderr, "stalelab cluster: needs --trace, --profiles and --gpus "
 				"(stalelab cluster --help)\n");
 		return 2;
 	}
+	return CLUSTER_GO;
+}
+
+int
+cmd_cluster(int argc, char **argv)
+{
+	if (argc > 1 && !strcmp(argv[1], "synth"))
+		return synth(argc - 1, argv + 1);
+	if (argc > 1 && !strcmp(argv[1], "profile"))
+		return cmd_cluster_profile(argc - 1, argv + 1);
+	cluster_opts o;
+	int rc = cluster_parse(argc, argv, &o);
+	if (rc != CLUSTER_GO)
+		return rc;
+	cl_config c = o.c;
+	const char *trace = o.trace, *prof = o.prof, *out = o.out;
+	const int only = o.only;
 	cl_config one = c;
 	one.policy = only;
 	if (c.verify && only >= 0 && !cl_verifies(&one))

@@ -201,12 +201,13 @@ cmd_cluster_profile(int argc, char **argv)
 		       .target = 0.8, .max_epochs = 10};
 	const char *device = "cpu";
 	double bw = 10, secs = 2;
+	const cli_range positive = {.lo = 0, .lo_open = 1, .hi = INFINITY};
 	unsigned long long u;
-	int opt;
+	char err[SL_ERR_LEN];
+	int opt, rc = 0;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":m:d:b:w:S:h", opts, NULL)) != -1) {
-		double x;
 		switch (opt) {
 		case 'm': o.model = optarg; break;
 		case 'd': o.dataset = optarg; break;
@@ -214,38 +215,29 @@ cmd_cluster_profile(int argc, char **argv)
 		case 'b':
 		case 'w':
 		case O_SEEDS:
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > (opt == O_SEEDS ? MAX_SEEDS : 4096)) {
-				fprintf(stderr, "stalelab cluster profile: --%s: expected 1 to %d\n",
-					opt == 'b' ? "batch" : opt == 'w' ? "workers" : "seeds",
-					opt == O_SEEDS ? MAX_SEEDS : 4096);
-				return 2;
-			}
-			*(opt == 'b' ? &o.batch : opt == 'w' ? &o.workers : &o.seeds) = (int)u;
+			rc = cli_opt_u64(opt == 'b' ? "batch" : opt == 'w' ? "workers" : "seeds", optarg, 1,
+					 opt == O_SEEDS ? MAX_SEEDS : 4096, &u, err);
+			if (rc == 0)
+				*(opt == 'b' ? &o.batch : opt == 'w' ? &o.workers : &o.seeds) = (int)u;
 			break;
-		case O_BW:
+		case O_BW: rc = cli_opt_double("bw-gbps", optarg, positive, &bw, err); break;
 		case O_TARGET:
-		case O_MAXEP:
-		case 'S':
-			if (cli_double(optarg, &x) < 0 || !(x > 0) || (opt == O_TARGET && x > 1)) {
-				fprintf(stderr, "stalelab cluster profile: --%s: expected a number > 0%s\n",
-					opt == O_BW ? "bw-gbps" : opt == O_TARGET ? "target-acc" :
-					opt == O_MAXEP ? "max-epochs" : "seconds",
-					opt == O_TARGET ? " and <= 1" : "");
-				return 2;
-			}
-			*(opt == O_BW ? &bw : opt == O_TARGET ? &o.target : opt == O_MAXEP ? &o.max_epochs
-										: &secs) = x;
+			rc = cli_opt_double("target-acc", optarg,
+					    (cli_range){.lo = 0, .lo_open = 1, .hi = 1}, &o.target, err);
 			break;
+		case O_MAXEP: rc = cli_opt_double("max-epochs", optarg, positive, &o.max_epochs, err); break;
+		case 'S': rc = cli_opt_double("seconds", optarg, positive, &secs, err); break;
 		case 'h': fputs(profile_usage, stdout); return 0;
 		default: return cli_bad_option("cluster profile", opt, argv, opts);
 		}
+		if (rc < 0)
+			return cli_usage_error("cluster profile", err);
 	}
 	if (!o.model || optind < argc) {
 		fprintf(stderr, "stalelab cluster profile: %s\n",
 			o.model ? "unexpected argument" : "needs --model (stalelab cluster profile --help)");
 		return 2;
 	}
-	char err[SL_ERR_LEN];
 	dataset_pair d;
 	if (ds_load(o.dataset, 1, &d, err) < 0) {
 		fprintf(stderr, "stalelab cluster profile: %s\n", err);

@@ -288,19 +288,15 @@ parse(int argc, char **argv, runcli_opts *o, run_config *cfg, json_t **conf, cha
 		case 'R': o->resume_path = optarg; break;
 		case 'q': o->quiet = 1; break;
 		case O_CKDIR: o->ckpt_dir = optarg; break;
-		case O_CKEVERY: case O_CKKEEP:
-			if (cli_u64(optarg, &u) < 0 || u < 1 ||
-			    u > (opt == O_CKKEEP ? 1000 : (unsigned long long)INT64_MAX)) {
-				snprintf(err, SL_ERR_LEN, "--checkpoint-%s: expected %s, got \"%s\"",
-					 opt == O_CKKEEP ? "keep" : "every",
-					 opt == O_CKKEEP ? "a count in [1, 1000]" : "a number of updates (1 or more)",
-					 optarg);
+		case O_CKEVERY:
+			if (cli_opt_u64("checkpoint-every", optarg, 1, CLI_NO_MAX, &u, err) < 0)
 				return runcli_usage_error(NULL, err);
-			}
-			if (opt == O_CKKEEP)
-				o->ckpt_keep = (int)u;
-			else
-				o->ckpt_every = u;
+			o->ckpt_every = u;
+			break;
+		case O_CKKEEP:
+			if (cli_opt_u64("checkpoint-keep", optarg, 1, 1000, &u, err) < 0)
+				return runcli_usage_error(NULL, err);
+			o->ckpt_keep = (int)u;
 			break;
 		case O_RUNSEL:
 			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 1000000) {

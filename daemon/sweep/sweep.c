@@ -284,16 +284,15 @@ cmd_sweep(int argc, char **argv)
 	const char *out = NULL, *summary = NULL, *baseline = NULL, *metric = NULL, *shard_s = NULL;
 	int jobs = cli_ncpu(), force = 0, list = 0, merge = 0, quiet = 0, plot = 0, opt;
 	unsigned long long u;
+	char err[SL_ERR_LEN];
 	opterr = 0;
 	optind = 1;
 	while ((opt = getopt_long(argc, argv, ":o:j:qh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'o': out = optarg; break;
 		case 'j':
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 256) {
-				fprintf(stderr, "stalelab sweep: --jobs: expected 1 to 256, got '%s'\n", optarg);
-				return 2;
-			}
+			if (cli_opt_u64("jobs", optarg, 1, 256, &u, err) < 0)
+				return cli_usage_error("sweep", err);
 			jobs = (int)u;
 			break;
 		case 'S': shard_s = optarg; break;
@@ -332,11 +331,10 @@ cmd_sweep(int argc, char **argv)
 	if (!out)
 		return fprintf(stderr, "stalelab sweep: --out DIR: where results.csv and cells/ go\n"), 2;
 	int shard = 0, n_shards = 1;
-	char err[SL_ERR_LEN];
 	if (shard_s) {
 		if (parse_shard(shard_s, &shard, &n_shards) < 0)
 			return fprintf(stderr, "stalelab sweep: --shard: expected I/N with 0 <= I < N, "
-					       "got '%s'\n", shard_s), 2;
+					       "got \"%s\"\n", shard_s), 2;
 	} else if (shard_from_env(&shard, &n_shards, err) < 0) {
 		return fprintf(stderr, "stalelab sweep: %s\n", err), 2;
 	}

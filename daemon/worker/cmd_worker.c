@@ -14,6 +14,7 @@
  * wrong token, another model) ends it. */
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <pthread.h>
 #include <nanomsg/nn.h>
 #include <nanomsg/reqrep.h>
@@ -510,8 +511,13 @@ rank_from_env(const char **from)
 	return -1;
 }
 
-int
-cmd_worker(int argc, char **argv)
+#define WORKER_GO (-1)
+
+/* argv (and $STALELAB_PS, $STALELAB_TOKEN, the launcher's rank) into k,
+ * checked: WORKER_GO, or the exit code (0 after --help, 2 bad usage, the
+ * message printed) */
+static int
+worker_parse(int argc, char **argv, wk *k)
 {
 	enum { O_WORKER_ID = 256, O_TOKEN_FILE, O_GIVE_UP };
 	static const struct option opts[] = {
@@ -524,66 +530,56 @@ cmd_worker(int argc, char **argv)
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
-	wk k;
-	memset(&k, 0, sizeof(k));
-	k.want_id = -1;
-	k.sock = k.hb_sock = -1;
 	const char *token_file = NULL;
 	unsigned long long u;
-	int opt, code = 2, bye_unanswered = 0;
+	char err[SL_ERR_LEN];
+	int opt, rc = 0;
 	optind = 1;
 	opterr = 0;
 	while ((opt = getopt_long(argc, argv, ":C:t:qh", opts, NULL)) != -1) {
 		switch (opt) {
-		case 'C': k.url = optarg; break;
-		case 'q': k.quiet = 1; break;
+		case 'C': k->url = optarg; break;
+		case 'q': k->quiet = 1; break;
 		case O_TOKEN_FILE: token_file = optarg; break;
 		case O_WORKER_ID:
-			if (cli_u64(optarg, &u) < 0 || u >= 4096) {
-				fprintf(stderr, "stalelab worker: --worker-id: expected 0 to 4095, "
-					"got \"%s\"\n", optarg);
-				return 2;
+			if ((rc = cli_opt_u64("worker-id", optarg, 0, 4095, &u, err)) == 0) {
+				k->want_id = (int)u;
+				k->id_from = "--worker-id";
 			}
-			k.want_id = (int)u;
-			k.id_from = "--worker-id";
 			break;
 		case 't':
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 256) {
-				fprintf(stderr, "stalelab worker: --threads: expected 1 to 256, got "
-					"\"%s\"\n", optarg);
-				return 2;
-			}
-			k.threads = (int)u;
+			if ((rc = cli_opt_u64("threads", optarg, 1, 256, &u, err)) == 0)
+				k->threads = (int)u;
 			break;
 		case O_GIVE_UP:
-			if (cli_double(optarg, &k.give_up) < 0 || k.give_up < 0) {
-				fprintf(stderr, "stalelab worker: --give-up: expected seconds >= 0, "
-					"got \"%s\"\n", optarg);
-				return 2;
-			}
+			rc = cli_opt_double("give-up", optarg,
+					    (cli_range){.lo = 0, .hi = INFINITY, .what = "seconds"},
+					    &k->give_up, err);
 			break;
 		case 'h': fputs(worker_usage, stdout); return 0;
 		default: return cli_bad_option("worker", opt, argv, opts);
 		}
+		if (rc < 0)
+			return cli_usage_error("worker", err);
 	}
 	if (optind < argc) {
 		fprintf(stderr, "stalelab worker: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (!k.url)
-		k.url = getenv("STALELAB_PS");
-	if (!k.url || !*k.url) {
+	if (!k->url)
+		k->url = getenv("STALELAB_PS");
+	if (!k->url || !*k->url) {
 		fprintf(stderr, "stalelab worker: which daemon? --connect tcp://HOST:8473 (or "
 			"$STALELAB_PS); see stalelab worker --help\n");
 		return 2;
 	}
-	if (strncmp(k.url, "tcp://", 6) && strncmp(k.url, "ipc://", 6)) {
+	if (strncmp(k->url, "tcp://", 6) && strncmp(k->url, "ipc://", 6)) {
 		fprintf(stderr, "stalelab worker: --connect %s: expected tcp://HOST:PORT or "
-			"ipc://PATH\n", k.url);
+			"ipc://PATH\n", k->url);
 		return 2;
 	}
-	if (k.want_id < 0)
-		k.want_id = rank_from_env(&k.id_from);
+	if (k->want_id < 0)
+		k->want_id = rank_from_env(&k->id_from);
 	if (token_file) {
 		FILE *f = fopen(token_file, "r");
 		if (!f) {
@@ -591,13 +587,26 @@ cmd_worker(int argc, char **argv)
 				strerror(errno));
 			return 2;
 		}
-		size_t n = fread(k.token, 1, sizeof(k.token) - 1, f);
+		size_t n = fread(k->token, 1, sizeof(k->token) - 1, f);
 		fclose(f);
-		k.token[n] = 0;
-		k.token[strcspn(k.token, "\r\n")] = 0;
+		k->token[n] = 0;
+		k->token[strcspn(k->token, "\r\n")] = 0;
 	} else if (getenv("STALELAB_TOKEN")) {
-		snprintf(k.token, sizeof(k.token), "%s", getenv("STALELAB_TOKEN"));
+		snprintf(k->token, sizeof(k->token), "%s", getenv("STALELAB_TOKEN"));
 	}
+	return WORKER_GO;
+}
+
+int
+cmd_worker(int argc, char **argv)
+{
+	wk k;
+	memset(&k, 0, sizeof(k));
+	k.want_id = -1;
+	k.sock = k.hb_sock = -1;
+	int code = worker_parse(argc, argv, &k), bye_unanswered = 0;
+	if (code != WORKER_GO)
+		return code;
 	if (!k.threads)
 		k.threads = cli_ncpu();
 	char err[SL_ERR_LEN];

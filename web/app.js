@@ -511,6 +511,7 @@ async function resync() {
       if (!st.snap || !same) st.snap = { ...status, staleness: null };
       for (const c of (ch && ch.changes) || []) onChange({ ...c, run: status.run });
       if (controls) controls.fill(status.config, !same);
+      else buildControls();
       schedule();
     } catch (e) {
       // unreachable (the stream says so) or no run yet (snapshots will come)
@@ -788,6 +789,23 @@ function showTab(tab) {
 
 // ---- start ----------------------------------------------------------------------
 
+// the run controls, from the daemon's schema; a daemon out of reach at load
+// gets asked again when the stream opens (resync)
+async function buildControls() {
+  if (controls) return;
+  try {
+    schema = await loadSchema();
+    $("schema-source").textContent = "from GET /api/v1/schema";
+    controls = new Controls($("controls"), schema, {
+      apply: patchRun,
+      newRun: (body) => api("POST", "/api/v1/run", body),
+    });
+    if (st.snap) controls.fill(st.snap.config);
+  } catch (e) {
+    if (e.status !== 0) showError(e);
+  }
+}
+
 // ?snapshot: the run as it is now, drawn once with no live stream, for a
 // screenshot or a printed report (chromium --headless --screenshot ends:
 // nothing stays open); body[data-ready] says when it is drawn
@@ -843,18 +861,7 @@ async function main() {
   showTab(view.tab);
   if (SNAPSHOT) await drawOnce();
   else connectEvents(view.hz, handlers, setConn);
-  try {
-    const { schema: s, source } = await loadSchema();
-    schema = s;
-    $("schema-source").textContent = source === "daemon" ? "from GET /api/v1/schema" : "built-in field table (this daemon has no /api/v1/schema)";
-    controls = new Controls($("controls"), schema, {
-      apply: patchRun,
-      newRun: (body) => api("POST", "/api/v1/run", body),
-    });
-    if (st.snap) controls.fill(st.snap.config);
-  } catch (e) {
-    showError(e);
-  }
+  await buildControls();
   // the worker picker follows the worker count
   setInterval(syncWorkerPick, 1000);
   syncWorkerPick();

@@ -1,82 +1,18 @@
-// schema.js - the run controls, built from GET /api/v1/schema (the shape of
-// SCHEMA.md); a daemon without that endpoint (404) gets the table below,
-// which has the same shape. Values go to the API as typed: the daemon's
-// own message explains a value it refuses.
+// schema.js - the run controls, built from GET /api/v1/schema (every field
+// with its type, range, default and whether it changes mid-run; every rule
+// with its parameters). Values go to the API as typed: the daemon's own
+// message explains a value it refuses.
 
 import { api, ApiError } from "./api.js";
 
-const num = (key, type, lo, hi, def, mutable, doc, extra = {}) =>
-  ({ key, type, min: lo, max: hi, default: def, mutable, doc, ...extra });
-const en = (key, values, def, mutable, doc) =>
-  ({ key, type: "string", enum: values, default: def, mutable, doc });
-
-const RULES = ["ssgd", "asgd", "softsync", "ssp", "sasgd", "dcasgd", "odsgd", "localsgd", "easgd", "hogwild"];
-
-export const FALLBACK_SCHEMA = {
-  fields: [
-    { key: "model", type: "string", default: "mlp:784-256-128-10", mutable: false, doc: "logreg, mlp:<sizes>, lenet5" },
-    { key: "dataset", type: "string", default: "fashion-mnist", mutable: false, doc: "fashion-mnist, idx:<dir>, cifar10:<dir>, synthetic:<n>" },
-    en("device", ["auto", "cpu", "cuda"], "auto", false, "where the model trains"),
-    en("rule", RULES, "asgd", true, "update rule"),
-    { key: "rule_params", type: "object", mutable: true, doc: "the rule's parameters (see rules)" },
-    num("lr", "number", 0, 100, 0.05, true, "learning rate", { min_open: true }),
-    num("momentum", "number", 0, 1, 0, true, "server momentum", { max_open: true }),
-    num("weight_decay", "number", 0, 1, 0, true, "L2 coefficient", { max_open: true }),
-    num("batch", "integer", 1, 65536, 64, true, "minibatch per worker (at most the starting batch mid-run)"),
-    num("workers", "integer", 1, 256, 1, true, "worker count"),
-    num("threads", "integer", 0, 64, 0, false, "compute threads per worker, 0 = all cores"),
-    {
-      key: "delay", type: "object", mutable: true, doc: "injected delay of every worker",
-      fields: [
-        en("dist", ["none", "const", "uniform", "exp", "lognormal", "pareto", "version"], "none", true, "distribution"),
-        num("mean_ms", "number", 0, 3600000, 0, true, "mean delay (ms)"),
-        en("where", ["worker", "server"], "worker", true, "slept by the worker or held at the server"),
-      ],
-    },
-    en("clock", ["wall", "virtual"], "wall", false, "wall: real threads and sleeps; virtual: simulated time, deterministic"),
-    { key: "seed", type: "integer", min: 0, default: 1, mutable: false, doc: "random seed" },
-    num("eval_every", "integer", 0, 100000000, 200, true, "updates between evaluations"),
-  ],
-  worker_fields: [
-    { key: "delay", type: "object", mutable: true, doc: "the worker's delay" },
-    num("spb_depth", "integer", 0, 64, 0, true, "layers backpropagated (0 = all)"),
-    num("speed", "number", 0, 100, 1, true, "compute speed factor (< 1: a straggler)", { min_open: true }),
-    { key: "paused", type: "boolean", default: false, mutable: true, doc: "paused" },
-  ],
-  rules: [
-    { name: "ssgd", sync: true, doc: "synchronous SGD: average one gradient from every worker", params: [] },
-    { name: "asgd", sync: false, doc: "asynchronous SGD: apply each gradient on arrival", params: [] },
-    { name: "softsync", sync: false, doc: "apply the mean of every N/n gradients",
-      params: [num("n", "integer", 1, 256, 2, true, "split: update after N/n gradients")] },
-    { name: "ssp", sync: false, doc: "stale synchronous parallel",
-      params: [num("s", "integer", 0, 1000000, 3, true, "staleness bound (clocks)")] },
-    { name: "sasgd", sync: false, doc: "staleness-aware: learning rate divided by staleness", params: [] },
-    { name: "dcasgd", sync: false, doc: "delay-compensated ASGD", params: [
-      num("lambda", "number", 0, 1000000, 0.04, true, "compensation strength"),
-      { key: "adaptive", type: "boolean", default: false, mutable: true, doc: "adaptive lambda" },
-      num("m", "number", 0, 1, 0.95, true, "mean-square decay (adaptive)", { max_open: true })] },
-    { name: "odsgd", sync: true, doc: "one-step delay SGD", params: [
-      num("warmup", "integer", 0, 1000000000, 200, true, "plain ssgd iterations first"),
-      num("local_lr", "number", 0, 100, 0.1, true, "local step size", { min_open: true }),
-      en("local_opt", ["sgd", "cadcasgd"], "sgd", true, "local optimiser")] },
-    { name: "localsgd", sync: true, doc: "H local steps, then average",
-      params: [num("H", "integer", 1, 1000000, 8, true, "local steps between averages")] },
-    { name: "easgd", sync: false, doc: "elastic averaging", params: [
-      num("beta", "number", 0, 1000, 0.9, true, "elastic strength (alpha = beta/N)"),
-      num("period", "integer", 1, 1000000, 10, true, "steps between exchanges")] },
-    { name: "hogwild", sync: false, doc: "lock-free shared weights (wall clock only)", params: [] },
-  ],
-};
-
-// GET /api/v1/schema, or the table above when the daemon has none (404)
+// GET /api/v1/schema: every field and rule, as the daemon that serves this
+// page defines them (it always has the endpoint: the page is embedded in
+// the binary). The one description of a field is engine/run/fields.c's.
 export async function loadSchema() {
-  try {
-    const s = await api("GET", "/api/v1/schema");
-    if (s && Array.isArray(s.fields) && Array.isArray(s.rules)) return { schema: s, source: "daemon" };
-  } catch (e) {
-    if (!(e instanceof ApiError) || e.status !== 404) throw e;
-  }
-  return { schema: FALLBACK_SCHEMA, source: "built-in" };
+  const s = await api("GET", "/api/v1/schema");
+  if (!s || !Array.isArray(s.fields) || !Array.isArray(s.rules))
+    throw new ApiError(200, "schema", "GET /api/v1/schema: not a schema (fields, rules)");
+  return s;
 }
 
 // the fields the run controls offer, in the schema's order

@@ -34,6 +34,31 @@ START_TEST(defaults_valid)
 }
 END_TEST
 
+START_TEST(cmd_bits_named_by_their_fields)
+{
+	/* each CMD_* bit is named by the key of the field it changes: the
+	 * names a checkpoint writes for its queued changes, which must stay
+	 * these (a checkpoint of an earlier build reads back by them) */
+	static const struct { unsigned bit; const char *key; } want[] = {
+		{CMD_RULE, "rule"}, {CMD_RULE_PARAMS, "rule_params"}, {CMD_LR, "lr"},
+		{CMD_MOMENTUM, "momentum"}, {CMD_BATCH, "batch"}, {CMD_WORKERS, "workers"},
+		{CMD_PAUSED, "paused"}, {CMD_STOP, "stop"}, {CMD_DELAY, "delay"},
+		{CMD_SPB, "spb_depth"}, {CMD_SPEED, "speed"}, {CMD_WEIGHT_DECAY, "weight_decay"},
+		{CMD_EVAL_EVERY, "eval_every"}, {CMD_CHECKPOINT, "checkpoint"},
+		{CMD_LINK, "link"}, {CMD_SERVER_MS, "server_ms"},
+	};
+	unsigned all = 0;
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const char *k = fields_cmd_key(want[i].bit);
+		ck_assert_msg(k && !strcmp(k, want[i].key), "bit %#x: %s, want %s", want[i].bit,
+			      k ? k : "(none)", want[i].key);
+		all |= want[i].bit;
+	}
+	ck_assert_uint_eq(all, 0xffffu); /* every bit of the 16 a checkpoint names */
+	ck_assert_ptr_null(fields_cmd_key(1u << 16));
+}
+END_TEST
+
 START_TEST(full_object)
 {
 	const char *text =
@@ -549,6 +574,7 @@ config_suite(void)
 	Suite *s = suite_create("config");
 	TCase *tc = tcase_create("parse");
 	tcase_add_test(tc, defaults_valid);
+	tcase_add_test(tc, cmd_bits_named_by_their_fields);
 	tcase_add_test(tc, full_object);
 	tcase_add_loop_test(tc, rejects_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, round_trip);

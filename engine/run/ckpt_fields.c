@@ -4,6 +4,7 @@
  * A field added to a struct is one row here (optional: older files lack
  * it). */
 #include "ckpt_fields.h"
+#include "fields.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -40,15 +41,12 @@ event_label(int i)
 	return n[i];
 }
 
-/* run_cmd's field bits, by name (bit i of CMD_*) */
+/* run_cmd's field bits, by name (bit i of CMD_*): the keys of the fields
+ * they change (fields.c) */
 static const char *
 cmd_label(int i)
 {
-	static const char *const n[] = {"rule", "rule_params", "lr", "momentum",
-					"batch", "workers", "paused", "stop",
-					"delay", "spb_depth", "speed", "weight_decay",
-					"eval_every", "checkpoint", "link", "server_ms"};
-	return n[i];
+	return fields_cmd_key(1u << i);
 }
 
 static const field delay_rows[] = {

@@ -287,6 +287,17 @@ const field_table fields_controls = {control_f, NF(control_f)};
 
 /* ---- functions -------------------------------------------------------------- */
 
+const char *
+fields_cmd_key(unsigned bit)
+{
+	const field_table *const t[] = {&fields_run, &fields_controls, &fields_worker};
+	for (size_t k = 0; k < sizeof(t) / sizeof(t[0]); k++)
+		for (int i = 0; i < t[k]->n; i++)
+			if (t[k]->f[i].cmd == bit)
+				return t[k]->f[i].key;
+	return NULL;
+}
+
 const field_desc *
 fields_find(const field_table *t, const char *key)
 {

@@ -107,6 +107,12 @@ extern const field_table fields_controls;
 
 const field_desc *fields_find(const field_table *t, const char *key);
 
+/* The key of the field a run_cmd bit (one CMD_* bit) changes, from the
+ * tables above (the run's, its controls', a worker's): "lr" for CMD_LR;
+ * NULL for a bit no field has. The one name of a change, wherever it is
+ * written (a checkpoint's queued commands, ...). */
+const char *fields_cmd_key(unsigned bit);
+
 /* The i-th choice of a string field, or NULL past the last. */
 const char *field_choice(const field_desc *f, int i);
 /* Index of s among the choices, or -1. */

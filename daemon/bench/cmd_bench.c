@@ -380,12 +380,8 @@ bench_parse(int argc, char **argv, bench_opts *o)
 		case 'm': o->only = optarg; break;
 		case 'd': o->dspec = optarg; break;
 		case 't':
-			/* its own wording: tests/integration/didyoumean.sh pins the
-			 * whole line ("expected 1..64", with no "got") */
-			if (cli_u64(optarg, &u) < 0 || u < 1 || u > 64) {
-				fprintf(stderr, "stalelab bench: --threads: expected 1..64\n");
-				return 2;
-			}
+			if (cli_opt_u64("threads", optarg, 1, 64, &u, err) < 0)
+				return cli_usage_error("bench", err);
 			o->threads = (int)u;
 			break;
 		case 'S':

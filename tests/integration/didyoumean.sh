@@ -112,7 +112,7 @@ bench_first "--device tpu" \
 	--device tpu -d synthetic:600 -S 0.1 -t 1
 grep -q "^stalelab bench: device: unknown \"tpu\"" "$TMP/err" && ok "bench --device tpu: named" ||
 	bad "bench --device tpu: named" "$(cat "$TMP/err")"
-bench_first "--threads 0" "stalelab bench: --threads: expected 1..64" --threads 0 -d synthetic:600
+bench_first "--threads 0" 'stalelab bench: --threads: expected 1 to 64, got "0"' --threads 0 -d synthetic:600
 bench_first "-d nosuch" "$("$SL" bench -d nosuch 2>&1 >/dev/null | head -n 1)" -d nosuch
 grep -q '^stalelab bench: dataset: ' "$TMP/err" && ok "bench -d nosuch: a dataset error" ||
 	bad "bench -d nosuch: a dataset error" "$(cat "$TMP/err")"

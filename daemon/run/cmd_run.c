@@ -41,191 +41,244 @@ runner_main(void *p)
 	return NULL;
 }
 
-int
-cmd_run(int argc, char **argv)
-{
+/* One `stalelab run`, from its options to its exit code: what each step
+ * hands on to the next. */
+typedef struct run_job {
 	run_config cfg;
 	runcli_opts o;
-	runcli_resume rs = {.path = NULL, .buf = NULL, .start_v = 0, .n_cmd = 0};
-	json_t *conf = NULL;
-	char err[SL_ERR_LEN] = "", auto_log[96];
-	config_defaults(&cfg);
+	runcli_resume rs;
+	run_sched *sched; /* the run object's schedule, until the run is open */
+	int n_sched;
+	run_ctx ctx;          /* the callbacks' state: the log, the progress */
+	const char *log_path; /* --log's, auto_log, or NULL (stdout) */
+	char auto_log[96];
+	dataset_pair data;
+	run *r;
+	sigset_t sigs;   /* blocked; the main thread sigwaits them */
+	int interrupted; /* the signal that stopped the run (0: none) */
+	char err[SL_ERR_LEN];
+} run_job;
 
-	int rc = runcli_parse(argc, argv, &o, &cfg, &conf, err);
-	if (rc != RUNCLI_GO)
-		return rc;
-	if (o.resume_path && runcli_resume_read(o.resume_path, &rs, &cfg, err) < 0)
-		return 2;
-	if (runcli_apply(argc, argv, &o, &cfg, err) < 0) {
-		free(rs.buf);
-		json_decref(conf);
-		return runcli_usage_error(NULL, err);
-	}
-	if (rs.buf) {
-		if (runcli_resume_merge(&rs, &cfg, err) < 0) {
-			free(rs.buf);
-			return runcli_usage_error(NULL, err);
-		}
-	} else if (!progress_has_stop(&cfg) &&
+/* The stop: a resumed run's is the checkpoint's merged with the flags';
+ * a new run with none given stops after 3 epochs; one whose stop fields
+ * are all 0 has none, and says so. 0, or the exit code. */
+static int
+job_stop(run_job *j, json_t *conf)
+{
+	if (j->rs.buf) {
+		if (runcli_resume_merge(&j->rs, &j->cfg, j->err) < 0)
+			return runcli_usage_error(NULL, j->err);
+	} else if (!progress_has_stop(&j->cfg) &&
 		   !(conf && json_object_size(json_object_get(conf, "stop")) > 0)) {
-		cfg.stop_epochs = 3; /* no stop given (an empty "stop" gives none) */
-	} else if (!progress_has_stop(&cfg) && !o.quiet) {
+		j->cfg.stop_epochs = 3; /* no stop given (an empty "stop" gives none) */
+	} else if (!progress_has_stop(&j->cfg) && !j->o.quiet) {
 		fprintf(stderr, "stalelab run: no stop (the run object's stop fields are 0, no "
 			"limit): it runs until interrupted (Ctrl-C)\n");
 	}
-	const char *log_path = o.log_path, *log_format = o.log_format, *resume_path = rs.path;
-	int quiet = o.quiet;
-	run_sched *sched = NULL;
-	int n_sched = 0;
-	if (conf && sched_from_json(json_object_get(conf, "schedule"), &cfg, &sched,
-				    &n_sched, err) < 0) {
-		json_decref(conf);
-		return runcli_usage_error(NULL, err);
-	}
-	json_decref(conf);
-	conf = NULL;
-	if (o.ckpt_dir &&
-	    runcli_check_ckpt_dir(o.ckpt_dir, rs.start_v, !!resume_path, o.ckpt_keep, err) < 0) {
-		free(sched);
-		free(rs.buf);
-		return runcli_usage_error(NULL, err);
-	}
+	return 0;
+}
 
-	run_ctx ctx = {.quiet = quiet, .bar = !quiet && isatty(2),
-		       .ckpt_dir = o.ckpt_dir, .ckpt_keep = o.ckpt_keep,
-		       .virt = !strcmp(cfg.clock, "virtual"),
-		       .stop_epochs = cfg.stop_epochs, .stop_steps = cfg.stop_steps,
-		       .stop_seconds = cfg.stop_seconds, .stop_target = cfg.stop_target_acc,
-		       .frac0 = -1};
-	log_path = progress_pick_log(log_path, ctx.bar, log_format, auto_log, sizeof(auto_log));
-	dataset_pair data;
-	run *r = NULL;
-	int code = 1;
-	if (cfg.workers == 0) {
-		free(sched);
-		free(rs.buf);
-		snprintf(err, SL_ERR_LEN, "workers: 0 (remote workers only) is for stalelab serve, "
-			 "which takes remote workers; stalelab run has none: give 1 or more");
-		return runcli_usage_error(NULL, err);
+/* The command line into j: the options, the --config files and flags into
+ * j->cfg, the checkpoint --resume names, the stop, the schedule, the
+ * checked --checkpoint-dir. RUNCLI_GO, or the exit code (said). */
+static int
+job_options(run_job *j, int argc, char **argv)
+{
+	json_t *conf = NULL;
+	int rc = runcli_parse(argc, argv, &j->o, &j->cfg, &conf, j->err);
+	if (rc != RUNCLI_GO)
+		return rc;
+	if (j->o.resume_path && runcli_resume_read(j->o.resume_path, &j->rs, &j->cfg, j->err) < 0)
+		rc = 2;
+	else if (runcli_apply(argc, argv, &j->o, &j->cfg, j->err) < 0)
+		rc = runcli_usage_error(NULL, j->err);
+	else
+		rc = job_stop(j, conf);
+	if (rc == 0 && conf && sched_from_json(json_object_get(conf, "schedule"), &j->cfg,
+					       &j->sched, &j->n_sched, j->err) < 0)
+		rc = runcli_usage_error(NULL, j->err);
+	if (rc == 0 && j->o.ckpt_dir && runcli_check_ckpt_dir(j->o.ckpt_dir, j->rs.start_v,
+							      !!j->rs.path, j->o.ckpt_keep, j->err) < 0)
+		rc = runcli_usage_error(NULL, j->err);
+	json_decref(conf);
+	return rc == 0 ? RUNCLI_GO : rc;
+}
+
+/* The progress's state and where the log goes, then the data set (a run
+ * with no workers refused first). RUNCLI_GO, or the exit code (said). */
+static int
+job_data(run_job *j)
+{
+	const run_config *cfg = &j->cfg;
+	int quiet = j->o.quiet;
+	j->ctx = (run_ctx){.quiet = quiet, .bar = !quiet && isatty(2),
+			   .ckpt_dir = j->o.ckpt_dir, .ckpt_keep = j->o.ckpt_keep,
+			   .virt = !strcmp(cfg->clock, "virtual"),
+			   .stop_epochs = cfg->stop_epochs, .stop_steps = cfg->stop_steps,
+			   .stop_seconds = cfg->stop_seconds, .stop_target = cfg->stop_target_acc,
+			   .frac0 = -1};
+	j->log_path = progress_pick_log(j->o.log_path, j->ctx.bar, j->o.log_format, j->auto_log,
+					sizeof(j->auto_log));
+	if (cfg->workers == 0) {
+		snprintf(j->err, SL_ERR_LEN, "workers: 0 (remote workers only) is for stalelab "
+			 "serve, which takes remote workers; stalelab run has none: give 1 or more");
+		return runcli_usage_error(NULL, j->err);
 	}
-	if (ds_load(cfg.dataset, cfg.seed, &data, err) < 0) {
-		free(sched);
-		free(rs.buf);
-		return runcli_usage_error(NULL, err);
-	}
-	if (data.note[0] && !quiet)
-		fprintf(stderr, "stalelab run: %s\n", data.note);
-	run_callbacks cb = {.eval = progress_on_eval, .change = progress_on_change,
-			    .progress = progress_on_progress, .checkpoint = runcli_on_checkpoint,
-			    .diverged = progress_on_diverged, .ud = &ctx};
-	/* block them before our threads exist: the main thread sigwaits */
-	sigset_t sigs;
-	cli_block_signals(&sigs, 1);
-	int rc2 = run_open(&cfg, &data, sched, n_sched, &cb, rs.buf, rs.len, &r, err);
-	free(sched);
-	free(rs.buf);
-	rs.buf = NULL;
-	if (rc2 == 0 && rs.n_cmd > 0)
-		rc2 = run_command(r, &rs.cmd, err);
-	if (rc2 == 0 && o.ckpt_every)
-		run_checkpoint_every(r, o.ckpt_every);
-	if (rc2 < 0) {
-		fprintf(stderr, "stalelab run: %s%s\n", resume_path ? "--resume: " : "", err);
-		code = rc2 == -SL_ENOMEM ? 1 : 2;
-		goto out;
-	}
-	/* a resumed run continues its log, cut back to the checkpoint */
-	int cont = resume_path && log_path && strcmp(log_path, "-");
+	if (ds_load(cfg->dataset, cfg->seed, &j->data, j->err) < 0)
+		return runcli_usage_error(NULL, j->err);
+	if (j->data.note[0] && !quiet)
+		fprintf(stderr, "stalelab run: %s\n", j->data.note);
+	return RUNCLI_GO;
+}
+
+/* The log opened: a resumed run's continues its JSON-Lines log, cut back
+ * to the checkpoint. RUNCLI_GO, or the exit code (said). */
+static int
+job_log(run_job *j)
+{
+	const char *log_path = j->log_path, *log_format = j->o.log_format;
+	int cont = j->rs.path && log_path && strcmp(log_path, "-");
 	long cut = 0;
-	if (cont && (cont = runlog_continue(log_path, rs.start_v, &rs.ck, &cut, err)) < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
-		code = 2;
-		goto out;
+	if (cont && (cont = runlog_continue(log_path, j->rs.start_v, &j->rs.ck, &cut, j->err)) < 0) {
+		fprintf(stderr, "stalelab run: %s\n", j->err);
+		return 2;
 	}
 	if (cont && strcmp(log_format, "jsonl")) {
 		fprintf(stderr, "stalelab run: --log-format csv: a resumed run continues a "
 			"JSON-Lines log only (%s is one); give another file\n", log_path);
-		code = 2;
-		goto out;
+		return 2;
 	}
-	if (runlog_open(&ctx.log, log_path, log_format, cont, err) < 0) {
-		fprintf(stderr, "stalelab run: %s\n", err);
-		goto out;
+	if (runlog_open(&j->ctx.log, log_path, log_format, cont, j->err) < 0) {
+		fprintf(stderr, "stalelab run: %s\n", j->err);
+		return 1;
 	}
-	if (cont && !quiet)
+	if (cont && !j->o.quiet)
 		fprintf(stderr, "stalelab run: continuing the log %s from v %llu (%ld line%s "
-			"past the checkpoint cut off)\n", log_path, (unsigned long long)rs.start_v,
-			cut, cut == 1 ? "" : "s");
-	run_snapshot *s0 = run_snapshot_get(r);
+			"past the checkpoint cut off)\n", log_path,
+			(unsigned long long)j->rs.start_v, cut, cut == 1 ? "" : "s");
+	return RUNCLI_GO;
+}
+
+/* The run made (from the checkpoint when resumed, with the flags' change
+ * at its version), the signals blocked for job_train, then the log.
+ * RUNCLI_GO, or the exit code (said). */
+static int
+job_open(run_job *j)
+{
+	run_callbacks cb = {.eval = progress_on_eval, .change = progress_on_change,
+			    .progress = progress_on_progress, .checkpoint = runcli_on_checkpoint,
+			    .diverged = progress_on_diverged, .ud = &j->ctx};
+	/* block them before our threads exist: the main thread sigwaits */
+	cli_block_signals(&j->sigs, 1);
+	int rc = run_open(&j->cfg, &j->data, j->sched, j->n_sched, &cb, j->rs.buf, j->rs.len,
+			  &j->r, j->err);
+	free(j->sched);
+	j->sched = NULL;
+	free(j->rs.buf);
+	j->rs.buf = NULL;
+	if (rc == 0 && j->rs.n_cmd > 0)
+		rc = run_command(j->r, &j->rs.cmd, j->err);
+	if (rc == 0 && j->o.ckpt_every)
+		run_checkpoint_every(j->r, j->o.ckpt_every);
+	if (rc < 0) {
+		fprintf(stderr, "stalelab run: %s%s\n", j->rs.path ? "--resume: " : "", j->err);
+		return rc == -SL_ENOMEM ? 1 : 2;
+	}
+	return job_log(j);
+}
+
+/* The log's first record, the run object (a resumed run's with where it
+ * resumes: the checkpoint's t and v), and unless quiet what runs, on
+ * what, and where the log goes. */
+static void
+job_announce(run_job *j)
+{
+	const run_config *cfg = &j->cfg;
+	const char *resume_path = j->rs.path;
+	run_snapshot *s0 = run_snapshot_get(j->r);
 	const char *device = s0->device; /* static: outlives the snapshot */
 	json_t *first = runlog_run_object(&s0->cfg, device);
-	if (resume_path) { /* where it resumes: the checkpoint's t and v */
+	if (resume_path) {
 		json_object_set_new(first, "resumed", json_true());
 		json_object_set_new(first, "t", jsonout_real(s0->t));
 		json_object_set_new(first, "v", json_integer((json_int_t)s0->v));
 	}
-	if (runlog_write(&ctx.log, first) < 0)
-		ctx.log_failed = 1;
+	if (runlog_write(&j->ctx.log, first) < 0)
+		j->ctx.log_failed = 1;
 	json_decref(first);
-	if (!quiet) {
+	if (!j->o.quiet) {
 		fprintf(stderr,
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
-			cfg.model, data.name, data.train.n, data.test.n, s0->cfg.rule,
-			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg.clock, device);
+			cfg->model, j->data.name, j->data.train.n, j->data.test.n, s0->cfg.rule,
+			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg->clock, device);
 		if (s0->device_note[0])
 			fprintf(stderr, "stalelab run: %s\n", s0->device_note);
 		if (resume_path)
 			fprintf(stderr, "stalelab run: resuming %s at v %llu, epoch %.2f%s\n",
 				resume_path, (unsigned long long)s0->v, s0->epoch,
-				(cfg.stop_steps && s0->v >= cfg.stop_steps) ||
-						(cfg.stop_epochs > 0 && s0->epoch >= cfg.stop_epochs)
+				(cfg->stop_steps && s0->v >= cfg->stop_steps) ||
+						(cfg->stop_epochs > 0 && s0->epoch >= cfg->stop_epochs)
 					? " (already past the stop: it ends at once)" : "");
-		if (log_path == auto_log)
+		if (j->log_path == j->auto_log)
 			fprintf(stderr, "stalelab run: the log goes to %s (stdout is this "
-				"terminal; --log FILE or a pipe choose otherwise)\n", auto_log);
+				"terminal; --log FILE or a pipe choose otherwise)\n", j->auto_log);
 	}
 	run_snapshot_put(s0);
-	runner rn = {.r = r, .main_th = pthread_self(), .rc = -1};
+}
+
+/* The training, on a thread of its own while this one waits for SIGINT
+ * and SIGTERM: the first stops the run (j->interrupted), a second exits
+ * at once. run_exec's result. */
+static int
+job_train(run_job *j)
+{
+	runner rn = {.r = j->r, .main_th = pthread_self(), .rc = -1};
 	pthread_t rt;
-	int exec_rc, interrupted = 0; /* the signal that stopped it */
-	ctx.t0 = sl_now();
-	if (pthread_create(&rt, NULL, runner_main, &rn) == 0) {
-		for (;;) {
-			int sig = 0;
-			sigwait(&sigs, &sig);
-			if (sig == SIGUSR1)
-				break;
-			if (interrupted) /* asked twice: give up at once */
-				_exit(128 + sig);
-			interrupted = sig;
-			if (!quiet)
-				fprintf(stderr, "\nstalelab run: %s, stopping (again to quit now)\n",
-					sig == SIGINT ? "SIGINT" : "SIGTERM");
-			run_stop(r);
-		}
-		pthread_join(rt, NULL);
-		exec_rc = rn.rc;
-	} else {
-		exec_rc = run_exec(r);
+	j->ctx.t0 = sl_now();
+	if (pthread_create(&rt, NULL, runner_main, &rn) != 0)
+		return run_exec(j->r);
+	for (;;) {
+		int sig = 0;
+		sigwait(&j->sigs, &sig);
+		if (sig == SIGUSR1)
+			break;
+		if (j->interrupted) /* asked twice: give up at once */
+			_exit(128 + sig);
+		j->interrupted = sig;
+		if (!j->o.quiet)
+			fprintf(stderr, "\nstalelab run: %s, stopping (again to quit now)\n",
+				sig == SIGINT ? "SIGINT" : "SIGTERM");
+		run_stop(j->r);
 	}
-	run_snapshot *s = run_snapshot_get(r);
+	pthread_join(rt, NULL);
+	return rn.rc;
+}
+
+/* After the training: the end record (its stop "interrupted" when a
+ * signal stopped it, the weights' hash), the summary line, the exit code:
+ * 0 done, 3 diverged, 128 + the signal, 1 the run or the log failed. */
+static int
+job_finish(run_job *j, int exec_rc)
+{
+	run_snapshot *s = run_snapshot_get(j->r);
+	int interrupted = j->interrupted;
 	/* a signal that came after the run met its own stop did not stop it */
 	if (interrupted && !(s->stop_reason && !strcmp(s->stop_reason, "stopped")))
 		interrupted = 0;
-	if (interrupted && ctx.end)
-		json_object_set_new(ctx.end, "stop", json_string("interrupted"));
-	if (ctx.end) {
+	if (interrupted && j->ctx.end)
+		json_object_set_new(j->ctx.end, "stop", json_string("interrupted"));
+	if (j->ctx.end) {
 		char h[24];
-		if (progress_weights_hash(r, h, sizeof(h)) == 0)
-			json_object_set_new(ctx.end, "weights", json_string(h));
-		if (runlog_write(&ctx.log, ctx.end) < 0)
-			ctx.log_failed = 1;
+		if (progress_weights_hash(j->r, h, sizeof(h)) == 0)
+			json_object_set_new(j->ctx.end, "weights", json_string(h));
+		if (runlog_write(&j->ctx.log, j->ctx.end) < 0)
+			j->ctx.log_failed = 1;
 	}
 	if (exec_rc < 0) {
 		fprintf(stderr, "stalelab run: the run failed at version %llu: %s\n",
 			(unsigned long long)s->v, s->error[0] ? s->error : "unknown error");
 		run_snapshot_put(s);
-		goto out;
+		return 1;
 	}
 	int diverged = s->state == RUN_DIVERGED;
 	char head[48];
@@ -236,24 +289,42 @@ cmd_run(int argc, char **argv)
 			 interrupted == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		snprintf(head, sizeof(head), "done (%s)", s->stop_reason ? s->stop_reason : "stopped");
-	if (!quiet)
+	if (!j->o.quiet)
 		fprintf(stderr,
 			"%s: %.2f epochs, %llu updates, test_acc %.4f (best %.4f), "
 			"staleness mean %.2f max %llu, %.0f samples/s over %.2f s of training; log %s\n",
 			head, s->epoch,
 			(unsigned long long)s->v, s->test_acc, s->best_acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
-			s->samples_per_s, s->train_s, ctx.log.path);
+			s->samples_per_s, s->train_s, j->ctx.log.path);
 	run_snapshot_put(s);
-	code = diverged ? 3 : interrupted ? 128 + interrupted : 0;
-	if (ctx.log_failed) {
-		fprintf(stderr, "stalelab run: writing the log to %s failed\n",
-			ctx.log.path);
-		code = 1;
+	if (j->ctx.log_failed) {
+		fprintf(stderr, "stalelab run: writing the log to %s failed\n", j->ctx.log.path);
+		return 1;
 	}
-out:
-	json_decref(ctx.end);
-	runlog_close(&ctx.log);
-	run_free(r);
-	ds_pair_free(&data);
+	return diverged ? 3 : interrupted ? 128 + interrupted : 0;
+}
+
+int
+cmd_run(int argc, char **argv)
+{
+	run_job j = {.r = NULL}; /* the rest 0: no checkpoint, no schedule yet */
+	config_defaults(&j.cfg);
+	int code = job_options(&j, argc, argv);
+	if (code == RUNCLI_GO)
+		code = job_data(&j);
+	if (code != RUNCLI_GO) {
+		free(j.sched);
+		free(j.rs.buf);
+		return code;
+	}
+	code = job_open(&j);
+	if (code == RUNCLI_GO) {
+		job_announce(&j);
+		code = job_finish(&j, job_train(&j));
+	}
+	json_decref(j.ctx.end);
+	runlog_close(&j.ctx.log);
+	run_free(j.r);
+	ds_pair_free(&j.data);
 	return code;
 }

@@ -308,6 +308,158 @@ sweep_expand(const json_t *spec, sweep_grid *g, char *err)
 	return sweep_expand_max(spec, SWEEP_MAX_CELLS, g, err);
 }
 
+/* the sweep's own keys of spec: "seeds" and "target" into g, "variants"
+ * checked (an object of named partial run objects without the sweep's
+ * own keys); 0 or -SL_EINVAL */
+static int
+own_keys(const json_t *spec, sweep_grid *g, char *err)
+{
+	json_t *seeds = json_object_get(spec, "seeds"), *variants = json_object_get(spec, "variants");
+	json_t *target = json_object_get(spec, "target");
+	if (seeds) {
+		if (!json_is_integer(seeds) || json_integer_value(seeds) < 1 ||
+		    json_integer_value(seeds) > 1000)
+			return sl_fail(err, SL_EINVAL, "seeds: expected a count of seeds in [1, 1000] "
+				       "(every cell runs with seeds 1..N)");
+		g->seeds = (int)json_integer_value(seeds);
+	}
+	if (target) {
+		if (!json_is_number(target) || json_number_value(target) <= 0 ||
+		    json_number_value(target) > 1)
+			return sl_fail(err, SL_EINVAL, "target: expected a test accuracy in (0, 1] "
+				       "(for the columns updates_to_target and virtual_s_to_target)");
+		g->target = json_number_value(target);
+	}
+	if (variants && (!json_is_object(variants) || !json_object_size(variants)))
+		return sl_fail(err, SL_EINVAL, "variants: expected an object of named partial run "
+			       "objects ({\"name\": {...}, ...}), not empty");
+	const char *k;
+	json_t *v;
+	json_object_foreach(variants, k, v) {
+		if (!json_is_object(v))
+			return sl_fail(err, SL_EINVAL, "variants.%s: expected a partial run object", k);
+		static const char *const own[] = {"seeds", "variants", "target"};
+		for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++)
+			if (json_object_get(v, own[i]))
+				return sl_fail(err, SL_EINVAL, "variants.%s.%s: the sweep's own "
+					       "keys (seeds, variants, target) go at the top of "
+					       "the file", k, own[i]);
+		if (!k[0] || strlen(k) > 48)
+			return sl_fail(err, SL_EINVAL, "variants: a name of 1 to 48 characters, "
+				       "got \"%s\"", k);
+	}
+	return 0;
+}
+
+/* the grid's size, before it is built: more than max_cells refused,
+ * naming each variant's axes and their sizes; 0 or -SL_EINVAL */
+static int
+check_size(json_t *base, json_t *variants, int seeds, int max_cells, char *err)
+{
+	double total = 0;
+	char what[512] = "";
+	if (variants) {
+		const char *k;
+		json_t *v;
+		json_object_foreach(variants, k, v) {
+			json_t *m = json_deep_copy(base);
+			merge(m, v);
+			char w[256] = "";
+			double n = count_cells(m, seeds, w, sizeof(w), err);
+			json_decref(m);
+			if (n < 0)
+				return -SL_EINVAL;
+			total += n;
+			size_t len = strlen(what);
+			snprintf(what + len, sizeof(what) - len, "%s%s: %s", len ? "; " : "", k,
+				 w[0] ? w : "1");
+		}
+	} else {
+		total = count_cells(base, seeds, what, sizeof(what), err);
+		if (total < 0)
+			return -SL_EINVAL;
+	}
+	if (total > max_cells)
+		return sl_fail(err, SL_EINVAL, "the grid has %.0f cells (%s): more than %d", total,
+			       what, max_cells);
+	return 0;
+}
+
+/* the cells: base's product, or each variant merged over base in turn */
+static int
+expand_variants(sweep_grid *g, json_t *base, json_t *variants, char *err)
+{
+	if (!variants)
+		return expand_one(g, base, NULL, err);
+	const char *k;
+	json_t *v;
+	json_object_foreach(variants, k, v) {
+		json_t *m = json_deep_copy(base);
+		merge(m, v);
+		int rc = expand_one(g, m, k, err);
+		json_decref(m);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* a cell's label, "key=value,..." in the global axis order (malloc'd;
+ * NULL out of memory) */
+static char *
+cell_label(const sweep_grid *g, const sweep_cell *c)
+{
+	size_t cap = 64, len = 0;
+	char *l = malloc(cap);
+	if (!l)
+		return NULL;
+	l[0] = 0;
+	for (int j = 0; j < g->n_axes; j++) {
+		json_t *v = json_object_get(c->axes, g->axis[j].key);
+		if (!v)
+			continue;
+		char *s = label_of(v);
+		size_t need = len + strlen(g->axis[j].key) + strlen(s ? s : "") + 3;
+		if (need > cap) {
+			while (cap < need)
+				cap *= 2;
+			char *nl = realloc(l, cap);
+			if (!nl) {
+				free(s);
+				free(l);
+				return NULL;
+			}
+			l = nl;
+		}
+		len += (size_t)snprintf(l + len, cap - len, "%s%s=%s", len ? "," : "",
+					g->axis[j].key, s ? s : "");
+		free(s);
+	}
+	return l;
+}
+
+/* two labels that differ only in unsafe characters, or a 48-bit hash
+ * collision: refused rather than one cell overwriting another */
+static int
+unique_names(const sweep_grid *g, char *err)
+{
+	if (g->n_cells < 2)
+		return 0;
+	char **names = malloc(sizeof(char *) * (size_t)g->n_cells);
+	if (!names)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	for (int i = 0; i < g->n_cells; i++)
+		names[i] = g->cell[i].name;
+	qsort(names, (size_t)g->n_cells, sizeof(char *), cmp_name);
+	int rc = 0;
+	for (int i = 1; i < g->n_cells && rc == 0; i++)
+		if (!strcmp(names[i], names[i - 1]))
+			rc = sl_fail(err, SL_EINVAL, "two cells have the same name \"%s\" (two "
+				     "variants the same? rename one)", names[i]);
+	free(names);
+	return rc;
+}
+
 int
 sweep_expand_max(const json_t *spec, int max_cells, sweep_grid *g, char *err)
 {
@@ -315,100 +467,15 @@ sweep_expand_max(const json_t *spec, int max_cells, sweep_grid *g, char *err)
 	if (!json_is_object(spec))
 		return sl_fail(err, SL_EINVAL, "a sweep file is a JSON object (a run object with lists)");
 	json_t *base = json_deep_copy(spec);
-	json_t *seeds = json_object_get(base, "seeds"), *variants = json_object_get(base, "variants");
-	json_t *target = json_object_get(base, "target");
-	int rc = 0;
-	if (seeds) {
-		if (!json_is_integer(seeds) || json_integer_value(seeds) < 1 ||
-		    json_integer_value(seeds) > 1000)
-			rc = sl_fail(err, SL_EINVAL, "seeds: expected a count of seeds in [1, 1000] "
-				     "(every cell runs with seeds 1..N)");
-		else
-			g->seeds = (int)json_integer_value(seeds);
-	}
-	if (rc == 0 && target) {
-		if (!json_is_number(target) || json_number_value(target) <= 0 ||
-		    json_number_value(target) > 1)
-			rc = sl_fail(err, SL_EINVAL, "target: expected a test accuracy in (0, 1] "
-				     "(for the columns updates_to_target and virtual_s_to_target)");
-		else
-			g->target = json_number_value(target);
-	}
-	if (rc == 0 && variants && (!json_is_object(variants) || !json_object_size(variants)))
-		rc = sl_fail(err, SL_EINVAL, "variants: expected an object of named partial run "
-			     "objects ({\"name\": {...}, ...}), not empty");
-	if (rc == 0 && variants) {
-		const char *k;
-		json_t *v;
-		json_object_foreach(variants, k, v) {
-			if (!json_is_object(v)) {
-				rc = sl_fail(err, SL_EINVAL, "variants.%s: expected a partial run object", k);
-				break;
-			}
-			static const char *const own[] = {"seeds", "variants", "target"};
-			for (size_t i = 0; rc == 0 && i < sizeof(own) / sizeof(own[0]); i++)
-				if (json_object_get(v, own[i]))
-					rc = sl_fail(err, SL_EINVAL, "variants.%s.%s: the sweep's own "
-						     "keys (seeds, variants, target) go at the top of "
-						     "the file", k, own[i]);
-			if (rc < 0)
-				break;
-			if (!k[0] || strlen(k) > 48) {
-				rc = sl_fail(err, SL_EINVAL, "variants: a name of 1 to 48 characters, "
-					     "got \"%s\"", k);
-				break;
-			}
-		}
-	}
-	json_incref(variants);
+	json_t *variants = json_incref(json_object_get(base, "variants"));
+	int rc = own_keys(base, g, err);
 	json_object_del(base, "seeds");
 	json_object_del(base, "variants");
 	json_object_del(base, "target");
-	/* the size first, so a grid too large is refused before it is built */
-	if (rc == 0) {
-		double total = 0;
-		char what[512] = "";
-		if (variants) {
-			const char *k;
-			json_t *v;
-			json_object_foreach(variants, k, v) {
-				json_t *m = json_deep_copy(base);
-				merge(m, v);
-				char w[256] = "";
-				double n = count_cells(m, g->seeds, w, sizeof(w), err);
-				json_decref(m);
-				if (n < 0) {
-					rc = -SL_EINVAL;
-					break;
-				}
-				total += n;
-				size_t len = strlen(what);
-				snprintf(what + len, sizeof(what) - len, "%s%s: %s", len ? "; " : "", k,
-					 w[0] ? w : "1");
-			}
-		} else {
-			total = count_cells(base, g->seeds, what, sizeof(what), err);
-			if (total < 0)
-				rc = -SL_EINVAL;
-		}
-		if (rc == 0 && total > max_cells)
-			rc = sl_fail(err, SL_EINVAL, "the grid has %.0f cells (%s): more than %d",
-				     total, what, max_cells);
-	}
-	if (rc == 0 && variants) {
-		const char *k;
-		json_t *v;
-		json_object_foreach(variants, k, v) {
-			json_t *m = json_deep_copy(base);
-			merge(m, v);
-			rc = expand_one(g, m, k, err);
-			json_decref(m);
-			if (rc < 0)
-				break;
-		}
-	} else if (rc == 0) {
-		rc = expand_one(g, base, NULL, err);
-	}
+	if (rc == 0) /* the size first, so a grid too large is refused before it is built */
+		rc = check_size(base, variants, g->seeds, max_cells, err);
+	if (rc == 0)
+		rc = expand_variants(g, base, variants, err);
 	json_decref(variants);
 	json_decref(base);
 	if (rc == 0 && g->seeds) /* the last column, whatever the variants */
@@ -416,62 +483,13 @@ sweep_expand_max(const json_t *spec, int max_cells, sweep_grid *g, char *err)
 	/* labels and names, in the global axis order; names collision-free */
 	for (int i = 0; rc == 0 && i < g->n_cells; i++) {
 		sweep_cell *c = &g->cell[i];
-		size_t cap = 64, len = 0;
-		char *l = malloc(cap);
-		if (!l) {
+		if (!(c->label = cell_label(g, c)))
 			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-			break;
-		}
-		l[0] = 0;
-		for (int j = 0; j < g->n_axes; j++) {
-			json_t *v = json_object_get(c->axes, g->axis[j].key);
-			if (!v)
-				continue;
-			char *s = label_of(v);
-			size_t need = len + strlen(g->axis[j].key) + strlen(s ? s : "") + 3;
-			if (need > cap) {
-				while (cap < need)
-					cap *= 2;
-				char *nl = realloc(l, cap);
-				if (!nl) {
-					free(s);
-					free(l);
-					l = NULL;
-					break;
-				}
-				l = nl;
-			}
-			len += (size_t)snprintf(l + len, cap - len, "%s%s=%s", len ? "," : "",
-						g->axis[j].key, s ? s : "");
-			free(s);
-		}
-		if (!l) {
-			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-			break;
-		}
-		c->label = l;
-		sweep_cell_name(l, c->name, sizeof(c->name));
+		else
+			sweep_cell_name(c->label, c->name, sizeof(c->name));
 	}
-	if (rc == 0 && g->n_cells > 1) {
-		/* two labels that differ only in unsafe characters, or a 48-bit
-		 * hash collision: refused rather than one cell overwriting another */
-		char **names = malloc(sizeof(char *) * (size_t)g->n_cells);
-		if (!names)
-			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-		for (int i = 0; rc == 0 && i < g->n_cells; i++)
-			names[i] = g->cell[i].name;
-		if (rc == 0) {
-			qsort(names, (size_t)g->n_cells, sizeof(char *), cmp_name);
-			for (int i = 1; i < g->n_cells; i++)
-				if (!strcmp(names[i], names[i - 1])) {
-					rc = sl_fail(err, SL_EINVAL,
-						     "two cells have the same name \"%s\" (two "
-						     "variants the same? rename one)", names[i]);
-					break;
-				}
-		}
-		free(names);
-	}
+	if (rc == 0)
+		rc = unique_names(g, err);
 	if (rc < 0)
 		sweep_grid_free(g);
 	return rc;

@@ -309,6 +309,167 @@ fmt_num(char *out, size_t cap, double x)
 		snprintf(out, cap, "%.4g", x);
 }
 
+/* the metrics the table shows, mean ± interval (summary.csv has all) */
+static const char *const shown[] = {"final_acc", "best_acc", "updates_to_target",
+				    "virtual_s_to_target", "stale_mean"};
+#define N_SHOWN (sizeof(shown) / sizeof(shown[0]))
+
+/* the rows (in index order) grouped by their axes but the seed, in the
+ * order first met, the rows borrowed; *ng groups; NULL out of memory */
+static group *
+group_rows(json_t **rows, size_t n, int *ng)
+{
+	group *gs = calloc(n ? n : 1, sizeof(group));
+	if (!gs)
+		return NULL;
+	*ng = 0;
+	for (size_t i = 0; i < n; i++) {
+		json_t *a = json_deep_copy(json_object_get(rows[i], "axes"));
+		json_object_del(a, "seed");
+		int gi = -1;
+		for (int j = 0; j < *ng && gi < 0; j++)
+			if (json_equal(gs[j].axes, a))
+				gi = j;
+		if (gi < 0) {
+			gi = (*ng)++;
+			gs[gi].axes = json_incref(a);
+		}
+		group *g = &gs[gi];
+		if (g->n == g->cap) {
+			g->cap = g->cap ? 2 * g->cap : 4;
+			json_t **nr = realloc(g->rows, sizeof(json_t *) * (size_t)g->cap);
+			if (!nr)
+				abort();
+			g->rows = nr;
+		}
+		g->rows[g->n++] = rows[i];
+		json_decref(a);
+	}
+	return gs;
+}
+
+/* summary.csv's header: the group, its axes, n, each metric's mean,
+ * interval and count, and with a baseline (ratio_of: its metric) the
+ * ratio */
+static void
+csv_header(sl_buf *csv, const sweep_axis *axes, int n_axes, const char *ratio_of)
+{
+	sb_str(csv, "group");
+	for (int i = 0; i < n_axes; i++)
+		if (strcmp(axes[i].key, "seed")) {
+			sb_str(csv, ",");
+			sb_field(csv, axes[i].key);
+		}
+	sb_str(csv, ",n");
+	for (int i = 0; i < sweep_n_metrics; i++) {
+		if (!strcmp(sweep_metrics[i].key, "stop"))
+			continue;
+		char h[200];
+		snprintf(h, sizeof(h), ",%s_mean,%s_ci95,%s_n", sweep_metrics[i].key,
+			 sweep_metrics[i].key, sweep_metrics[i].key);
+		sb_str(csv, h);
+	}
+	if (ratio_of) {
+		char h[200];
+		snprintf(h, sizeof(h), ",%s_over_baseline", ratio_of);
+		sb_str(csv, h);
+	}
+	sb_str(csv, "\r\n");
+}
+
+/* one group's row of summary.csv */
+static void
+csv_row(sl_buf *csv, const group *g, const char *name, const sweep_axis *axes, int n_axes,
+	int has_ratio, double ratio)
+{
+	sb_field(csv, name);
+	for (int i = 0; i < n_axes; i++)
+		if (strcmp(axes[i].key, "seed")) {
+			sb_str(csv, ",");
+			sb_value(csv, json_object_get(g->axes, axes[i].key));
+		}
+	char num[64];
+	snprintf(num, sizeof(num), ",%d", g->n);
+	sb_str(csv, num);
+	for (int i = 0; i < sweep_n_metrics; i++) {
+		if (!strcmp(sweep_metrics[i].key, "stop"))
+			continue;
+		double m, ci;
+		int c;
+		stat(g, sweep_metrics[i].key, &m, &ci, &c);
+		csv_num(csv, m);
+		csv_num(csv, ci);
+		snprintf(num, sizeof(num), ",%d", c);
+		sb_str(csv, num);
+	}
+	if (has_ratio)
+		csv_num(csv, ratio);
+	sb_str(csv, "\r\n");
+}
+
+/* the table's cells of one group: mean ± interval of each shown metric,
+ * "(c/n)" when not every seed has it */
+static void
+print_shown(FILE *out, const group *g)
+{
+	for (size_t k = 0; k < N_SHOWN; k++) {
+		double m, ci;
+		int c;
+		stat(g, shown[k], &m, &ci, &c);
+		char a[32], b[32], cell[96];
+		fmt_num(a, sizeof(a), m);
+		fmt_num(b, sizeof(b), ci);
+		int len = c > 1 && isfinite(ci) ? snprintf(cell, sizeof(cell), "%s ± %s", a, b)
+						: snprintf(cell, sizeof(cell), "%s", a);
+		if (c && c < g->n) /* not every seed has it (the target not reached) */
+			snprintf(cell + len, sizeof(cell) - (size_t)len, " (%d/%d)", c, g->n);
+		fprintf(out, " %22s", cell);
+	}
+}
+
+/* g's metric over its baseline group's (the one with key=val and g's
+ * other axes), said in the table's last column; NAN when there is none */
+static double
+print_ratio(FILE *out, const group *gs, int ng, const group *g, const char *metric,
+	    const char *key, const json_t *val)
+{
+	double ratio = NAN;
+	const group *b = find_baseline(gs, ng, g->axes, key, val);
+	int c = 0, cb = 0;
+	if (b) {
+		double m, mb, ci;
+		stat(g, metric, &m, &ci, &c);
+		stat(b, metric, &mb, &ci, &cb);
+		/* a ratio of means only over groups where every seed has
+		 * the metric: else it compares different seeds */
+		if (c == g->n && cb == b->n && mb != 0)
+			ratio = m / mb;
+	}
+	char r[32];
+	fmt_num(r, sizeof(r), ratio);
+	fprintf(out, "  %s", !b ? "(no baseline)"
+			    : isfinite(ratio) ? r
+			    : c < g->n || cb < b->n ? "- (not every seed has it)" : "-");
+	return ratio;
+}
+
+typedef char group_name[256];
+
+/* the groups' names (calloc'd; NULL out of memory), *width the longest's
+ * length, at least the header's */
+static group_name *
+group_names(const group *gs, int ng, int *width)
+{
+	group_name *names = calloc((size_t)(ng ? ng : 1), sizeof(*names));
+	*width = 5;
+	for (int gi = 0; names && gi < ng; gi++) {
+		sweep_group_label(gs[gi].axes, names[gi], sizeof(names[gi]));
+		if ((int)strlen(names[gi]) > *width)
+			*width = (int)strlen(names[gi]);
+	}
+	return names;
+}
+
 int
 sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const char *baseline,
 	      const char *metric, const char *csv_path, FILE *out, char *err)
@@ -327,73 +488,22 @@ sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const c
 	if (!metric)
 		metric = "updates_to_target";
 	size_t n;
-	json_t **rows = sorted(results, &n);
-	group *gs = calloc(n ? n : 1, sizeof(group));
 	int ng = 0;
-	if (!rows || !gs) {
+	json_t **rows = sorted(results, &n);
+	group *gs = rows ? group_rows(rows, n, &ng) : NULL;
+	if (!gs) {
 		free(rows);
-		free(gs);
 		json_decref(bval);
 		return sl_fail(err, SL_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < n; i++) {
-		json_t *a = json_deep_copy(json_object_get(rows[i], "axes"));
-		json_object_del(a, "seed");
-		int gi = -1;
-		for (int j = 0; j < ng && gi < 0; j++)
-			if (json_equal(gs[j].axes, a))
-				gi = j;
-		if (gi < 0) {
-			gi = ng++;
-			gs[gi].axes = json_incref(a);
-		}
-		group *g = &gs[gi];
-		if (g->n == g->cap) {
-			g->cap = g->cap ? 2 * g->cap : 4;
-			json_t **nr = realloc(g->rows, sizeof(json_t *) * (size_t)g->cap);
-			if (!nr)
-				abort();
-			g->rows = nr;
-		}
-		g->rows[g->n++] = rows[i];
-		json_decref(a);
-	}
 	/* the table: the group's axes, n, then mean ± interval of the main
-	 * metrics, and the metric over its baseline */
-	static const char *const shown[] = {"final_acc", "best_acc", "updates_to_target",
-					    "virtual_s_to_target", "stale_mean"};
+	 * metrics, and the metric over its baseline; summary.csv beside it */
 	sl_buf csv = {0};
-	sb_str(&csv, "group");
-	for (int i = 0; i < n_axes; i++)
-		if (strcmp(axes[i].key, "seed")) {
-			sb_str(&csv, ",");
-			sb_field(&csv, axes[i].key);
-		}
-	sb_str(&csv, ",n");
-	for (int i = 0; i < sweep_n_metrics; i++) {
-		if (!strcmp(sweep_metrics[i].key, "stop"))
-			continue;
-		char h[200];
-		snprintf(h, sizeof(h), ",%s_mean,%s_ci95,%s_n", sweep_metrics[i].key,
-			 sweep_metrics[i].key, sweep_metrics[i].key);
-		sb_str(&csv, h);
-	}
-	if (bval) {
-		char h[200];
-		snprintf(h, sizeof(h), ",%s_over_baseline", metric);
-		sb_str(&csv, h);
-	}
-	sb_str(&csv, "\r\n");
-	/* the groups' names, for the column's width */
-	char (*names)[256] = calloc((size_t)(ng ? ng : 1), sizeof(*names));
-	int width = 5;
-	for (int gi = 0; names && gi < ng; gi++) {
-		sweep_group_label(gs[gi].axes, names[gi], sizeof(names[gi]));
-		if ((int)strlen(names[gi]) > width)
-			width = (int)strlen(names[gi]);
-	}
+	csv_header(&csv, axes, n_axes, bval ? metric : NULL);
+	int width;
+	group_name *names = group_names(gs, ng, &width);
 	fprintf(out, "%-*s %3s", width, "group", "n");
-	for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++)
+	for (size_t k = 0; k < N_SHOWN; k++)
 		fprintf(out, " %22s", shown[k]);
 	if (bval)
 		fprintf(out, "  %s over %s", metric, baseline);
@@ -401,73 +511,17 @@ sweep_summary(const json_t *results, const sweep_axis *axes, int n_axes, const c
 	for (int gi = 0; names && gi < ng; gi++) {
 		const group *g = &gs[gi];
 		fprintf(out, "%-*s %3d", width, names[gi], g->n);
-		for (size_t k = 0; k < sizeof(shown) / sizeof(shown[0]); k++) {
-			double m, ci;
-			int c;
-			stat(g, shown[k], &m, &ci, &c);
-			char a[32], b[32], cell[96];
-			fmt_num(a, sizeof(a), m);
-			fmt_num(b, sizeof(b), ci);
-			int len = c > 1 && isfinite(ci) ? snprintf(cell, sizeof(cell), "%s ± %s", a, b)
-							: snprintf(cell, sizeof(cell), "%s", a);
-			if (c && c < g->n) /* not every seed has it (the target not reached) */
-				snprintf(cell + len, sizeof(cell) - (size_t)len, " (%d/%d)", c, g->n);
-			fprintf(out, " %22s", cell);
-		}
-		double ratio = NAN;
-		if (bval) {
-			const group *b = find_baseline(gs, ng, g->axes, bkey, bval);
-			int c = 0, cb = 0;
-			if (b) {
-				double m, mb, ci;
-				stat(g, metric, &m, &ci, &c);
-				stat(b, metric, &mb, &ci, &cb);
-				/* a ratio of means only over groups where every seed has
-				 * the metric: else it compares different seeds */
-				if (c == g->n && cb == b->n && mb != 0)
-					ratio = m / mb;
-			}
-			char r[32];
-			fmt_num(r, sizeof(r), ratio);
-			fprintf(out, "  %s", !b ? "(no baseline)"
-					    : isfinite(ratio) ? r
-					    : c < g->n || cb < b->n ? "- (not every seed has it)" : "-");
-		}
+		print_shown(out, g);
+		double ratio = bval ? print_ratio(out, gs, ng, g, metric, bkey, bval) : NAN;
 		fprintf(out, "\n");
-		sb_field(&csv, names[gi]);
-		for (int i = 0; i < n_axes; i++)
-			if (strcmp(axes[i].key, "seed")) {
-				sb_str(&csv, ",");
-				sb_value(&csv, json_object_get(g->axes, axes[i].key));
-			}
-		char num[64];
-		snprintf(num, sizeof(num), ",%d", g->n);
-		sb_str(&csv, num);
-		for (int i = 0; i < sweep_n_metrics; i++) {
-			if (!strcmp(sweep_metrics[i].key, "stop"))
-				continue;
-			double m, ci;
-			int c;
-			stat(g, sweep_metrics[i].key, &m, &ci, &c);
-			csv_num(&csv, m);
-			csv_num(&csv, ci);
-			snprintf(num, sizeof(num), ",%d", c);
-			sb_str(&csv, num);
-		}
-		if (bval)
-			csv_num(&csv, ratio);
-		sb_str(&csv, "\r\n");
+		csv_row(&csv, g, names[gi], axes, n_axes, !!bval, ratio);
 	}
 	int rc = 0;
-	if (!names)
-		rc = sl_fail(err, SL_ENOMEM, "out of memory");
-	free(names);
-	if (rc < 0)
-		;
-	else if (csv.oom)
+	if (!names || csv.oom)
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 	else if (csv_path)
 		rc = sweep_write_file(csv_path, csv.p, csv.n, err);
+	free(names);
 	free(csv.p);
 	for (int i = 0; i < ng; i++) {
 		json_decref(gs[i].axes);

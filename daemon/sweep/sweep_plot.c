@@ -402,6 +402,242 @@ note_put(sl_buf *b, const char *word, int *col, int *lines)
 	*col += (int)n;
 }
 
+/* the slow-down figure's groups laid out against the baseline's key */
+typedef struct slow_layout {
+	const pgroup *gs;
+	int ng;
+	const char *bkey;     /* the baseline's key ... */
+	const json_t *bval;   /* ... and value */
+	char bv[128];         /* the value as text */
+	json_t *vals, *rests; /* the key's values; the other keys' values, in order met */
+	int *vi, *ri;         /* a group's index in each */
+	const pgroup **base;  /* per rest: its group at the baseline (NULL: none) */
+	int *cl;              /* per rest: its cluster of bars (-1: its baseline fell short) */
+	int numeric;          /* every value of the key a number: a line per rest */
+	int max_seeds, clusters, nv;
+	double w;             /* a bar's share of a cluster */
+} slow_layout;
+
+/* the groups indexed by the key's value and by the rest of their axes,
+ * each rest's baseline group and cluster; 0 or -SL_ENOMEM */
+static int
+slow_index(slow_layout *L, char *err)
+{
+	int ng = L->ng;
+	L->numeric = 1;
+	L->vals = json_array();
+	L->rests = json_array();
+	L->vi = calloc((size_t)ng + 1, sizeof(int));
+	L->ri = calloc((size_t)ng + 1, sizeof(int));
+	L->base = calloc((size_t)ng + 1, sizeof(pgroup *));
+	if (!L->vals || !L->rests || !L->vi || !L->ri || !L->base)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	for (int k = 0; k < ng; k++) {
+		const pgroup *g = &L->gs[k];
+		json_t *v = json_object_get(g->axes, L->bkey), *rest = json_deep_copy(g->axes);
+		json_object_del(rest, L->bkey);
+		L->vi[k] = index_of(L->vals, v);
+		L->ri[k] = index_of(L->rests, rest);
+		int bad = !rest || L->vi[k] < 0 || L->ri[k] < 0;
+		if (!bad) {
+			L->numeric &= json_is_number(v);
+			L->max_seeds = g->cells > L->max_seeds ? g->cells : L->max_seeds;
+			if (json_equal(v, (json_t *)L->bval))
+				L->base[L->ri[k]] = g;
+		}
+		json_decref(rest);
+		if (bad)
+			return sl_fail(err, SL_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* --baseline's value one the key takes in this sweep: 0, else
+ * -SL_EINVAL naming the values it does take */
+static int
+slow_check_value(const slow_layout *L, const char *baseline, char *err)
+{
+	for (size_t i = 0; i < json_array_size(L->vals); i++)
+		if (json_equal(json_array_get(L->vals, i), (json_t *)L->bval))
+			return 0;
+	sl_buf list = {0};
+	for (size_t i = 0; i < json_array_size(L->vals); i++) {
+		char t[128];
+		value_text(json_array_get(L->vals, i), t, sizeof(t));
+		bprintf(&list, "%s%s", i ? ", " : "", t);
+	}
+	int rc = sl_fail(err, SL_EINVAL, "--baseline: %s has no value %s in this sweep (it has %s)",
+			 L->bkey, strchr(baseline, '=') + 1, list.p ? list.p : "");
+	free(list.p);
+	return rc;
+}
+
+/* whether a rest's baseline group reached the target with every seed */
+static int
+base_reached(const slow_layout *L, int r)
+{
+	double mb;
+	int got;
+	return L->base[r] && all_reached(L->base[r], &mb, &got);
+}
+
+/* no figure to draw: 1 and why (no target, or no baseline group reached
+ * it with every seed), else 0 */
+static int
+slow_none(const slow_layout *L, double target, char *why, size_t why_cap)
+{
+	if (!(target > 0)) {
+		snprintf(why, why_cap, "the sweep has no \"target\" (the test accuracy whose updates "
+			 "to reach it the figure compares; add \"target\": ACC to the sweep file)");
+		return 1;
+	}
+	for (int r = 0; r < (int)json_array_size(L->rests); r++)
+		if (base_reached(L, r))
+			return 0;
+	snprintf(why, why_cap, "no group with %s=%s reached the target %g with every seed", L->bkey,
+		 L->bv, target);
+	return 1;
+}
+
+/* the note: every group left out, and why (a seed short of the target,
+ * or its baseline's); *nl its lines */
+static void
+slow_note(const slow_layout *L, sl_buf *note, int *nl)
+{
+	int col = 0, left = 0;
+	for (int k = 0; k < L->ng; k++) {
+		const pgroup *g = &L->gs[k], *b = L->base[L->ri[k]];
+		char word[400];
+		double m;
+		int got;
+		if (!all_reached(g, &m, &got))
+			snprintf(word, sizeof(word), "%s (%d of %d seeds),", g->label, got, g->cells);
+		else if (!b || !all_reached(b, &m, &got))
+			snprintf(word, sizeof(word), "%s (its %s=%s did not),", g->label, L->bkey,
+				 L->bv);
+		else
+			continue;
+		if (!left++)
+			note_put(note, "Left out, not reached by every seed:", &col, nl);
+		note_put(note, word, &col, nl);
+	}
+	if (note->p)
+		note->p[note->n - 1] = 0; /* the last comma */
+}
+
+/* the bars' clusters: a rest whose baseline reached the target gets the
+ * next; 0 or -SL_ENOMEM */
+static int
+slow_clusters(slow_layout *L, char *err)
+{
+	L->cl = calloc(json_array_size(L->rests) + 1, sizeof(int));
+	if (!L->cl)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	for (int r = 0; r < (int)json_array_size(L->rests); r++)
+		L->cl[r] = base_reached(L, r) ? L->clusters++ : -1;
+	return 0;
+}
+
+/* series i's points: each group of it whose seeds and baseline's all
+ * reached the target, at the key's value (a line) or at its bar in its
+ * cluster, the ratio of means and the seeds' range; xr and yr widened
+ * to them. 0 or -1 out of memory */
+static int
+slow_curve(const slow_layout *L, int i, curve *line, double xr[2], double yr[2])
+{
+	for (int k = 0; k < L->ng; k++) {
+		const pgroup *g = &L->gs[k], *b = L->base[L->ri[k]];
+		double m, mb;
+		int got;
+		if ((L->numeric ? L->ri[k] : L->vi[k]) != i || !b || !all_reached(g, &m, &got) ||
+		    !all_reached(b, &mb, &got))
+			continue;
+		double x = L->numeric ? json_number_value(json_object_get(g->axes, L->bkey))
+				      : L->cl[L->ri[k]] + (L->vi[k] - (L->nv - 1) / 2.0) * L->w;
+		double lo, hi;
+		seed_range(g, b, m / mb, &lo, &hi);
+		if (curve_add(line, x, m / mb) < 0)
+			return -1;
+		line->p[line->n - 1].ymin = lo;
+		line->p[line->n - 1].ymax = hi;
+		xr[0] = fmin(xr[0], x);
+		xr[1] = fmax(xr[1], x);
+		yr[0] = fmin(yr[0], lo);
+		yr[1] = fmax(yr[1], hi);
+	}
+	return 0;
+}
+
+/* the series, a block of dat each: a line per rest (numeric) or a bar
+ * series per value of the key, at most 64; *n of them in s; xr and yr
+ * the points' ranges. 0 or -SL_ENOMEM */
+static int
+slow_series(const slow_layout *L, sl_buf *dat, series *s, int *n, double xr[2], double yr[2],
+	    char *err)
+{
+	int lines = (int)json_array_size(L->numeric ? L->rests : L->vals);
+	for (int i = 0; i < lines && *n < 64; i++) {
+		curve line = {0};
+		if (slow_curve(L, i, &line, xr, yr) < 0) {
+			free(line.p);
+			return sl_fail(err, SL_ENOMEM, "out of memory");
+		}
+		if (line.n) {
+			series *q = &s[*n];
+			if (L->numeric) {
+				label_of_axes(json_array_get(L->rests, (size_t)i), q->title,
+					      sizeof(q->title));
+			} else {
+				char v[200];
+				value_text(json_array_get(L->vals, (size_t)i), v, sizeof(v));
+				snprintf(q->title, sizeof(q->title), "%s=%s", L->bkey, v);
+				gp_safe(q->title);
+			}
+			qsort(line.p, (size_t)line.n, sizeof(point), cmp_point);
+			q->index = (*n)++;
+			q->lt = i + 1;
+			q->points = line.n;
+			put_curve(dat, q->title, &line, L->max_seeds > 1, -INFINITY);
+		}
+		free(line.p);
+	}
+	return 0;
+}
+
+/* the figure's settings: a range around the points when they share an x
+ * or a y (gnuplot's own choice says so on the terminal); the bars'
+ * ticks, one per cluster, and their look; the note at the foot */
+static void
+slow_settings(const slow_layout *L, sl_buf *extra, const sl_buf *note, int nl,
+	      const double xr[2], const double yr[2], int *note_lines)
+{
+	if (L->numeric && xr[0] == xr[1])
+		bprintf(extra, "set xrange [%.17g:%.17g]\n", xr[0] - 1, xr[0] + 1);
+	if (L->numeric && yr[0] == yr[1])
+		bprintf(extra, "set yrange [%.17g:%.17g]\n", yr[0] - fmax(fabs(yr[0]) / 2, 0.5),
+			yr[0] + fmax(fabs(yr[0]) / 2, 0.5));
+	if (!L->numeric) {
+		bprintf(extra, "set xtics (");
+		for (int r = 0, c = 0; r < (int)json_array_size(L->rests); r++) {
+			if (L->cl[r] < 0)
+				continue;
+			char t[256];
+			label_of_axes(json_array_get(L->rests, (size_t)r), t, sizeof(t));
+			bprintf(extra, "%s\"%s\" %d", c++ ? ", " : "", t, L->cl[r]);
+		}
+		bprintf(extra, ") rotate by -20 left\nset xrange [-0.6:%g]\nset yrange [0:*]\n"
+			       "set boxwidth %g absolute\nset style fill solid 0.8 border lc rgb '#333333'\n",
+			L->clusters - 0.4, L->w * 0.95);
+	}
+	if (note->p) {
+		bprintf(extra, "set label 1 \"%s\" at character 1, character %d left front font ',9'\n"
+			       "set bmargin %d\n", note->p, nl, 4 + nl + (L->numeric ? 0 : 3));
+		*note_lines = nl;
+	} else if (!L->numeric) {
+		bprintf(extra, "set bmargin 7\n");
+	}
+}
+
 /* the slow-down figure's data (dat), series (s, *n, *bars when drawn as
  * bars) and settings (extra, with a note naming the groups left out;
  * *note_lines its lines): against a numeric key a line per group of the
@@ -413,165 +649,36 @@ slowdown(const pgroup *gs, int ng, const char *bkey, const json_t *bval, const c
 	 double target, sl_buf *dat, series *s, int *n, int *bars, sl_buf *extra,
 	 int *note_lines, char *why, size_t why_cap, char *err)
 {
-	json_t *vals = json_array(), *rests = json_array();
-	int *vi = calloc((size_t)ng + 1, sizeof(int)), *ri = calloc((size_t)ng + 1, sizeof(int));
-	const pgroup **base = calloc((size_t)ng + 1, sizeof(pgroup *));
-	int rc = 0, numeric = 1, any_base = 0, max_seeds = 0, none = 0;
-	char bv[128];
-	value_text(bval, bv, sizeof(bv));
+	slow_layout L = {.gs = gs, .ng = ng, .bkey = bkey, .bval = bval};
+	value_text(bval, L.bv, sizeof(L.bv));
 	*n = 0;
-	if (!vals || !rests || !vi || !ri || !base)
-		rc = sl_fail(err, SL_ENOMEM, "out of memory");
-	for (int k = 0; rc == 0 && k < ng; k++) {
-		json_t *v = json_object_get(gs[k].axes, bkey), *rest = json_deep_copy(gs[k].axes);
-		json_object_del(rest, bkey);
-		vi[k] = index_of(vals, v);
-		ri[k] = index_of(rests, rest);
-		if (!rest || vi[k] < 0 || ri[k] < 0) {
-			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-			json_decref(rest);
-			break;
-		}
-		numeric &= json_is_number(v);
-		max_seeds = gs[k].cells > max_seeds ? gs[k].cells : max_seeds;
-		if (json_equal(v, bval))
-			base[ri[k]] = &gs[k];
-		json_decref(rest);
-	}
-	int has_base = 0;
-	for (size_t i = 0; rc == 0 && i < json_array_size(vals); i++)
-		has_base |= json_equal(json_array_get(vals, i), bval);
-	if (rc == 0 && !has_base) {
-		sl_buf list = {0};
-		for (size_t i = 0; i < json_array_size(vals); i++) {
-			char t[128];
-			value_text(json_array_get(vals, i), t, sizeof(t));
-			bprintf(&list, "%s%s", i ? ", " : "", t);
-		}
-		rc = sl_fail(err, SL_EINVAL, "--baseline: %s has no value %s in this sweep (it has %s)",
-			     bkey, strchr(baseline, '=') + 1, list.p ? list.p : "");
-		free(list.p);
-	}
-	if (rc == 0 && !(target > 0)) {
-		snprintf(why, why_cap, "the sweep has no \"target\" (the test accuracy whose updates "
-			 "to reach it the figure compares; add \"target\": ACC to the sweep file)");
-		none = 1;
-	}
-	double m, mb;
-	int got;
-	for (int r = 0; rc == 0 && r < (int)json_array_size(rests); r++)
-		any_base |= base[r] && all_reached(base[r], &mb, &got);
-	if (rc == 0 && !none && !any_base) {
-		snprintf(why, why_cap, "no group with %s=%s reached the target %g with every seed", bkey,
-			 bv, target);
-		none = 1;
-	}
-	/* the note: every group left out, and why */
+	int rc = slow_index(&L, err);
+	if (rc == 0)
+		rc = slow_check_value(&L, baseline, err);
+	int none = rc == 0 && slow_none(&L, target, why, why_cap);
 	sl_buf note = {0};
-	int col = 0, nl = 1, left = 0;
-	for (int k = 0; rc == 0 && !none && k < ng; k++) {
-		const pgroup *b = base[ri[k]];
-		char word[400];
-		if (!all_reached(&gs[k], &m, &got))
-			snprintf(word, sizeof(word), "%s (%d of %d seeds),", gs[k].label, got, gs[k].cells);
-		else if (!b || !all_reached(b, &mb, &got))
-			snprintf(word, sizeof(word), "%s (its %s=%s did not),", gs[k].label, bkey, bv);
-		else
-			continue;
-		if (!left++)
-			note_put(&note, "Left out, not reached by every seed:", &col, &nl);
-		note_put(&note, word, &col, &nl);
-	}
-	if (note.p)
-		note.p[note.n - 1] = 0; /* the last comma */
-	/* the series: a block per line (numeric) or per value of the key */
-	int lines = numeric ? (int)json_array_size(rests) : (int)json_array_size(vals);
-	int clusters = 0;
-	int *cl = calloc(json_array_size(rests) + 1, sizeof(int));
-	if (rc == 0 && !cl)
-		rc = sl_fail(err, SL_ENOMEM, "out of memory");
-	for (int r = 0; rc == 0 && r < (int)json_array_size(rests); r++)
-		cl[r] = base[r] && all_reached(base[r], &mb, &got) ? clusters++ : -1;
-	int nv = (int)json_array_size(vals);
-	double w = 0.8 / nv, xr[2] = {INFINITY, -INFINITY}, yr[2] = {INFINITY, -INFINITY};
-	for (int L = 0; rc == 0 && !none && L < lines && *n < 64; L++) {
-		curve line = {0};
-		for (int k = 0; k < ng; k++) {
-			const pgroup *b = base[ri[k]];
-			if ((numeric ? ri[k] : vi[k]) != L || !b || !all_reached(&gs[k], &m, &got) ||
-			    !all_reached(b, &mb, &got))
-				continue;
-			double x = numeric ? json_number_value(json_object_get(gs[k].axes, bkey))
-					   : cl[ri[k]] + (vi[k] - (nv - 1) / 2.0) * w;
-			double lo, hi;
-			seed_range(&gs[k], b, m / mb, &lo, &hi);
-			if (curve_add(&line, x, m / mb) < 0) {
-				rc = sl_fail(err, SL_ENOMEM, "out of memory");
-				break;
-			}
-			line.p[line.n - 1].ymin = lo;
-			line.p[line.n - 1].ymax = hi;
-			xr[0] = fmin(xr[0], x);
-			xr[1] = fmax(xr[1], x);
-			yr[0] = fmin(yr[0], lo);
-			yr[1] = fmax(yr[1], hi);
-		}
-		if (rc == 0 && line.n) {
-			series *q = &s[*n];
-			if (numeric) {
-				json_t *rest = json_array_get(rests, (size_t)L);
-				label_of_axes(rest, q->title, sizeof(q->title));
-			} else {
-				char v[200];
-				value_text(json_array_get(vals, (size_t)L), v, sizeof(v));
-				snprintf(q->title, sizeof(q->title), "%s=%s", bkey, v);
-				gp_safe(q->title);
-			}
-			qsort(line.p, (size_t)line.n, sizeof(point), cmp_point);
-			q->index = (*n)++;
-			q->lt = L + 1;
-			q->points = line.n;
-			put_curve(dat, q->title, &line, max_seeds > 1, -INFINITY);
-		}
-		free(line.p);
-	}
-	*bars = !numeric;
-	/* every point at one x, or one y: a range around it (gnuplot's own
-	 * choice says so on the terminal) */
-	if (rc == 0 && *n && numeric && xr[0] == xr[1])
-		bprintf(extra, "set xrange [%.17g:%.17g]\n", xr[0] - 1, xr[0] + 1);
-	if (rc == 0 && *n && numeric && yr[0] == yr[1])
-		bprintf(extra, "set yrange [%.17g:%.17g]\n", yr[0] - fmax(fabs(yr[0]) / 2, 0.5),
-			yr[0] + fmax(fabs(yr[0]) / 2, 0.5));
-	if (rc == 0 && *n && !numeric) {
-		bprintf(extra, "set xtics (");
-		for (int r = 0, c = 0; r < (int)json_array_size(rests); r++) {
-			if (cl[r] < 0)
-				continue;
-			char t[256];
-			label_of_axes(json_array_get(rests, (size_t)r), t, sizeof(t));
-			bprintf(extra, "%s\"%s\" %d", c++ ? ", " : "", t, cl[r]);
-		}
-		bprintf(extra, ") rotate by -20 left\nset xrange [-0.6:%g]\nset yrange [0:*]\n"
-			       "set boxwidth %g absolute\nset style fill solid 0.8 border lc rgb '#333333'\n",
-			clusters - 0.4, w * 0.95);
-	}
-	if (rc == 0 && *n && note.p) {
-		bprintf(extra, "set label 1 \"%s\" at character 1, character %d left front font ',9'\n"
-			       "set bmargin %d\n", note.p, nl, 4 + nl + (numeric ? 0 : 3));
-		*note_lines = nl;
-	} else if (rc == 0 && *n && !numeric) {
-		bprintf(extra, "set bmargin 7\n");
-	}
+	int nl = 1;
+	if (rc == 0 && !none)
+		slow_note(&L, &note, &nl);
+	if (rc == 0)
+		rc = slow_clusters(&L, err);
+	L.nv = (int)json_array_size(L.vals);
+	L.w = 0.8 / L.nv;
+	double xr[2] = {INFINITY, -INFINITY}, yr[2] = {INFINITY, -INFINITY};
+	if (rc == 0 && !none)
+		rc = slow_series(&L, dat, s, n, xr, yr, err);
+	*bars = !L.numeric;
+	if (rc == 0 && *n)
+		slow_settings(&L, extra, &note, nl, xr, yr, note_lines);
 	if (note.oom || extra->oom || dat->oom)
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 	free(note.p);
-	free(cl);
-	free(vi);
-	free(ri);
-	free(base);
-	json_decref(vals);
-	json_decref(rests);
+	free(L.cl);
+	free(L.vi);
+	free(L.ri);
+	free(L.base);
+	json_decref(L.vals);
+	json_decref(L.rests);
 	return rc;
 }
 
@@ -603,55 +710,83 @@ sweep_line(const char *dir, const pgroup *gs, int ng, double target, char *out, 
 	gp_safe(out);
 }
 
-int
-sweep_plot(const char *dir, const char *baseline, char *err)
-{
-	json_t *spec = NULL, *results = json_array();
+/* a sweep's figures in the making */
+typedef struct plot_job {
+	const char *dir, *baseline;
+	json_t *spec, *results; /* the sweep file; the finished cells' results */
 	sweep_grid g;
-	memset(&g, 0, sizeof(g));
-	char cells[4200], figs[4200];
-	char *done = NULL;
-	pgroup *gs = NULL;
-	int ng = 0, rc = sweep_dir_grid(dir, &spec, &g, err);
-	char bkey[128] = "";
-	json_t *bval = NULL;
-	if (rc == 0 && baseline)
-		rc = sweep_baseline(baseline, g.axis, g.n_axes, bkey, sizeof(bkey), &bval, err);
+	char cells[4200], figs[4200]; /* DIR/cells, DIR/figures */
+	char *done;
+	pgroup *gs; /* the groups, in grid order */
+	int ng;
+	int spread; /* a group with more than one seed: bands and error bars */
+	char bkey[128];
+	json_t *bval; /* --baseline's key and value (NULL: none) */
+	sl_buf loss, acc, st, slow, slow_extra, gp; /* the .dat files, the script */
+	series *ser; /* a series per group, then the slow-down figure's */
+	curve *stc;  /* the groups' staleness curves */
+	double foot; /* the staleness figure's foot, below every share drawn */
+	char line1[400], why[400]; /* the sweep's title line; why no slow-down figure */
+	int n_slow, note_lines, bars;
+} plot_job;
+
+/* the sweep in p->dir: its grid, --baseline checked against its axes,
+ * the finished cells' results (none: -SL_EINVAL) */
+static int
+plot_load(plot_job *p, char *err)
+{
+	p->results = json_array();
+	int rc = sweep_dir_grid(p->dir, &p->spec, &p->g, err);
+	if (rc == 0 && p->baseline)
+		rc = sweep_baseline(p->baseline, p->g.axis, p->g.n_axes, p->bkey, sizeof(p->bkey),
+				    &p->bval, err);
 	if (rc == 0) {
-		snprintf(cells, sizeof(cells), "%s/cells", dir);
-		snprintf(figs, sizeof(figs), "%s/figures", dir);
-		done = calloc((size_t)g.n_cells + 1, 1);
-		gs = calloc((size_t)g.n_cells + 1, sizeof(pgroup));
-		if (!done || !gs)
+		snprintf(p->cells, sizeof(p->cells), "%s/cells", p->dir);
+		snprintf(p->figs, sizeof(p->figs), "%s/figures", p->dir);
+		p->done = calloc((size_t)p->g.n_cells + 1, 1);
+		p->gs = calloc((size_t)p->g.n_cells + 1, sizeof(pgroup));
+		if (!p->done || !p->gs)
 			rc = sl_fail(err, SL_ENOMEM, "out of memory");
 	}
 	if (rc == 0)
-		rc = sweep_load_results(cells, &g, done, results, err);
-	if (rc == 0 && !json_array_size(results))
-		rc = sl_fail(err, SL_EINVAL, "%s: no finished cell to plot", dir);
-	/* the groups, in grid order */
-	for (size_t i = 0; rc == 0 && i < json_array_size(results); i++) {
-		json_t *res = json_array_get(results, i);
+		rc = sweep_load_results(p->cells, &p->g, p->done, p->results, err);
+	if (rc == 0 && !json_array_size(p->results))
+		rc = sl_fail(err, SL_EINVAL, "%s: no finished cell to plot", p->dir);
+	return rc;
+}
+
+/* the group of axes a (the seed taken out), added when new */
+static pgroup *
+plot_group(plot_job *p, json_t *a)
+{
+	for (int k = 0; k < p->ng; k++)
+		if (json_equal(p->gs[k].axes, a))
+			return &p->gs[k];
+	pgroup *pg = &p->gs[p->ng++];
+	pg->axes = json_incref(a);
+	pg->reach = json_object();
+	label_of_axes(a, pg->label, sizeof(pg->label));
+	return pg;
+}
+
+/* each finished cell into its group: its log's curves and histogram,
+ * its seed's updates to the target */
+static int
+plot_groups(plot_job *p, char *err)
+{
+	int rc = 0;
+	for (size_t i = 0; rc == 0 && i < json_array_size(p->results); i++) {
+		json_t *res = json_array_get(p->results, i);
 		json_t *a = json_deep_copy(json_object_get(res, "axes"));
 		json_t *seed = json_object_get(a, "seed");
 		char sk[32] = "";
 		if (json_is_integer(seed))
 			snprintf(sk, sizeof(sk), "%lld", (long long)json_integer_value(seed));
 		json_object_del(a, "seed");
-		int gi = -1;
-		for (int k = 0; k < ng && gi < 0; k++)
-			if (json_equal(gs[k].axes, a))
-				gi = k;
-		if (gi < 0) {
-			gi = ng++;
-			gs[gi].axes = json_incref(a);
-			gs[gi].reach = json_object();
-			label_of_axes(a, gs[gi].label, sizeof(gs[gi].label));
-		}
+		pgroup *pg = plot_group(p, a);
 		json_decref(a);
-		pgroup *pg = &gs[gi];
 		char log[4400];
-		snprintf(log, sizeof(log), "%s/%s.jsonl", cells,
+		snprintf(log, sizeof(log), "%s/%s.jsonl", p->cells,
 			 json_string_value(json_object_get(res, "cell")));
 		rc = read_log(log, pg, err);
 		json_t *u = json_object_get(json_object_get(res, "metrics"), "updates_to_target");
@@ -660,144 +795,196 @@ sweep_plot(const char *dir, const char *baseline, char *err)
 										       : json_null()) < 0)
 			rc = sl_fail(err, SL_ENOMEM, "out of memory");
 	}
-	int spread = 0;
-	for (int i = 0; i < ng; i++)
-		spread |= gs[i].cells > 1;
-	sl_buf loss = {0}, acc = {0}, st = {0}, slow = {0}, slow_extra = {0}, gp = {0};
-	series *ser = rc == 0 ? calloc((size_t)ng + 64, sizeof(series)) : NULL;
-	curve *stc = rc == 0 ? calloc((size_t)ng + 1, sizeof(curve)) : NULL;
-	if (rc == 0 && (!ser || !stc))
-		rc = sl_fail(err, SL_ENOMEM, "out of memory");
+	for (int i = 0; i < p->ng; i++)
+		p->spread |= p->gs[i].cells > 1;
+	return rc;
+}
+
+/* the data of the loss, accuracy and staleness figures, a block per
+ * group, and their series */
+static int
+plot_data(plot_job *p, char *err)
+{
+	int ng = p->ng;
+	p->ser = calloc((size_t)ng + 64, sizeof(series));
+	p->stc = calloc((size_t)ng + 1, sizeof(curve));
+	if (!p->ser || !p->stc)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
 	/* the staleness curves, and the foot of their log scale: below every
 	 * share drawn, the seeds' least share when it is 0 */
 	double least = 1;
-	for (int i = 0; rc == 0 && i < ng; i++)
-		if (stale_curve(&gs[i], &stc[i], &least) < 0)
-			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-	double foot = least / 2;
-	for (int i = 0; rc == 0 && i < ng; i++) {
-		pgroup *pg = &gs[i];
-		ser[i] = (series){.index = i, .lt = i + 1};
-		snprintf(ser[i].title, sizeof(ser[i].title), "%s", pg->label);
+	for (int i = 0; i < ng; i++)
+		if (stale_curve(&p->gs[i], &p->stc[i], &least) < 0)
+			return sl_fail(err, SL_ENOMEM, "out of memory");
+	p->foot = least / 2;
+	for (int i = 0; i < ng; i++) {
+		pgroup *pg = &p->gs[i];
+		p->ser[i] = (series){.index = i, .lt = i + 1};
+		snprintf(p->ser[i].title, sizeof(p->ser[i].title), "%s", pg->label);
 		qsort(pg->loss.p, (size_t)pg->loss.n, sizeof(point), cmp_point);
 		qsort(pg->acc.p, (size_t)pg->acc.n, sizeof(point), cmp_point);
-		put_curve(&loss, pg->label, &pg->loss, spread, -INFINITY);
-		put_curve(&acc, pg->label, &pg->acc, spread, -INFINITY);
+		put_curve(&p->loss, pg->label, &pg->loss, p->spread, -INFINITY);
+		put_curve(&p->acc, pg->label, &pg->acc, p->spread, -INFINITY);
 		char t[300];
 		snprintf(t, sizeof(t), "%s (staleness 64: 64 and more)", pg->label);
-		put_curve(&st, t, &stc[i], spread, foot);
+		put_curve(&p->st, t, &p->stc[i], p->spread, p->foot);
 	}
-	char line1[400], why[400] = "";
-	sweep_line(dir, gs, ng, g.target, line1, sizeof(line1));
-	series *sser = ser ? ser + ng : NULL;
-	int n_slow = 0, note_lines = 0, bars = 0;
-	if (rc == 0 && bval)
-		rc = slowdown(gs, ng, bkey, bval, baseline, g.target, &slow, sser, &n_slow, &bars,
-			      &slow_extra, &note_lines, why, sizeof(why), err);
-	if (rc == 0 && mkdir(figs, 0777) < 0 && errno != EEXIST)
-		rc = sl_fail(err, SL_EIO, "%s: %s", figs, strerror(errno));
-	if (rc == 0) {
-		const char *band = spread ? "; line: the mean over the seeds, band: their least to "
-					    "greatest" : "";
-		const char *ebars = spread ? "; error bars: the seeds' least to greatest" : "";
-		char more[200] = "", stx[200] = "set logscale y\n";
-		if (g.target > 0)
-			snprintf(more, sizeof(more), ", \\\n     %g with lines lt 7 lw 1.5 dt 3 "
-				 "title \"target %g\"", g.target, g.target);
-		if (spread)
-			snprintf(stx, sizeof(stx), "set logscale y\nset yrange [%.17g:*]\n", foot);
-		snprintf(stx + strlen(stx), sizeof(stx) - strlen(stx), "set xrange [-1:*]\n");
-		bprintf(&gp, "# the figures of the sweep in %s (stalelab plot); run: gnuplot plots.gp\n"
-			"%s", dir, cli_gnuplot_palette());
-		figspec f = {"loss", "loss.dat", "updates", "train loss", "", 560, LINES_BAND, spread,
-			     "", "", ser, ng};
-		snprintf(f.title, sizeof(f.title), "Train loss against updates\\n%s%s", line1, band);
-		for (int i = 0; i < ng; i++)
-			ser[i].points = gs[i].loss.n;
-		figure(&gp, &f);
-		f = (figspec){"accuracy", "accuracy.dat", "epochs", "test accuracy", "", 560,
-			      LINES_BAND, spread, "", more, ser, ng};
-		snprintf(f.title, sizeof(f.title), "Test accuracy against epochs\\n%s%s", line1, band);
-		for (int i = 0; i < ng; i++)
-			ser[i].points = gs[i].acc.n;
-		figure(&gp, &f);
-		f = (figspec){"staleness", "staleness.dat", "staleness (versions; 64: 64 and more)",
-			      "share of the applied gradients", "", 560, LINES_BARS, spread, stx, "",
-			      ser, ng};
-		snprintf(f.title, sizeof(f.title), "Staleness of the applied gradients (the seeds' "
-			 "histograms pooled)\\n%s%s%s", line1, ebars,
-			 spread ? " (at the foot: a seed had none)" : "");
-		for (int i = 0; i < ng; i++)
-			ser[i].points = stc[i].n;
-		figure(&gp, &f);
-		if (n_slow) {
-			char yl[400], bv[128], xl[400], k[128];
-			value_text(bval, bv, sizeof(bv));
-			snprintf(k, sizeof(k), "%s", bkey);
-			gp_safe(k);
-			snprintf(xl, sizeof(xl), "%s", k);
-			/* bars: clustered by the other keys */
-			for (int i = 0, c = 0, len = 0; bars && i < g.n_axes && len < (int)sizeof(xl); i++)
-				if (strcmp(g.axis[i].key, bkey) && strcmp(g.axis[i].key, "seed"))
-					len += snprintf(xl + len, sizeof(xl) - (size_t)len, "%s%s",
-							c++ ? ", " : "", g.axis[i].key);
-			gp_safe(xl);
-			snprintf(yl, sizeof(yl), "updates to the target over those at %s=%s", k, bv);
-			f = (figspec){"slowdown", "slowdown.dat", xl, yl, "", 560 + 14 * note_lines,
-				      bars ? BOXES : LINES_BARS, spread,
-				      slow_extra.p ? slow_extra.p : "",
-				      ", \\\n     1 with lines lc rgb '#888888' lw 1 dt 2 notitle", sser,
-				      n_slow};
-			snprintf(f.title, sizeof(f.title), "Updates to reach the target %g, over those at "
-				 "%s=%s\\n%s; %s%s", g.target, k, bv, line1,
-				 bars ? "a bar per group" : "a line per group of the other keys",
-				 spread ? "\\nerror bars: each seed's ratio to the same seed at the "
-					  "baseline, least to greatest" : "");
-			figure(&gp, &f);
-		}
-		if (loss.oom || acc.oom || st.oom || slow.oom || gp.oom)
-			rc = sl_fail(err, SL_ENOMEM, "out of memory");
-	}
+	return 0;
+}
+
+/* the slow-down figure into the script: against the key (the other keys
+ * with bars), its note's lines added to its height */
+static void
+script_slowdown(plot_job *p)
+{
+	char yl[400], bv[128], xl[400], k[128];
+	value_text(p->bval, bv, sizeof(bv));
+	snprintf(k, sizeof(k), "%s", p->bkey);
+	gp_safe(k);
+	snprintf(xl, sizeof(xl), "%s", k);
+	/* bars: clustered by the other keys */
+	for (int i = 0, c = 0, len = 0; p->bars && i < p->g.n_axes && len < (int)sizeof(xl); i++)
+		if (strcmp(p->g.axis[i].key, p->bkey) && strcmp(p->g.axis[i].key, "seed"))
+			len += snprintf(xl + len, sizeof(xl) - (size_t)len, "%s%s", c++ ? ", " : "",
+					p->g.axis[i].key);
+	gp_safe(xl);
+	snprintf(yl, sizeof(yl), "updates to the target over those at %s=%s", k, bv);
+	figspec f = {"slowdown", "slowdown.dat", xl, yl, "", 560 + 14 * p->note_lines,
+		     p->bars ? BOXES : LINES_BARS, p->spread,
+		     p->slow_extra.p ? p->slow_extra.p : "",
+		     ", \\\n     1 with lines lc rgb '#888888' lw 1 dt 2 notitle", p->ser + p->ng,
+		     p->n_slow};
+	snprintf(f.title, sizeof(f.title), "Updates to reach the target %g, over those at "
+		 "%s=%s\\n%s; %s%s", p->g.target, k, bv, p->line1,
+		 p->bars ? "a bar per group" : "a line per group of the other keys",
+		 p->spread ? "\\nerror bars: each seed's ratio to the same seed at the "
+			     "baseline, least to greatest" : "");
+	figure(&p->gp, &f);
+}
+
+/* plots.gp: the palette, then the loss, accuracy and staleness figures
+ * and the slow-down figure when there is one */
+static int
+plot_script(plot_job *p, char *err)
+{
+	int ng = p->ng, spread = p->spread;
+	double target = p->g.target;
+	series *ser = p->ser;
+	const char *band = spread ? "; line: the mean over the seeds, band: their least to "
+				    "greatest" : "";
+	const char *ebars = spread ? "; error bars: the seeds' least to greatest" : "";
+	char more[200] = "", stx[200] = "set logscale y\n";
+	if (target > 0)
+		snprintf(more, sizeof(more), ", \\\n     %g with lines lt 7 lw 1.5 dt 3 "
+			 "title \"target %g\"", target, target);
+	if (spread)
+		snprintf(stx, sizeof(stx), "set logscale y\nset yrange [%.17g:*]\n", p->foot);
+	snprintf(stx + strlen(stx), sizeof(stx) - strlen(stx), "set xrange [-1:*]\n");
+	bprintf(&p->gp, "# the figures of the sweep in %s (stalelab plot); run: gnuplot plots.gp\n"
+		"%s", p->dir, cli_gnuplot_palette());
+	figspec f = {"loss", "loss.dat", "updates", "train loss", "", 560, LINES_BAND, spread,
+		     "", "", ser, ng};
+	snprintf(f.title, sizeof(f.title), "Train loss against updates\\n%s%s", p->line1, band);
+	for (int i = 0; i < ng; i++)
+		ser[i].points = p->gs[i].loss.n;
+	figure(&p->gp, &f);
+	f = (figspec){"accuracy", "accuracy.dat", "epochs", "test accuracy", "", 560,
+		      LINES_BAND, spread, "", more, ser, ng};
+	snprintf(f.title, sizeof(f.title), "Test accuracy against epochs\\n%s%s", p->line1, band);
+	for (int i = 0; i < ng; i++)
+		ser[i].points = p->gs[i].acc.n;
+	figure(&p->gp, &f);
+	f = (figspec){"staleness", "staleness.dat", "staleness (versions; 64: 64 and more)",
+		      "share of the applied gradients", "", 560, LINES_BARS, spread, stx, "",
+		      ser, ng};
+	snprintf(f.title, sizeof(f.title), "Staleness of the applied gradients (the seeds' "
+		 "histograms pooled)\\n%s%s%s", p->line1, ebars,
+		 spread ? " (at the foot: a seed had none)" : "");
+	for (int i = 0; i < ng; i++)
+		ser[i].points = p->stc[i].n;
+	figure(&p->gp, &f);
+	if (p->n_slow)
+		script_slowdown(p);
+	if (p->loss.oom || p->acc.oom || p->st.oom || p->slow.oom || p->gp.oom)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* the data and the script into DIR/figures, then gnuplot, then what it
+ * drew on stdout (and why no slow-down figure, when asked for one) */
+static int
+plot_write(plot_job *p, char *err)
+{
+	const char *figs = p->figs;
+	int rc = write_text(figs, "loss.dat", p->loss.p ? p->loss.p : "", err);
 	if (rc == 0)
-		rc = write_text(figs, "loss.dat", loss.p ? loss.p : "", err);
+		rc = write_text(figs, "accuracy.dat", p->acc.p ? p->acc.p : "", err);
 	if (rc == 0)
-		rc = write_text(figs, "accuracy.dat", acc.p ? acc.p : "", err);
+		rc = write_text(figs, "staleness.dat", p->st.p ? p->st.p : "", err);
+	if (rc == 0 && p->n_slow)
+		rc = write_text(figs, "slowdown.dat", p->slow.p, err);
 	if (rc == 0)
-		rc = write_text(figs, "staleness.dat", st.p ? st.p : "", err);
-	if (rc == 0 && n_slow)
-		rc = write_text(figs, "slowdown.dat", slow.p, err);
-	if (rc == 0)
-		rc = write_text(figs, "plots.gp", gp.p, err);
+		rc = write_text(figs, "plots.gp", p->gp.p, err);
 	if (rc == 0)
 		rc = cli_run_gnuplot(figs, "plots.gp", err);
-	if (rc == 0)
-		printf("%s/{loss,accuracy,staleness%s}.{svg,png}: %d group%s from %zu cell%s\n", figs,
-		       n_slow ? ",slowdown" : "", ng, ng == 1 ? "" : "s", json_array_size(results),
-		       json_array_size(results) == 1 ? "" : "s");
-	if (rc == 0 && bval && !n_slow)
-		printf("no slowdown figure: %s\n", why[0] ? why : "no group to draw");
-	free(loss.p);
-	free(acc.p);
-	free(st.p);
-	free(slow.p);
-	free(slow_extra.p);
-	free(gp.p);
-	free(ser);
-	for (int i = 0; stc && i < ng; i++)
-		free(stc[i].p);
-	free(stc);
-	for (int i = 0; gs && i < ng; i++) {
-		json_decref(gs[i].axes);
-		json_decref(gs[i].reach);
-		free(gs[i].loss.p);
-		free(gs[i].acc.p);
+	if (rc < 0)
+		return rc;
+	size_t n = json_array_size(p->results);
+	printf("%s/{loss,accuracy,staleness%s}.{svg,png}: %d group%s from %zu cell%s\n", figs,
+	       p->n_slow ? ",slowdown" : "", p->ng, p->ng == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	if (p->bval && !p->n_slow)
+		printf("no slowdown figure: %s\n", p->why[0] ? p->why : "no group to draw");
+	return 0;
+}
+
+static void
+plot_free(plot_job *p)
+{
+	free(p->loss.p);
+	free(p->acc.p);
+	free(p->st.p);
+	free(p->slow.p);
+	free(p->slow_extra.p);
+	free(p->gp.p);
+	free(p->ser);
+	for (int i = 0; p->stc && i < p->ng; i++)
+		free(p->stc[i].p);
+	free(p->stc);
+	for (int i = 0; p->gs && i < p->ng; i++) {
+		json_decref(p->gs[i].axes);
+		json_decref(p->gs[i].reach);
+		free(p->gs[i].loss.p);
+		free(p->gs[i].acc.p);
 	}
-	free(gs);
-	free(done);
-	json_decref(bval);
-	json_decref(results);
-	json_decref(spec);
-	sweep_grid_free(&g);
+	free(p->gs);
+	free(p->done);
+	json_decref(p->bval);
+	json_decref(p->results);
+	json_decref(p->spec);
+	sweep_grid_free(&p->g);
+}
+
+int
+sweep_plot(const char *dir, const char *baseline, char *err)
+{
+	plot_job pj = {.dir = dir, .baseline = baseline}, *p = &pj;
+	int rc = plot_load(p, err);
+	if (rc == 0)
+		rc = plot_groups(p, err);
+	if (rc == 0)
+		rc = plot_data(p, err);
+	sweep_line(dir, p->gs, p->ng, p->g.target, p->line1, sizeof(p->line1));
+	if (rc == 0 && p->bval)
+		rc = slowdown(p->gs, p->ng, p->bkey, p->bval, baseline, p->g.target, &p->slow,
+			      p->ser + p->ng, &p->n_slow, &p->bars, &p->slow_extra, &p->note_lines,
+			      p->why, sizeof(p->why), err);
+	if (rc == 0 && mkdir(p->figs, 0777) < 0 && errno != EEXIST)
+		rc = sl_fail(err, SL_EIO, "%s: %s", p->figs, strerror(errno));
+	if (rc == 0)
+		rc = plot_script(p, err);
+	if (rc == 0)
+		rc = plot_write(p, err);
+	plot_free(p);
 	return rc;
 }
 

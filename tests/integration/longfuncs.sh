@@ -8,18 +8,12 @@
 # braces of a function stand alone in column 0, and a definition with its
 # opening brace elsewhere is refused, since the count reads them. The
 # comment above it is the block comment between it and the blank line,
-# declaration or closing brace before it.
-#
-# PENDING names the long functions of files that part 4 of issue 30 was
-# not to touch, each "FILE:FUNCTION", until they are split or say why: a
-# note here, not a pass; an entry that is no longer long is a failure, so
-# the list only shrinks.
+# declaration or closing brace before it. There is no list of exceptions.
 . "$(dirname "$0")/lib.inc"
 echo "integration: no function in daemon/ over 150 lines without a reason"
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 MAX=150
-PENDING=""
 
 # measure FILE...: a line per function, "FILE:LINE NAME LINES MARKED"
 # (MARKED 1 when the comment above it holds "long:"), and "FILE:LINE -
@@ -76,22 +70,14 @@ measure $files >"$TMP/all.out"
 n=$(grep -vc ' BRACE ' "$TMP/all.out")
 [ "$n" -gt 300 ] && ok "$n functions measured in daemon/" || bad "functions measured in daemon/: $n" "$(head "$TMP/all.out")"
 while read -r at name lines marked; do
-	file=${at%%:*}
 	if [ "$name" = - ]; then
 		bad "$at: a function's opening brace not alone in column 0 (the count reads it)"
 	elif [ "$lines" -le "$MAX" ]; then
 		:
 	elif [ "$marked" = 1 ]; then
 		ok "$at $name: $lines lines, says why (long:)"
-	elif printf '%s\n' $PENDING | grep -qx "$file:$name"; then
-		echo "  note $at $name: $lines lines, pending (outside part 4 of issue 30)"
 	else
 		bad "$at $name: $lines lines, over $MAX with no \"long:\" comment above it saying why"
 	fi
 done <"$TMP/all.out"
-for p in $PENDING; do
-	grep -q "^${p%%:*}:[0-9]* ${p#*:} " "$TMP/all.out" &&
-		[ "$(grep "^${p%%:*}:[0-9]* ${p#*:} " "$TMP/all.out" | awk '{print $3}')" -gt "$MAX" ] ||
-		bad "PENDING's $p is no longer over $MAX lines: take it off the list"
-done
 finish longfuncs

@@ -434,7 +434,12 @@ slow_index(slow_layout *L, char *err)
 		return sl_fail(err, SL_ENOMEM, "out of memory");
 	for (int k = 0; k < ng; k++) {
 		const pgroup *g = &L->gs[k];
-		json_t *v = json_object_get(g->axes, L->bkey), *rest = json_deep_copy(g->axes);
+		json_t *v = json_object_get(g->axes, L->bkey), *rest;
+		if (!v) /* a variant without that axis */
+			return sl_fail(err, SL_EINVAL, "--baseline %s: the group %s has no %s "
+				       "(a variant without that axis); give a key every group has",
+				       L->bkey, g->label, L->bkey);
+		rest = json_deep_copy(g->axes);
 		json_object_del(rest, L->bkey);
 		L->vi[k] = index_of(L->vals, v);
 		L->ri[k] = index_of(L->rests, rest);

@@ -160,4 +160,15 @@ for f in gpus.svg jct.svg gpus.png jct.png; do
 	[ -s "$TMP/c/$f" ] && ok "--out drew $f" || bad "--out drew $f" "$(ls "$TMP/c")"
 done
 
+# a baseline key one variant lacks: said so (it was "out of memory", exit 1)
+cat >"$TMP/vs.json" <<'JSON'
+{"model": "mlp:784-16-10", "dataset": "synthetic:600", "batch": 16, "eval_every": 10, "seeds": 2,
+ "target": 0.5, "stop": {"steps": 40}, "workers": 2,
+ "variants": {"stale": {"delay": {"dist": "version", "s": [0, 4]}}, "plain": {"lr": 0.02}}}
+JSON
+"$SL" sweep "$TMP/vs.json" --out "$TMP/vs" --quiet >/dev/null 2>&1
+expect_exit 2 "plot --baseline on a key one variant lacks: exit 2" "$SL" plot "$TMP/vs" --baseline delay.s=0
+expect_grep "^stalelab plot: --baseline delay.s: the group variant=plain has no delay.s" \
+	"... naming the group without it" "$LAST_OUT"
+
 finish figures

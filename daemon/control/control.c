@@ -654,7 +654,9 @@ ctl_handle(ctl *c, const char *method, const char *path, const char *query,
 		reply_error(o, 404, "not_found", "no such endpoint (GET / lists them)");
 		return;
 	}
-	char allow[sizeof(o->allow)];
+	/* room left for ", OPTIONS" (the longest, "GET, HEAD, POST, PATCH",
+	 * is far from it) */
+	char allow[sizeof(o->allow) - sizeof(", OPTIONS") + 1];
 	allow_of(hit->path, allow, sizeof(allow));
 	if (!strcmp(method, "OPTIONS")) {
 		snprintf(o->allow, sizeof(o->allow), "%s, OPTIONS", allow);

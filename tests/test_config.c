@@ -46,6 +46,7 @@ START_TEST(cmd_bits_named_by_their_fields)
 		{CMD_SPB, "spb_depth"}, {CMD_SPEED, "speed"}, {CMD_WEIGHT_DECAY, "weight_decay"},
 		{CMD_EVAL_EVERY, "eval_every"}, {CMD_CHECKPOINT, "checkpoint"},
 		{CMD_LINK, "link"}, {CMD_SERVER_MS, "server_ms"},
+		{CMD_OPTIMIZER, "optimizer"}, {CMD_CLIP, "clip"},
 	};
 	unsigned all = 0;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -54,8 +55,8 @@ START_TEST(cmd_bits_named_by_their_fields)
 			      k ? k : "(none)", want[i].key);
 		all |= want[i].bit;
 	}
-	ck_assert_uint_eq(all, 0xffffu); /* every bit of the 16 a checkpoint names */
-	ck_assert_ptr_null(fields_cmd_key(1u << 16));
+	ck_assert_uint_eq(all, 0x3ffffu); /* every bit of the 18 a checkpoint names */
+	ck_assert_ptr_null(fields_cmd_key(1u << 18));
 }
 END_TEST
 

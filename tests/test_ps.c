@@ -19,7 +19,7 @@ static ps *
 mk(backend *be, const float *w0, const char *rule, const rule_params *rp,
    float lr, float mu)
 {
-	ps_layer layers[] = {{0, 2}, {2, 1}};
+	ps_layer layers[] = {{0, 2, 2}, {2, 1, 1}};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
 	rule_params def = {0};
@@ -432,7 +432,7 @@ START_TEST(lent_team_applies_the_same_bits)
 	}
 	const char *rules[] = {"asgd", "ssgd"};
 	for (int k = 0; k < 2; k++) {
-		ps_layer layers[] = {{0, 1000}, {1000, N - 1000}};
+		ps_layer layers[] = {{0, 1000, 1000}, {1000, N - 1000, N - 1000}};
 		ps *a, *b;
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &a), 0);
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &b), 0);

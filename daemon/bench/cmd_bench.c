@@ -100,7 +100,8 @@ bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
-			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params};
+			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
+							     info[i].n_weights};
 	float *w = calloc(m->n_params, sizeof(float));
 	/* a gradient in the server's memory, as a worker's on its device */
 	float *g = be->ops->alloc(be, sizeof(float) * m->n_params);

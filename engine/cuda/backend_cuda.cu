@@ -59,6 +59,7 @@ typedef struct cuda_ctx {
 	int *row_hit;
 	int rows_cap;
 	int *flag; /* all_finite */
+	double *part; /* sumsq: one partial sum per block */
 	double *h_loss;
 	int *h_hit;
 } cuda_ctx;
@@ -356,6 +357,32 @@ cu_scal(backend *be, size_t n, float a, float *y)
 	LAUNCHED();
 }
 
+static void
+cu_opt_step(backend *be, float *w, const float *g, float *m, float *v, size_t n,
+	    const opt_step *s)
+{
+	k_opt_step<<<grid_for(n), TPB, 0, ST(be)>>>(w, g, m, v, n, *s);
+	LAUNCHED();
+}
+
+#define SUMSQ_BLOCKS 64
+
+static double
+cu_sumsq(backend *be, const float *x, size_t n)
+{
+	cuda_ctx *c = CTX(be);
+	double part[SUMSQ_BLOCKS], s = 0;
+	if (!n)
+		return 0;
+	k_sumsq<<<SUMSQ_BLOCKS, TPB, 0, c->st>>>(x, n, c->part);
+	LAUNCHED();
+	CK(cudaMemcpyAsync(part, c->part, sizeof(part), cudaMemcpyDeviceToHost, c->st));
+	CK(cudaStreamSynchronize(c->st));
+	for (int i = 0; i < SUMSQ_BLOCKS; i++)
+		s += part[i];
+	return s;
+}
+
 static int
 cu_all_finite(backend *be, const float *x, size_t n)
 {
@@ -428,6 +455,7 @@ cu_destroy(backend *be)
 	cudaFree(c->row_loss);
 	cudaFree(c->row_hit);
 	cudaFree(c->flag);
+	cudaFree(c->part);
 	cudaStreamDestroy(c->st);
 	free(c->h_loss);
 	free(c->h_hit);
@@ -465,6 +493,8 @@ make_ops(void)
 	o.gather = NULL; /* the model gathers on the host and uploads */
 	o.softmax_xent = cu_softmax_xent;
 	o.sgd = cu_sgd;
+	o.opt_step = cu_opt_step;
+	o.sumsq = cu_sumsq;
 	o.dc_grad = cu_dc_grad;
 	o.axpy = cu_axpy;
 	o.scal = cu_scal;
@@ -498,7 +528,8 @@ cu_open(int nthreads, backend **out)
 	/* FP32 as written: no TF32 tensor-core shortcut */
 	if ((bs = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS ||
 	    (bs = cublasSetStream(c->blas, c->st)) != CUBLAS_STATUS_SUCCESS ||
-	    (e = cudaMalloc(&c->flag, sizeof(int))) != cudaSuccess)
+	    (e = cudaMalloc(&c->flag, sizeof(int))) != cudaSuccess ||
+	    (e = cudaMalloc(&c->part, sizeof(double) * SUMSQ_BLOCKS)) != cudaSuccess)
 		goto fail;
 	be->ops = &cuda_ops;
 	be->ctx = c;
@@ -516,6 +547,7 @@ fail:
 		if (c->st)
 			cudaStreamDestroy(c->st);
 		cudaFree(c->flag);
+		cudaFree(c->part);
 	}
 	free(c);
 	free(be);

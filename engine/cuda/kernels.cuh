@@ -374,4 +374,46 @@ k_nonfinite(const float *x, size_t n, int *bad)
 			*bad = 1;
 }
 
+/* ---- the optimiser (ref's expressions in ref's order, never fused) ----- */
+
+__global__ void
+k_opt_step(float *w, const float *g, float *m, float *v, size_t n, opt_step s)
+{
+	FOR_N(i, n) {
+		if (!s.adam) {
+			const float gi = __fadd_rn(g[i], __fmul_rn(s.wd, w[i]));
+			m[i] = __fadd_rn(__fmul_rn(s.mu, m[i]), gi);
+			w[i] = __fsub_rn(w[i], __fmul_rn(s.lr, __fadd_rn(gi, __fmul_rn(s.mu, m[i]))));
+			continue;
+		}
+		const float wi = __fmul_rn(w[i], s.shrink);
+		const float gi = __fadd_rn(g[i], __fmul_rn(s.wd, wi));
+		m[i] = __fadd_rn(__fmul_rn(s.b1, m[i]), __fmul_rn(s.c1, gi));
+		v[i] = __fadd_rn(__fmul_rn(s.b2, v[i]), __fmul_rn(s.c2, __fmul_rn(gi, gi)));
+		const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(v[i]), s.bc2_sqrt), s.eps);
+		w[i] = __fsub_rn(wi, __fmul_rn(s.step_size, __fdiv_rn(m[i], denom)));
+	}
+}
+
+/* each block's sum of x^2 in double into part[blockIdx.x] (a fixed grid
+ * and a fixed tree: the same bits on every call) */
+__global__ void
+k_sumsq(const float *x, size_t n, double *part)
+{
+	__shared__ double sh[TPB];
+	double acc = 0;
+	for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+	     i += (size_t)blockDim.x * gridDim.x)
+		acc += (double)x[i] * (double)x[i];
+	sh[threadIdx.x] = acc;
+	__syncthreads();
+	for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+		if (threadIdx.x < k)
+			sh[threadIdx.x] += sh[threadIdx.x + k];
+		__syncthreads();
+	}
+	if (threadIdx.x == 0)
+		part[blockIdx.x] = sh[0];
+}
+
 #endif

@@ -27,6 +27,21 @@ typedef struct conv_geom {
 	int ho, wo;       /* output size */
 } conv_geom;
 
+/* One optimiser step of the ops->opt_step op (the server's update, engine/ps/
+ * optim.c). The constants are worked out on the host, in double, and
+ * passed as floats. */
+typedef struct opt_step {
+	int adam;        /* 0: Nesterov momentum; 1: Adam */
+	float lr;        /* nesterov */
+	float mu;        /* nesterov: momentum */
+	float wd;        /* L2 decay folded into the gradient: g' = g + wd w */
+	float shrink;    /* adamw's decoupled decay: w *= shrink first (1: none) */
+	float b1, b2, eps;
+	float c1, c2;    /* 1 - b1 and 1 - b2, worked out in double (as torch) */
+	float step_size; /* adam: lr / (1 - b1^t) */
+	float bc2_sqrt;  /* adam: sqrt(1 - b2^t) */
+} opt_step;
+
 typedef struct backend_ops {
 	const char *name; /* the device name: "cpu", "ref", ... */
 	/* 1 when alloc returns host memory that the CPU may read and write
@@ -110,6 +125,17 @@ typedef struct backend_ops {
 	 * g' = g + wd w; m = mu m + g' (if m); w -= lr (m or g'). */
 	void (*sgd)(backend *, float *w, const float *g, float *m, size_t n,
 		    float lr, float mu, float wd);
+	/* Nesterov or Adam over n parameters (s->adam):
+	 *   nesterov: g' = g + wd w; m = mu m + g'; w -= lr (g' + mu m)
+	 *   adam:     w *= shrink; g' = g + wd w;
+	 *             m = b1 m + c1 g'; v = b2 v + c2 g' g';
+	 *             w -= step_size m / (sqrt(v) / bc2_sqrt + eps)
+	 * (v unused by nesterov). Elementwise, in this order, unfused. */
+	void (*opt_step)(backend *, float *w, const float *g, float *m, float *v,
+			 size_t n, const opt_step *s);
+	/* The sum of x[i]^2 over n floats, accumulated in double in index
+	 * order (clipping's global norm). */
+	double (*sumsq)(backend *, const float *x, size_t n);
 	/* Delay-compensated gradient (DC-ASGD): out = g + lam g*g*(w - bak),
 	 * with lam = lambda0 / sqrt(ms + eps) per element when ms is non-NULL,
 	 * after ms = m ms + (1 - m) g*g (adaptive variant). */

@@ -256,3 +256,43 @@ host_softmax_xent(const float *logits, const uint8_t *labels, float *dlogits,
 		*correct = hits;
 	return batch ? loss / batch : 0.0;
 }
+
+/* ---- the optimiser ------------------------------------------------------- */
+
+void
+host_opt_step(backend *be, float *w, const float *g, float *m, float *v,
+	      size_t n, const opt_step *s)
+{
+	(void)be;
+	const float wd = s->wd;
+	if (!s->adam) {
+		const float lr = s->lr, mu = s->mu;
+		for (size_t i = 0; i < n; i++) {
+			float gi = g[i] + wd * w[i];
+			m[i] = mu * m[i] + gi;
+			w[i] -= lr * (gi + mu * m[i]);
+		}
+		return;
+	}
+	const float b1 = s->b1, c1 = s->c1, b2 = s->b2, c2 = s->c2;
+	const float shrink = s->shrink, eps = s->eps, ss = s->step_size,
+		    bc2 = s->bc2_sqrt;
+	for (size_t i = 0; i < n; i++) {
+		float wi = w[i] * shrink;
+		float gi = g[i] + wd * wi;
+		m[i] = b1 * m[i] + c1 * gi;
+		v[i] = b2 * v[i] + c2 * (gi * gi);
+		float denom = sqrtf(v[i]) / bc2 + eps;
+		w[i] = wi - ss * (m[i] / denom);
+	}
+}
+
+double
+host_sumsq(backend *be, const float *x, size_t n)
+{
+	(void)be;
+	double s = 0;
+	for (size_t i = 0; i < n; i++)
+		s += (double)x[i] * (double)x[i];
+	return s;
+}

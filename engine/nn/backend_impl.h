@@ -26,6 +26,11 @@ void host_sync(backend *be);
 	.zero = host_zero, .sync = host_sync
 /* the all_finite op: the exponent bits of each float, 16 at a time */
 int host_all_finite(backend *be, const float *x, size_t n);
+/* the optimiser's step and clipping's sum of squares: no fused
+ * multiply-add, so ref and cpu give the same bits */
+void host_opt_step(backend *be, float *w, const float *g, float *m, float *v,
+		   size_t n, const opt_step *s);
+double host_sumsq(backend *be, const float *x, size_t n);
 /* ops without arithmetic, the same bits on every CPU: */
 void host_relu_fwd(backend *be, const float *x, float *y, size_t n);
 void host_relu_bwd(backend *be, const float *y, const float *dy, float *dx,

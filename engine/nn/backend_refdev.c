@@ -201,6 +201,19 @@ rd_sgd(backend *be, float *w, const float *g, float *m, size_t n, float lr,
 }
 
 static void
+rd_opt_step(backend *be, float *w, const float *g, float *m, float *v, size_t n,
+	    const opt_step *s)
+{
+	REF.opt_step(INNER(be), R(w), R(g), R(m), R(v), n, s);
+}
+
+static double
+rd_sumsq(backend *be, const float *x, size_t n)
+{
+	return REF.sumsq(INNER(be), R(x), n);
+}
+
+static void
 rd_dc_grad(backend *be, size_t n, const float *g, const float *w,
 	   const float *bak, float *ms, float lambda, float m, float eps,
 	   float *out)
@@ -266,6 +279,8 @@ static const backend_ops refdev_ops = {
 	.gather = NULL, /* the model stages on the host, as for a GPU */
 	.softmax_xent = rd_softmax_xent,
 	.sgd = rd_sgd,
+	.opt_step = rd_opt_step,
+	.sumsq = rd_sumsq,
 	.dc_grad = rd_dc_grad,
 	.axpy = rd_axpy,
 	.scal = rd_scal,

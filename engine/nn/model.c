@@ -677,6 +677,7 @@ model_layer_info(const model *m, layer_info *info, int max)
 			.param_index = l->n_params ? pi++ : -1,
 			.n_params = l->n_params,
 			.p_off = l->p_off,
+			.n_weights = l->n_weights,
 			.act_floats = shape_size(l->out),
 			.flops_fwd = l->flops_fwd,
 			.flops_bwd_w = l->flops_bwd_w,

@@ -75,6 +75,7 @@ typedef struct layer_info {
 	const char *name;
 	int param_index;         /* -1 if no parameters, else 0-based index */
 	size_t n_params, p_off;
+	size_t n_weights;        /* the first of n_params: weights (the rest bias) */
 	size_t act_floats;       /* output activation floats per sample */
 	double flops_fwd, flops_bwd_w, flops_bwd_x; /* per sample */
 } layer_info;

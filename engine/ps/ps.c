@@ -1,6 +1,7 @@
 /* ps.c - parameter server state and the rules' server-side arithmetic. */
 #include "ps.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +17,11 @@ struct ps {
 	ps_layer *layers;
 	int max_workers;
 	float *w;        /* weights */
-	float *mom;      /* momentum (allocated when momentum > 0) */
+	float *mom;      /* momentum, Adam's first moment (allocated when used) */
+	float *sq;       /* Adam's second moment (allocated when used) */
+	uint64_t *steps; /* Adam: the steps each layer has taken (bias correction) */
+	float *clipped;  /* clipping: the scaled gradient */
+	opt_cfg oc;      /* the optimiser, the schedule, clipping */
 	float *tmp;      /* scratch: compensated gradient, averaged round */
 	float *acc;      /* sync rules: sum of the round's gradients */
 	int *layer_count;/* sync rules: contributors per layer this round */
@@ -66,10 +71,11 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	p->layer_count = calloc((size_t)n_layers, sizeof(int));
 	p->bak = calloc((size_t)max_workers, sizeof(float *));
 	p->ms = calloc((size_t)max_workers, sizeof(float *));
+	p->steps = calloc((size_t)n_layers, sizeof(uint64_t));
 	p->w = balloc(p, n);
 	p->tmp = balloc(p, n);
 	p->acc = balloc(p, n);
-	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->w ||
+	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->steps || !p->w ||
 	    !p->tmp || !p->acc) {
 		ps_free(p);
 		return -SL_ENOMEM;
@@ -78,6 +84,8 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	be->ops->upload(be, p->w, w0, sizeof(float) * n);
 	p->rule = rule_find("asgd");
 	p->lr = 0.05f;
+	p->oc = (opt_cfg){.kind = OPT_SGD, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8,
+			  .sched = {.floor = 1, .gamma = 1}};
 	*out = p;
 	return 0;
 }
@@ -102,12 +110,15 @@ ps_free(ps *p)
 	be->ops->free(be, p->stage);
 	be->ops->free(be, p->stage_bak);
 	be->ops->free(be, p->mom);
+	be->ops->free(be, p->sq);
+	be->ops->free(be, p->clipped);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
 	free(p->bak);
 	free(p->ms);
 	free(p->layers);
 	free(p->layer_count);
+	free(p->steps);
 	free(p);
 }
 
@@ -135,6 +146,40 @@ ps_set_opt(ps *p, float lr, float momentum, float weight_decay)
 	p->wd = weight_decay;
 	if (momentum > 0 && !p->mom)
 		p->mom = balloc(p, p->n); /* zeroed */
+}
+
+static int
+adam_family(int kind)
+{
+	return kind == OPT_ADAM || kind == OPT_ADAMW;
+}
+
+int
+ps_set_optim(ps *p, const opt_cfg *oc)
+{
+	int was = p->oc.kind;
+	if (adam_family(was) != adam_family(oc->kind)) {
+		/* a new family starts from zero: a velocity is not a mean of
+		 * gradients (docs/rules.md) */
+		if (p->mom)
+			p->be->ops->zero(p->be, p->mom, sizeof(float) * p->n);
+		if (p->sq)
+			p->be->ops->zero(p->be, p->sq, sizeof(float) * p->n);
+		memset(p->steps, 0, sizeof(uint64_t) * (size_t)p->n_layers);
+	}
+	p->oc = *oc;
+	int need_m = oc->kind != OPT_SGD || p->mu > 0;
+	if ((need_m && !p->mom && !(p->mom = balloc(p, p->n))) ||
+	    (adam_family(oc->kind) && !p->sq && !(p->sq = balloc(p, p->n))) ||
+	    (oc->clip > 0 && !p->clipped && !(p->clipped = balloc(p, p->n))))
+		return -SL_ENOMEM;
+	return 0;
+}
+
+const opt_cfg *
+ps_optim(const ps *p)
+{
+	return &p->oc;
 }
 
 uint64_t
@@ -271,12 +316,79 @@ ps_lend(ps *p, backend *be)
 			be->ops->host_memory ? be : p->be;
 }
 
+/* clipping: g on [off, n), or its copy scaled to the norm oc.clip when
+ * it is longer (torch's clip_grad_norm_: the factor clip / (norm + 1e-6)) */
+static const float *
+clip(ps *p, const float *g, size_t off)
+{
+	if (!(p->oc.clip > 0) || !p->clipped)
+		return g;
+	backend *be = p->ex;
+	double norm = sqrt(be->ops->sumsq(be, g + off, p->n - off));
+	if (!(norm > p->oc.clip))
+		return g;
+	be->ops->copy(be, p->clipped + off, g + off, sizeof(float) * (p->n - off));
+	be->ops->scal(be, p->n - off, (float)(p->oc.clip / (norm + 1e-6)), p->clipped + off);
+	return p->clipped;
+}
+
+/* one optimiser step of layer l with g (the whole buffer's indexing) at
+ * learning rate lr: nesterov, adam or adamw (the sgd family steps a range
+ * at once, in step_range) */
+static void
+step_layer(ps *p, int l, const float *g, float lr)
+{
+	backend *be = p->ex;
+	const ps_layer *L = &p->layers[l];
+	size_t o = L->off;
+	if (p->oc.kind == OPT_NESTEROV) {
+		opt_step s = {.lr = lr, .mu = p->mu, .wd = p->wd, .shrink = 1};
+		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, NULL, L->len, &s);
+		return;
+	}
+	uint64_t t = ++p->steps[l];
+	double b1 = p->oc.beta1, b2 = p->oc.beta2;
+	opt_step s = {
+		.adam = 1,
+		.lr = lr,
+		.b1 = (float)b1,
+		.b2 = (float)b2,
+		.c1 = (float)(1 - b1),
+		.c2 = (float)(1 - b2),
+		.eps = (float)p->oc.eps,
+		.step_size = (float)(lr / (1 - pow(b1, (double)t))),
+		.bc2_sqrt = (float)sqrt(1 - pow(b2, (double)t)),
+		.shrink = 1,
+	};
+	if (p->oc.kind == OPT_ADAM) {
+		s.wd = p->wd;
+		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, p->sq + o, L->len, &s);
+		return;
+	}
+	/* adamw: decoupled decay of the weights, not of the biases */
+	size_t wl = L->wlen < L->len ? L->wlen : L->len;
+	s.shrink = (float)(1 - (double)lr * p->wd);
+	if (wl)
+		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, p->sq + o, wl, &s);
+	s.shrink = 1;
+	if (L->len > wl)
+		be->ops->opt_step(be, p->w + o + wl, g + o + wl, p->mom + o + wl,
+				  p->sq + o + wl, L->len - wl, &s);
+}
+
 void
 ps_step(ps *p, const float *g, size_t off, float lr)
 {
 	writable(p);
-	p->ex->ops->sgd(p->ex, p->w + off, g + off, p->mom ? p->mom + off : NULL,
-			p->n - off, lr, p->mu, p->wd);
+	g = clip(p, g, off);
+	if (p->oc.kind == OPT_SGD || p->oc.kind == OPT_MOMENTUM) {
+		p->ex->ops->sgd(p->ex, p->w + off, g + off, p->mom && p->mu > 0 ? p->mom + off : NULL,
+				p->n - off, lr, p->mu, p->wd);
+	} else {
+		for (int l = 0; l < p->n_layers; l++)
+			if (p->layers[l].off >= off)
+				step_layer(p, l, g, lr);
+	}
 	p->v++;
 }
 
@@ -289,13 +401,15 @@ ps_round_pending(const ps *p)
 float
 ps_lr(const ps *p)
 {
-	return p->lr;
+	if (p->oc.sched.kind == SCHED_CONSTANT && !(p->oc.sched.warmup > 0))
+		return p->lr;
+	return (float)(p->lr * lr_sched_factor(&p->oc.sched, p->v));
 }
 
 void
 ps_opt(const ps *p, float *lr, float *momentum, float *weight_decay)
 {
-	*lr = p->lr;
+	*lr = ps_lr(p);
 	*momentum = p->mu;
 	*weight_decay = p->wd;
 }
@@ -333,15 +447,28 @@ apply_round(ps *p)
 {
 	backend *be = p->ex;
 	writable(p);
+	float lr = ps_lr(p);
+	/* the layers nobody sent are not updated: [off, n) is sent by some */
+	size_t off = p->n;
 	for (int l = 0; l < p->n_layers; l++) {
 		int c = p->layer_count[l];
-		if (!c)
-			continue; /* nobody sent this layer: not updated */
 		const ps_layer *L = &p->layers[l];
+		if (!c)
+			continue;
+		off = L->off < off ? L->off : off;
 		be->ops->scal(be, L->len, 1.0f / (float)c, p->acc + L->off);
-		be->ops->sgd(be, p->w + L->off, p->acc + L->off,
-			     p->mom ? p->mom + L->off : NULL, L->len, p->lr, p->mu,
-			     p->wd);
+	}
+	const float *g = off < p->n ? clip(p, p->acc, off) : p->acc;
+	for (int l = 0; l < p->n_layers; l++) {
+		const ps_layer *L = &p->layers[l];
+		if (!p->layer_count[l])
+			continue;
+		if (p->oc.kind == OPT_SGD || p->oc.kind == OPT_MOMENTUM)
+			be->ops->sgd(be, p->w + L->off, g + L->off,
+				     p->mom && p->mu > 0 ? p->mom + L->off : NULL, L->len,
+				     lr, p->mu, p->wd);
+		else
+			step_layer(p, l, g, lr);
 	}
 	p->v++;
 	drop_round(p);
@@ -408,7 +535,7 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 		if (rc < 0)
 			return rc;
 	} else {
-		ps_step(p, data, g->off, p->lr);
+		ps_step(p, data, g->off, ps_lr(p));
 		r.applied = 1;
 	}
 	/* done before the caller lets go of the lock: another backend (a
@@ -506,6 +633,9 @@ ps_save(const ps *p, tlv_w *w)
 	tlv_array(w, "layer_count", TLV_U64S, lc, (size_t)p->n_layers);
 	save_buf(p, w, "weights", p->w);
 	save_buf(p, w, "momentum", p->mom);
+	save_buf(p, w, "second_moment", p->sq);
+	if (adam_family(p->oc.kind))
+		tlv_array(w, "opt_steps", TLV_U64S, p->steps, (size_t)p->n_layers);
 	save_buf(p, w, "round_sum", p->acc);
 	tlv_open(w, "backups", TLV_LIST);
 	for (int k = 0; k < p->max_workers; k++) {
@@ -565,8 +695,16 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 	float *none = NULL;
 	if ((rc = load_buf(p, s, "weights", 1, n, p ? &p->w : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->mom : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "second_moment", 0, n, p ? &p->sq : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0)
 		return rc;
+	const void *st;
+	size_t n_st;
+	if ((rc = tlv_get_array(s, "opt_steps", 0, TLV_U64S, p ? (size_t)p->n_layers : SIZE_MAX,
+				&st, &n_st, err)) < 0)
+		return rc;
+	if (rc > 0 && p)
+		memcpy(p->steps, st, sizeof(uint64_t) * (size_t)p->n_layers);
 	tlv_sec list, it;
 	if ((rc = tlv_get_sec(s, "backups", 1, TLV_LIST, &list, err)) < 0)
 		return rc;

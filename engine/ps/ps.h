@@ -21,6 +21,8 @@
 /* A parameterised layer's slice of the flat buffer. */
 typedef struct ps_layer {
 	size_t off, len;
+	size_t wlen; /* its first wlen floats are weights (adamw decays them),
+		      * the rest biases */
 } ps_layer;
 
 /* One push. g holds n floats; only [off, n) is meaningful (structured
@@ -81,6 +83,13 @@ void ps_free(ps *p);
 void ps_set_rule(ps *p, const rule_class *rc, const rule_params *rp);
 void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
 
+/* The optimiser, the schedule and clipping (ps_config.h). A change of
+ * family (sgd, momentum, nesterov against adam, adamw) zeroes the
+ * optimiser's state; within a family it is kept. 0, or -SL_ENOMEM when its
+ * state cannot be allocated. */
+SL_MUST_USE int ps_set_optim(ps *p, const opt_cfg *oc);
+const opt_cfg *ps_optim(const ps *p);
+
 uint64_t ps_version(const ps *p);
 const float *ps_weights(const ps *p); /* backend memory, n floats */
 size_t ps_size(const ps *p);
@@ -136,6 +145,7 @@ void ps_step(ps *p, const float *g, size_t off, float lr);
 SL_MUST_USE int ps_round_add(ps *p, const ps_grad *g, int round_size);
 /* gradients in the pending round */
 int ps_round_pending(const ps *p);
+/* the learning rate of the next update: the run's lr under the schedule */
 float ps_lr(const ps *p);
 /* the optimiser's settings (ps_set_opt): its learning rate, momentum and
  * weight decay (hogwild steps the shared weights with them) */

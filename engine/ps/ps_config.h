@@ -6,6 +6,8 @@
 #ifndef SL_PS_CONFIG_H
 #define SL_PS_CONFIG_H
 
+#include <stdint.h>
+
 /* the most workers a run has and a server takes: ids are below it */
 #define PS_MAX_WORKERS 256
 
@@ -14,5 +16,49 @@ typedef struct rule_params {
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	char local_opt[16];
 } rule_params;
+
+/* The optimiser of every update the server applies (docs/rules.md,
+ * "Optimisers"): its kind, Adam's constants, clipping and the schedule.
+ * The learning rate, momentum and weight decay are the run object's own
+ * fields. */
+typedef enum opt_kind {
+	OPT_SGD,      /* w -= lr (g + wd w); heavy ball when momentum > 0 */
+	OPT_MOMENTUM, /* heavy ball: m = mu m + g + wd w; w -= lr m */
+	OPT_NESTEROV, /* m = mu m + g'; w -= lr (g' + mu m), g' = g + wd w */
+	OPT_ADAM,     /* Kingma & Ba; weight decay as L2 in the gradient */
+	OPT_ADAMW,    /* Loshchilov & Hutter: decay decoupled, weights only */
+	OPT_N
+} opt_kind;
+
+/* A learning-rate schedule over the server's updates (its version): a
+ * linear warm-up from lr/(warmup+1) to lr, then a decay to floor x lr. */
+typedef enum sched_kind {
+	SCHED_CONSTANT, /* lr after the warm-up */
+	SCHED_COSINE,   /* half a cosine from lr to floor x lr at decay_updates */
+	SCHED_LINEAR,   /* a straight line to floor x lr at decay_updates */
+	SCHED_STEP,     /* x gamma every step_every updates, down to floor x lr */
+	SCHED_N
+} sched_kind;
+
+typedef struct lr_sched {
+	int kind;               /* sched_kind */
+	double warmup;          /* updates */
+	double decay_updates;   /* cosine, linear: the update the floor is reached at */
+	double floor;           /* the lowest lr, a fraction of lr */
+	double step_every;      /* step: updates between two cuts */
+	double gamma;           /* step: the factor of a cut */
+} lr_sched;
+
+typedef struct opt_cfg {
+	int kind;               /* opt_kind */
+	double beta1, beta2, eps;
+	double clip;            /* each update's gradient to this global norm
+				 * at most (0: no clipping) */
+	lr_sched sched;
+} opt_cfg;
+
+/* The factor of lr at update v (the server's version) under s: in
+ * (0, 1], 1 without a schedule. */
+double lr_sched_factor(const lr_sched *s, uint64_t v);
 
 #endif

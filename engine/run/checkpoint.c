@@ -565,6 +565,11 @@ load_doc(run *r, ckpt_doc *d, char *err)
 	if (d->n_vh > r->vh_depth)
 		r->vh_depth = d->n_vh;
 
+	/* the saved optimiser first, so its state is not zeroed after */
+	ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum,
+		   (float)r->cfg.weight_decay);
+	if (ps_set_optim(r->ps, &r->cfg.opt) < 0)
+		return sl_fail(err, SL_ENOMEM, "out of memory");
 	int rc = ps_restore(r->ps, &d->server, r->n_params, err);
 	if (rc < 0)
 		return rc;

@@ -82,6 +82,26 @@ static const field rp_rows[] = {
 };
 TABLE(rp_tab, rp_rows);
 
+static const field sched_cfg_rows[] = {
+	FLD(lr_sched, "kind", kind, F_INT, OPT),
+	FLD(lr_sched, "warmup", warmup, F_F64, OPT),
+	FLD(lr_sched, "decay_updates", decay_updates, F_F64, OPT),
+	FLD(lr_sched, "floor", floor, F_F64, OPT),
+	FLD(lr_sched, "step_every", step_every, F_F64, OPT),
+	FLD(lr_sched, "gamma", gamma, F_F64, OPT),
+};
+TABLE(sched_cfg_tab, sched_cfg_rows);
+
+static const field opt_rows[] = {
+	FLD(opt_cfg, "kind", kind, F_INT, OPT),
+	FLD(opt_cfg, "beta1", beta1, F_F64, OPT),
+	FLD(opt_cfg, "beta2", beta2, F_F64, OPT),
+	FLD(opt_cfg, "eps", eps, F_F64, OPT),
+	FLD(opt_cfg, "clip", clip, F_F64, OPT),
+	FSUB(opt_cfg, "lr_schedule", sched, sched_cfg_tab, OPT),
+};
+TABLE(opt_tab, opt_rows);
+
 static const field override_rows[] = {
 	FLD(worker_override, "id", id, F_INT, REQ),
 	FLD(worker_override, "has_delay", has_delay, F_INT, OPT),
@@ -122,6 +142,8 @@ static const field config_rows[] = {
 	FLD(run_config, "eval_every", eval_every, F_INT, REQ),
 	FLD(run_config, "n_schedule", n_schedule, F_INT, OPT),
 	FLD(run_config, "coherence_every", coherence_every, F_INT, OPT),
+	/* written since the optimisers came (an older file: sgd, no schedule) */
+	FSUB(run_config, "optimizer", opt, opt_tab, OPT),
 };
 PUB_TABLE(ckpt_config_tab, config_rows);
 
@@ -207,7 +229,7 @@ PUB_TABLE(ckpt_event_tab, event_rows);
 
 static const field cmd_rows[] = {
 	FLD(run_cmd, "worker", worker, F_INT, REQ),
-	FFLAGS(run_cmd, "fields", fields, cmd_label, 16, REQ),
+	FFLAGS(run_cmd, "fields", fields, cmd_label, 18, REQ),
 	FLD(run_cmd, "rule", rule, F_STR, OPT),
 	FSUB(run_cmd, "rule_params", rp, rp_tab, OPT),
 	FLD(run_cmd, "lr", lr, F_F64, OPT),
@@ -222,6 +244,8 @@ static const field cmd_rows[] = {
 	FLD(run_cmd, "speed", speed, F_F64, OPT),
 	FSUB(run_cmd, "link", link, link_tab, OPT),
 	FLD(run_cmd, "server_ms", server_ms, F_F64, OPT),
+	FLD(run_cmd, "optimizer", optimizer, F_INT, OPT),
+	FLD(run_cmd, "clip", clip, F_F64, OPT),
 	FLD(run_cmd, "origin", origin, F_STR, OPT),
 	FLD(run_cmd, "path", path, F_STR, OPT),
 };

@@ -37,6 +37,19 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 				       "rule: %s needs threads sharing memory (the wall clock)",
 				       rc->name);
 	}
+	if (c->fields & (CMD_RULE | CMD_OPTIMIZER | CMD_CLIP | CMD_MOMENTUM)) {
+		/* the optimiser as it would be after the change */
+		opt_cfg o = r->cfg.opt;
+		if (c->fields & CMD_OPTIMIZER)
+			o.kind = c->optimizer;
+		if (c->fields & CMD_CLIP)
+			o.clip = c->clip;
+		int rc = config_optim_fits((c->fields & CMD_RULE) ? c->rule : r->cfg.rule, &o,
+					   (c->fields & CMD_MOMENTUM) ? c->momentum
+								       : r->cfg.momentum, err);
+		if (rc < 0)
+			return rc;
+	}
 	if ((c->fields & CMD_BATCH) && c->batch > r->cfg.batch)
 		return sl_fail(err, SL_EINVAL,
 			       "batch: must be in [1, %d] (the run's starting batch), got %d",
@@ -240,6 +253,14 @@ cmd_apply(run *r, const run_cmd *c)
 			ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum,
 				   (float)r->cfg.weight_decay);
 		}
+		if (c->fields & (CMD_OPTIMIZER | CMD_CLIP | CMD_MOMENTUM)) {
+			if (c->fields & CMD_OPTIMIZER)
+				r->cfg.opt.kind = c->optimizer;
+			if (c->fields & CMD_CLIP)
+				r->cfg.opt.clip = c->clip;
+			if (ps_set_optim(r->ps, &r->cfg.opt) < 0)
+				run_fail(r, -SL_ENOMEM, "out of memory for the optimiser's state");
+		}
 		if (c->fields & CMD_BATCH)
 			r->cfg.batch = c->batch;
 		if (c->fields & CMD_EVAL_EVERY)
@@ -370,6 +391,11 @@ run_adopt_settings(run *r, const run_config *to, int sched_done, char *err)
 	r->cfg.momentum = to->momentum;
 	r->cfg.weight_decay = to->weight_decay;
 	ps_set_opt(r->ps, (float)r->cfg.lr, (float)r->cfg.momentum, (float)r->cfg.weight_decay);
+	r->cfg.opt = to->opt;
+	if (ps_set_optim(r->ps, &r->cfg.opt) < 0) {
+		run_unlock(r);
+		return sl_fail(err, SL_ENOMEM, "out of memory for the optimiser's state");
+	}
 	r->cfg.batch = to->batch;
 	r->cfg.eval_every = to->eval_every;
 	r->cfg.delay = to->delay;

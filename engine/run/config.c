@@ -51,6 +51,8 @@ config_validate(const run_config *c, char *err)
 	if (c->workers == 0 && strcmp(c->clock, "wall"))
 		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
 			       "clock; the virtual clock simulates its workers: give 1 or more");
+	if ((rc = config_optim_fits(c->rule, &c->opt, c->momentum, err)) < 0)
+		return rc;
 	int layers = fields_model_layers(c->model);
 	for (int i = 0; i < c->n_overrides; i++) {
 		const worker_override *o = &c->overrides[i];
@@ -63,6 +65,32 @@ config_validate(const run_config *c, char *err)
 				       "%s.spb_depth: must be in [0, %d] (\"%s\" has %d parameterised layers), got %d",
 				       p, layers, c->model, layers, o->spb_depth);
 	}
+	return 0;
+}
+
+int
+config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err)
+{
+	const rule_class *rc = rule_find(rule);
+	const char *name = field_choice(fields_find(&fields_run, "optimizer"), o->kind);
+	if ((o->kind == OPT_MOMENTUM || o->kind == OPT_NESTEROV) && !(momentum > 0))
+		return sl_fail(err, SL_EINVAL, "momentum: optimizer %s needs momentum > 0 "
+			       "(0.9 is usual), got %g", name, momentum);
+	if (rc && (rc->flags & (RULE_LOCAL | RULE_SHARED)) && o->kind != OPT_SGD)
+		return sl_fail(err, SL_EINVAL, "optimizer: %s steps its workers' own weights "
+			       "with sgd (the server never applies a gradient); %s runs only "
+			       "at the server: use a global-step rule, or optimizer sgd",
+			       rc->name, name);
+	if (rc && (rc->flags & (RULE_LOCAL | RULE_SHARED)) && o->clip > 0)
+		return sl_fail(err, SL_EINVAL, "clip: %s steps its workers' own weights; "
+			       "clipping applies to the server's updates: use clip 0",
+			       rc->name);
+	const lr_sched *s = &o->sched;
+	if ((s->kind == SCHED_COSINE || s->kind == SCHED_LINEAR) &&
+	    !(s->decay_updates > s->warmup))
+		return sl_fail(err, SL_EINVAL, "lr_schedule.decay_updates: must be past the "
+			       "warm-up (%g updates) for a %s decay, got %g", s->warmup,
+			       s->kind == SCHED_COSINE ? "cosine" : "linear", s->decay_updates);
 	return 0;
 }
 

@@ -57,6 +57,7 @@ typedef struct run_config {
 	char rule[16];
 	rule_params rp;    /* the rule's parameters (engine/ps/ps_config.h) */
 	double lr, momentum, weight_decay;
+	opt_cfg opt;       /* optimiser, beta1/beta2/eps, clip, lr_schedule */
 	int batch;
 	int workers;
 	int threads;      /* compute threads per worker (0 = auto) */
@@ -84,6 +85,12 @@ void config_defaults(run_config *c);
  * passes too: an override may outlive its worker when the run shrinks
  * (config_overrides_fit refuses that in a run object a person wrote). */
 int config_validate(const run_config *c, char *err);
+
+/* The optimiser fits the rule and the momentum: momentum and nesterov
+ * need momentum > 0; the rules whose workers step their own weights
+ * (localsgd, easgd, hogwild) take sgd without clipping; a cosine or linear
+ * decay ends after its warm-up. 0, or -SL_EINVAL naming the field. */
+int config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err);
 
 /* Every worker_overrides entry names a worker of the run (id < workers). */
 int config_overrides_fit(const run_config *c, char *err);

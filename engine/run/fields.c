@@ -18,6 +18,9 @@ static const char *const dists[] = {"none", "const", "uniform", "exp",
 	"lognormal", "pareto", "version", NULL};
 static const char *const wheres[] = {"worker", "server", NULL};
 static const char *const local_opts[] = {"sgd", "cadcasgd", NULL};
+/* in opt_kind's order, and sched_kind's (ps_config.h) */
+static const char *const optimizers[] = {"sgd", "momentum", "nesterov", "adam", "adamw", NULL};
+static const char *const sched_kinds[] = {"constant", "cosine", "linear", "step", NULL};
 
 /* ---- delay --------------------------------------------------------------- */
 
@@ -72,6 +75,38 @@ static const field_desc link_f[] = {
 		"pulls and pushes (0: infinite)"},
 };
 const field_table fields_link = {link_f, NF(link_f)};
+
+/* ---- lr_schedule ----------------------------------------------------------- */
+
+#define SOFF(m) offsetof(lr_sched, m)
+#define SM(k) (1u << (k))
+
+static const field_desc sched_f[] = {
+	{.key = "kind", .type = FT_STRING, .store = FS_ENUM, .off = SOFF(kind),
+	 .choices = sched_kinds, .stride = sizeof(char *), .def = SCHED_CONSTANT, .flags = FD_SPARSE,
+	 .doc = "after the warm-up: constant, cosine or linear decay to floor x lr at "
+		"decay_updates, or step (x gamma every step_every updates)"},
+	{.key = "warmup", .type = FT_INTEGER, .store = FS_DBL, .off = SOFF(warmup),
+	 .min = 0, .max = 1e12, .flags = BOTH | FD_SPARSE,
+	 .doc = "updates of linear warm-up: update i (from 0) runs at lr (i+1)/(warmup+1)"},
+	{.key = "decay_updates", .type = FT_INTEGER, .store = FS_DBL,
+	 .off = SOFF(decay_updates), .min = 0, .max = 1e12, .flags = BOTH,
+	 .when_key = "kind", .when_mask = SM(SCHED_COSINE) | SM(SCHED_LINEAR),
+	 .doc = "the update at which the decay reaches the floor (past the warm-up)"},
+	{.key = "floor", .type = FT_NUMBER, .store = FS_DBL, .off = SOFF(floor),
+	 .min = 0, .max = 1, .flags = BOTH, .def = 0.1,
+	 .when_key = "kind", .when_mask = SM(SCHED_COSINE) | SM(SCHED_LINEAR) | SM(SCHED_STEP),
+	 .doc = "the lowest lr, as a fraction of lr"},
+	{.key = "step_every", .type = FT_INTEGER, .store = FS_DBL, .off = SOFF(step_every),
+	 .min = 1, .max = 1e12, .flags = BOTH, .def = 1000,
+	 .when_key = "kind", .when_mask = SM(SCHED_STEP),
+	 .doc = "step: updates between two cuts"},
+	{.key = "gamma", .type = FT_NUMBER, .store = FS_DBL, .off = SOFF(gamma),
+	 .min = 0, .max = 1, .flags = BOTH | FD_MIN_OPEN, .def = 0.1,
+	 .when_key = "kind", .when_mask = SM(SCHED_STEP),
+	 .doc = "step: the factor of each cut"},
+};
+const field_table fields_sched = {sched_f, NF(sched_f)};
 
 /* ---- rule_params ----------------------------------------------------------- */
 
@@ -225,7 +260,34 @@ static const field_desc run_f[] = {
 	{.key = "weight_decay", .type = FT_NUMBER, .store = FS_DBL,
 	 .off = CO(weight_decay), .min = 0, .max = 1,
 	 .flags = BOTH | FD_MAX_OPEN | FD_MUTABLE, .cmd = CMD_WEIGHT_DECAY,
-	 .cmd_off = WC(weight_decay), .doc = "L2 weight decay at the server"},
+	 .cmd_off = WC(weight_decay),
+	 .doc = "weight decay at the server: L2 in the gradient (sgd, momentum, nesterov, "
+		"adam); adamw: decoupled, of the weights only (not the biases)"},
+	{.key = "optimizer", .type = FT_STRING, .store = FS_ENUM, .off = CO(opt.kind),
+	 .choices = optimizers, .stride = sizeof(char *), .def = OPT_SGD,
+	 .flags = FD_MUTABLE | FD_SPARSE, .cmd = CMD_OPTIMIZER, .cmd_off = WC(optimizer),
+	 .doc = "the server's update: sgd (heavy ball when momentum > 0), momentum, "
+		"nesterov, adam or adamw (mid-run: a change of family zeroes the state)"},
+	{.key = "beta1", .type = FT_NUMBER, .store = FS_DBL, .off = CO(opt.beta1),
+	 .min = 0, .max = 1, .flags = BOTH | FD_MAX_OPEN | FD_SPARSE, .def = 0.9,
+	 .when_key = "optimizer", .when_mask = (1u << OPT_ADAM) | (1u << OPT_ADAMW),
+	 .doc = "adam, adamw: decay of the mean gradient"},
+	{.key = "beta2", .type = FT_NUMBER, .store = FS_DBL, .off = CO(opt.beta2),
+	 .min = 0, .max = 1, .flags = BOTH | FD_MAX_OPEN | FD_SPARSE, .def = 0.999,
+	 .when_key = "optimizer", .when_mask = (1u << OPT_ADAM) | (1u << OPT_ADAMW),
+	 .doc = "adam, adamw: decay of the mean squared gradient"},
+	{.key = "eps", .type = FT_NUMBER, .store = FS_DBL, .off = CO(opt.eps),
+	 .min = 0, .max = 1, .flags = BOTH | FD_MIN_OPEN | FD_SPARSE, .def = 1e-8,
+	 .when_key = "optimizer", .when_mask = (1u << OPT_ADAM) | (1u << OPT_ADAMW),
+	 .doc = "adam, adamw: added to the root mean square"},
+	{.key = "clip", .type = FT_NUMBER, .store = FS_DBL, .off = CO(opt.clip),
+	 .min = 0, .max = 1e9, .flags = BOTH | FD_MUTABLE | FD_SPARSE,
+	 .cmd = CMD_CLIP, .cmd_off = WC(clip),
+	 .doc = "clip each update's gradient to this global norm (0: off)"},
+	{.key = "lr_schedule", .type = FT_OBJECT, .off = CO(opt.sched), .flags = FD_SPARSE,
+	 .sub = &fields_sched,
+	 .doc = "lr over the server's updates: warm-up, then constant, cosine, linear or "
+		"step decay; a PATCH of lr moves the whole curve"},
 	{.key = "batch", .type = FT_INTEGER, .store = FS_INT, .off = CO(batch),
 	 .min = 1, .max = 65536, .flags = BOTH | FD_MUTABLE, .def = 64,
 	 .cmd = CMD_BATCH, .cmd_off = WC(batch),

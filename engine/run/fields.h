@@ -92,6 +92,8 @@ extern const field_table fields_run;
 /* delay objects (delay_cfg) */
 extern const field_table fields_delay;
 extern const field_table fields_link;
+/* lr_schedule objects (lr_sched) */
+extern const field_table fields_sched;
 /* stop (fields of run_config) */
 extern const field_table fields_stop;
 /* rule_params (rule_params): the union of every rule's parameters; which

@@ -201,7 +201,8 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int nl = model_layer_info(r->evm, info, MODEL_MAX_LAYERS), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
-			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params};
+			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
+							     info[i].n_weights};
 	float *w0 = malloc(sizeof(float) * r->n_params);
 	if (!w0) {
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
@@ -229,6 +230,10 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	ps_set_rule(r->ps, r->rule, &cfg->rp);
 	ps_set_opt(r->ps, (float)cfg->lr, (float)cfg->momentum,
 		   (float)cfg->weight_decay);
+	if (ps_set_optim(r->ps, &cfg->opt) < 0) {
+		rc = sl_fail(err, SL_ENOMEM, "out of memory for the optimiser's state");
+		goto fail;
+	}
 	if (cfg->eval_every > 0)
 		r->next_eval_v = (uint64_t)cfg->eval_every;
 	if (n_sched > 0) {

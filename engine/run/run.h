@@ -46,6 +46,8 @@ enum {
 	CMD_CHECKPOINT = 1 << 13, /* hand a checkpoint to cb.checkpoint */
 	CMD_LINK = 1 << 14,      /* run-wide: every worker; else one */
 	CMD_SERVER_MS = 1 << 15,
+	CMD_OPTIMIZER = 1 << 16,
+	CMD_CLIP = 1 << 17,
 };
 
 typedef struct run_cmd {
@@ -58,6 +60,8 @@ typedef struct run_cmd {
 	delay_cfg delay;
 	link_cfg link;
 	double speed, server_ms;
+	int optimizer;   /* opt_kind */
+	double clip;
 	char origin[16]; /* "api", "schedule", "demo", ... (for the log) */
 	char path[256];  /* CMD_CHECKPOINT: where the caller should write it */
 } run_cmd;

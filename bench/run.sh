@@ -33,6 +33,22 @@ fi
 # PEER_CHECK_ONLY=1: say whether the peer is there (and how to get it), no more
 [ -n "$PEER_CHECK_ONLY" ] && { [ $have_peer = 1 ] && echo "bench: peer $PEER ready"; exit 0; }
 
+# the server's optimisers against torch.optim on test_optim's tiny case:
+# this machine's torch, now, against the steps test_optim pins
+if [ $have_peer = 1 ]; then
+	echo "== optimisers: torch.optim now against tests/fixtures/optim/torch.json =="
+	/usr/bin/python3 bench/peers/torch_optim.py >"$out/torch_optim.json" &&
+	/usr/bin/python3 - "$out/torch_optim.json" tests/fixtures/optim/torch.json <<'PY'
+import json, sys
+now, kept = (json.load(open(p)) for p in sys.argv[1:3])
+for k in ("adamw", "adam", "nesterov", "clip"):
+    d = max(abs(a - b) for sa, sb in zip(now[k], kept[k]) for a, b in zip(sa, sb))
+    print("%-9s torch %s against the fixture's (torch %s): largest difference %.3g"
+          " (test_optim holds the server within 1e-6 of the fixture)"
+          % (k, now["torch"], kept["torch"], d))
+PY
+fi
+
 echo "== engine: one worker, all cores (stalelab bench) =="
 "$SL" bench -S "$SECONDS_PER" -L -A | tee "$out/engine-layers.txt" | grep -v '^{'
 

@@ -2,6 +2,7 @@
  * clipping and the learning-rate schedule, pinned on tiny cases computed by
  * hand, on the ref backend (and the cpu one: the same bits); a change of
  * optimiser mid-run and a checkpoint of the optimiser's state. */
+#include <jansson.h>
 #include <math.h>
 
 #include "ps.h"
@@ -310,6 +311,56 @@ START_TEST(checkpoint_keeps_the_moments)
 }
 END_TEST
 
+/* torch.optim on the same case (bench/peers/torch_optim.py wrote
+ * tests/fixtures/optim/torch.json): five steps of fixed gradients, each
+ * optimiser within 1e-6 of torch's float32 weights after every step */
+START_TEST(matches_torch_optim)
+{
+	json_error_t je;
+	json_t *doc = json_load_file("tests/fixtures/optim/torch.json", 0, &je);
+	ck_assert_msg(doc != NULL, "tests/fixtures/optim/torch.json: %s", je.text);
+	struct {
+		const char *key;
+		int kind;
+		float lr, mu, wd, clip;
+	} cases[] = {
+		{"adamw", OPT_ADAMW, 0.01f, 0, 0.1f, 0},
+		{"adam", OPT_ADAM, 0.01f, 0, 0.05f, 0},
+		{"nesterov", OPT_NESTEROV, 0.01f, 0.9f, 0.05f, 0},
+		{"clip", OPT_SGD, 0.1f, 0, 0, 1},
+	};
+	json_t *grads = json_object_get(doc, "grads");
+	ck_assert_uint_eq(json_array_size(grads), 5);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		backend *be = open_be("ref");
+		float w0[] = {1, -2, 0.5f};
+		ps *p = mk(be, w0, "asgd", cases[c].lr, cases[c].mu, cases[c].wd, cases[c].kind);
+		opt_cfg o = *ps_optim(p);
+		o.clip = cases[c].clip;
+		ck_assert_int_eq(ps_set_optim(p, &o), 0);
+		json_t *want = json_object_get(doc, cases[c].key);
+		ck_assert_uint_eq(json_array_size(want), 5);
+		for (size_t t = 0; t < 5; t++) {
+			float g[3];
+			for (size_t i = 0; i < 3; i++)
+				g[i] = (float)json_number_value(
+					json_array_get(json_array_get(grads, t), i));
+			push(p, g, 0, 1);
+			for (size_t i = 0; i < 3; i++) {
+				double x = json_number_value(
+					json_array_get(json_array_get(want, t), i));
+				ck_assert_msg(fabs(W(p, i) - x) < 1e-6,
+					      "%s step %zu w[%zu]: %.9g, torch %.9g", cases[c].key,
+					      t + 1, i, W(p, i), x);
+			}
+		}
+		ps_free(p);
+		backend_free(be);
+	}
+	json_decref(doc);
+}
+END_TEST
+
 static Suite *
 optim_suite(void)
 {
@@ -325,6 +376,7 @@ optim_suite(void)
 	tcase_add_test(tc, server_steps_at_the_scheduled_lr);
 	tcase_add_test(tc, a_change_of_family_zeroes_the_state);
 	tcase_add_test(tc, checkpoint_keeps_the_moments);
+	tcase_add_test(tc, matches_torch_optim);
 	suite_add_tcase(s, tc);
 	return s;
 }

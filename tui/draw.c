@@ -131,12 +131,18 @@ draw_header(app *a)
 	mvhline(0, 0, ' ', COLS);
 	attroff(A_REVERSE);
 	int x = put(0, 0, A_REVERSE | A_BOLD, " stalelab ");
+	/* the lr the next update runs at (under an lr_schedule), and the
+	 * optimiser when it is not plain sgd */
+	const char *opt = str(cfg, "optimizer", "sgd");
 	if (s && json_object_get(s, "run"))
-		x = putf(0, x, A_REVERSE, " run %lld  %s  rule %s  lr %g  workers %d",
+		x = putf(0, x, A_REVERSE, " run %lld  %s  rule %s%s%s  lr %g  workers %d",
 			 (long long)json_integer_value(json_object_get(s, "run")),
 			 strcmp(str(s, "state", "?"), "waiting") ? str(s, "state", "?")
 								   : "waiting for workers",
-			 str(s, "rule", "?"), num(cfg, "lr"), app_nworkers(a));
+			 str(s, "rule", "?"), strcmp(opt, "sgd") ? " " : "",
+			 strcmp(opt, "sgd") ? opt : "",
+			 json_object_get(s, "lr_now") ? num(s, "lr_now") : num(cfg, "lr"),
+			 app_nworkers(a));
 	else if (s)
 		x = putf(0, x, A_REVERSE, " %s: no run", str(s, "state", "idle"));
 	/* on the right: the model and the URL where they fit; the

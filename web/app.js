@@ -384,6 +384,11 @@ function drawHeader() {
   $("h-sps").title = `samples/s over the last ${fmt(s.rate_window_s, 0)} s of the run, ` +
     `then over its training time; updates/s ${fmt(s.updates_per_s, 1)} now, ` +
     `${fmt(s.updates_per_s_avg, 1)} on average`;
+  // the lr of the next update (under an lr_schedule), and the optimiser
+  const lrNow = s.lr_now ?? c.lr;
+  setText("h-lr", `${Number(lrNow).toPrecision(3)}${c.optimizer && c.optimizer !== "sgd" ? " · " + c.optimizer : ""}`);
+  $("h-lr").title = c.lr_schedule ? `lr ${c.lr} under the ${c.lr_schedule.kind || "constant"} schedule` +
+    ` (warm-up ${c.lr_schedule.warmup || 0} updates)` : `lr ${c.lr}, no schedule`;
   setText("h-acc", fmt(s.test_acc, 4));
   setText("h-run", String(s.run));
   const paused = s.state === "paused";

@@ -16,7 +16,8 @@ export async function loadSchema() {
 }
 
 // the fields the run controls offer, in the schema's order
-const CONTROL_KEYS = ["rule", "lr", "momentum", "weight_decay", "batch", "eval_every", "clock"];
+const CONTROL_KEYS = ["rule", "lr", "optimizer", "momentum", "weight_decay", "clip", "batch",
+  "eval_every", "clock"];
 
 // "(0, 100]" from a field's bounds
 export function rangeText(f) {
@@ -194,7 +195,8 @@ export class Controls {
   fill(config, force) {
     this.config = config;
     if (!config || (this.dirty && !force)) return;
-    for (const [k, fi] of Object.entries(this.inputs)) setInput(fi.input, fi.field, config[k]);
+    // a field at its default may be left out of the config (optimizer, clip)
+    for (const [k, fi] of Object.entries(this.inputs)) setInput(fi.input, fi.field, config[k] ?? fi.field.default);
     const rp = config.rule_params || {};
     for (const ps of Object.values(this.params))
       for (const [k, fi] of Object.entries(ps)) setInput(fi.input, fi.field, rp[k] ?? fi.field.default);
@@ -221,7 +223,7 @@ export class Controls {
     const b = {};
     for (const [k, fi] of Object.entries(this.inputs)) {
       const v = readInput(fi.input, fi.field);
-      if (newRun ? true : fi.field.mutable && v !== cur[k]) b[k] = v;
+      if (newRun ? true : fi.field.mutable && v !== (cur[k] ?? fi.field.default)) b[k] = v;
     }
     const rule = this.rule();
     const ps = this.params[rule] || {};

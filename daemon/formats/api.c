@@ -2,6 +2,7 @@
 #include "api.h"
 #include "backend.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +60,8 @@ api_eval_json(const run_eval *e)
 	json_object_set_new(o, "samples_per_s", jsonout_real(e->samples_per_s));
 	json_object_set_new(o, "updates_per_s", jsonout_real(e->updates_per_s));
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&e->stale)));
+	if (isfinite(e->lr))
+		json_object_set_new(o, "lr", jsonout_real(e->lr));
 	if (e->coherence_n > 0)
 		json_object_set_new(o, "coherence", jsonout_real(e->coherence));
 	return o;
@@ -85,6 +88,8 @@ api_log_record(const run_eval *e)
 	json_object_set_new(r, "train_s", jsonout_real(e->train_s));
 	json_object_set_new(r, "staleness", api_stale_json(&e->stale, 1));
 	json_object_set_new(r, "age_ms", api_age_json(&e->age));
+	if (isfinite(e->lr)) /* only under an lr_schedule: the logs stay as they were */
+		json_object_set_new(r, "lr", jsonout_real(e->lr));
 	if (e->coherence_n > 0) { /* only with coherence_every: the logs stay as they were */
 		json_object_set_new(r, "coherence", jsonout_real(e->coherence));
 		json_object_set_new(r, "coherence_n", json_integer(e->coherence_n));
@@ -204,6 +209,8 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "updates_per_s_avg", jsonout_real(s->updates_per_s));
 	json_object_set_new(o, "rate_window_s", jsonout_real(s->rate_window_s));
 	json_object_set_new(o, "train_loss", jsonout_real(s->last_loss));
+	/* the lr the next update runs at: config.lr under the lr_schedule */
+	json_object_set_new(o, "lr_now", jsonout_real(s->lr_now));
 	json_object_set_new(o, "test_acc", jsonout_real(s->test_acc));
 	json_object_set_new(o, "best_acc", jsonout_real(s->best_acc));
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&s->stale)));
@@ -371,8 +378,8 @@ api_prometheus(const run_snapshot *s)
 		 "window.", s->updates_per_s_now},
 		{"stalelab_updates_per_second_avg", "Server updates per second over the run's "
 		 "training time.", s->updates_per_s},
-		{"stalelab_learning_rate", "The learning rate now (changes mid-run included).",
-		 s->cfg.lr},
+		{"stalelab_learning_rate", "The learning rate of the next update (changes mid-run "
+		 "and the lr_schedule included).", s->lr_now},
 		{"stalelab_train_loss", "Mean training batch loss since the last evaluation.",
 		 s->last_loss},
 		{"stalelab_best_test_accuracy", "Best test accuracy of the run so far.",

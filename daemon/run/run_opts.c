@@ -47,7 +47,9 @@ static const char run_usage[] =
 	"  -w, --workers N       workers (default 1)\n"
 	"      --lr X            learning rate (default 0.05)\n"
 	"      --momentum X      momentum (default 0)\n"
-	"      --weight-decay X  L2 weight decay (default 0)\n"
+	"      --weight-decay X  weight decay (default 0; adamw: decoupled, weights only)\n"
+	"      --optimizer NAME  sgd | momentum | nesterov | adam | adamw (default sgd)\n"
+	"      --clip X          clip each update's gradient to global norm X (default 0: off)\n"
 	"  -b, --batch N         minibatch per worker (default 64)\n"
 	"  -s, --seed N          seed of everything random (default 1)\n"
 	"  -e, --epochs X        stop after X epochs\n"
@@ -101,7 +103,7 @@ static const char run_usage[] =
 	"\"stop\": \"interrupted\" (a second signal quits at once, with no end record).\n";
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
-       O_WD, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
+       O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
 
 static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
 
@@ -119,6 +121,8 @@ static const struct option run_opts[] = {
 	{"lr", required_argument, NULL, O_LR},
 	{"momentum", required_argument, NULL, O_MOM},
 	{"weight-decay", required_argument, NULL, O_WD},
+	{"optimizer", required_argument, NULL, O_OPTIM},
+	{"clip", required_argument, NULL, O_CLIP},
 	{"batch", required_argument, NULL, 'b'},
 	{"seed", required_argument, NULL, 's'},
 	{"epochs", required_argument, NULL, 'e'},
@@ -357,6 +361,8 @@ runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err)
 		case 'w': rc = apply_flag(cfg, "workers", "workers", NULL, optarg, 'i', err); break;
 		case O_LR: rc = apply_flag(cfg, "lr", "lr", NULL, optarg, 'f', err); break;
 		case O_MOM: rc = apply_flag(cfg, "momentum", "momentum", NULL, optarg, 'f', err); break;
+		case O_OPTIM: rc = apply_flag(cfg, "optimizer", "optimizer", NULL, optarg, 's', err); break;
+		case O_CLIP: rc = apply_flag(cfg, "clip", "clip", NULL, optarg, 'f', err); break;
 		case O_WD: rc = apply_flag(cfg, "weight-decay", "weight_decay", NULL, optarg, 'f', err); break;
 		case 'b': rc = apply_flag(cfg, "batch", "batch", NULL, optarg, 'i', err); break;
 		case 's': rc = apply_flag(cfg, "seed", "seed", NULL, optarg, 'i', err); break;

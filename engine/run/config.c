@@ -51,8 +51,6 @@ config_validate(const run_config *c, char *err)
 	if (c->workers == 0 && strcmp(c->clock, "wall"))
 		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
 			       "clock; the virtual clock simulates its workers: give 1 or more");
-	if ((rc = config_optim_fits(c->rule, &c->opt, c->momentum, err)) < 0)
-		return rc;
 	int layers = fields_model_layers(c->model);
 	for (int i = 0; i < c->n_overrides; i++) {
 		const worker_override *o = &c->overrides[i];

@@ -86,7 +86,9 @@ void config_defaults(run_config *c);
  * (config_overrides_fit refuses that in a run object a person wrote). */
 int config_validate(const run_config *c, char *err);
 
-/* The optimiser fits the rule and the momentum: momentum and nesterov
+/* The optimiser fits the rule and the momentum (checked once the run
+ * object is whole, by run_new, and for each change, so the fields may come
+ * in any order): momentum and nesterov
  * need momentum > 0; the rules whose workers step their own weights
  * (localsgd, easgd, hogwild) take sgd without clipping; a cosine or linear
  * decay ends after its warm-up. 0, or -SL_EINVAL naming the field. */

@@ -57,6 +57,8 @@ report_fill(run *r, run_eval *e)
 	e->coherence_n = r->coh_n;
 	e->coherence_all = r->coh_all_n ? r->coh_all / r->coh_all_n : NAN;
 	e->coherence_all_n = r->coh_all_n;
+	const lr_sched *ls = &r->cfg.opt.sched;
+	e->lr = ls->kind != SCHED_CONSTANT || ls->warmup > 0 ? ps_lr(r->ps) : NAN;
 }
 
 /* between two batches of an evaluation (lock not held): the changes
@@ -222,6 +224,7 @@ build_snapshot(run *r)
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
 	s->best_acc = r->best_acc;
+	s->lr_now = ps_lr(r->ps);
 	s->stale = r->hist;
 	s->age = r->age;
 	s->stop_reason = r->stop_reason;

@@ -93,6 +93,9 @@ typedef struct run_eval {
 	 * (n of them; 0: none) and over the whole run */
 	double coherence, coherence_all;
 	long coherence_n, coherence_all_n;
+	/* the lr the next update runs at, under an lr_schedule (NaN without
+	 * one: the logs stay as they were) */
+	double lr;
 	int final;
 	const char *stop_reason;
 	const char *error; /* final, stop "failed": why (valid during the callback) */
@@ -150,6 +153,7 @@ typedef struct run_snapshot {
 	double samples_per_s_now, updates_per_s_now;
 	double rate_window_s;
 	double last_loss, test_acc, best_acc;
+	double lr_now;       /* the lr of the next update (lr under the schedule) */
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */
 	age_hist age;        /* time-staleness (ms) */

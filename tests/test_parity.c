@@ -328,6 +328,30 @@ elementwise(pair *p)
 			cmp(p, "dc_grad", out.d, out.r, n, EW);
 			cmp(p, "dc_grad ms", ms.d, ms.r, n, EW);
 		}
+		/* the optimiser: nesterov, then adam (v: positive second moments) */
+		opt_step ns = {.lr = 0.05f, .mu = 0.9f, .wd = 1e-3f, .shrink = 1};
+		p->d->ops->opt_step(p->d, w.d, x.d, m.d, NULL, n, &ns);
+		p->r->ops->opt_step(p->r, w.r, x.r, m.r, NULL, n, &ns);
+		cmp(p, "opt_step nesterov w", w.d, w.r, n, EW);
+		cmp(p, "opt_step nesterov m", m.d, m.r, n, EW);
+		for (int v = 0; v < 2; v++) {
+			opt_step as = {.adam = 1, .b1 = 0.9f, .b2 = 0.999f, .c1 = 0.1f, .c2 = 0.001f,
+				       .eps = 1e-8f, .step_size = 0.01f / 0.19f,
+				       .bc2_sqrt = 0.04471018f, .wd = v ? 0 : 1e-2f,
+				       .shrink = v ? 0.999f : 1};
+			p->d->ops->opt_step(p->d, w.d, x.d, m.d, ms.d, n, &as);
+			p->r->ops->opt_step(p->r, w.r, x.r, m.r, ms.r, n, &as);
+			cmp(p, v ? "opt_step adamw w" : "opt_step adam w", w.d, w.r, n, EW);
+			cmp(p, "opt_step adam m", m.d, m.r, n, EW);
+			cmp(p, "opt_step adam v", ms.d, ms.r, n, EW);
+		}
+		/* clipping's sum of squares: exact on refdev, to double rounding
+		 * in another order elsewhere */
+		double sd = p->d->ops->sumsq(p->d, x.d, n), sr = p->r->ops->sumsq(p->r, x.r, n);
+		if (p->exact)
+			ck_assert_msg(sd == sr, "sumsq %.17g, ref %.17g", sd, sr);
+		else
+			ck_assert_msg(fabs(sd - sr) <= 1e-12 * sr + 1e-300, "sumsq %.17g, ref %.17g", sd, sr);
 		p->d->ops->axpy(p->d, n, -0.3f, x.d, w.d);
 		p->r->ops->axpy(p->r, n, -0.3f, x.r, w.r);
 		cmp(p, "axpy", w.d, w.r, n, EW);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blob.h"
+#include "optim.h"
 #include "sl.h"
 #include "tlv.h"
 
@@ -17,10 +18,7 @@ struct ps {
 	ps_layer *layers;
 	int max_workers;
 	float *w;        /* weights */
-	float *mom;      /* momentum, Adam's first moment (allocated when used) */
-	float *sq;       /* Adam's second moment (allocated when used) */
-	uint64_t *steps; /* Adam: the steps each layer has taken (bias correction) */
-	float *clipped;  /* clipping: the scaled gradient */
+	optim opt;       /* the optimiser's state: momentum, Adam's moments */
 	opt_cfg oc;      /* the optimiser, the schedule, clipping */
 	float *tmp;      /* scratch: compensated gradient, averaged round */
 	float *acc;      /* sync rules: sum of the round's gradients */
@@ -71,16 +69,19 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	p->layer_count = calloc((size_t)n_layers, sizeof(int));
 	p->bak = calloc((size_t)max_workers, sizeof(float *));
 	p->ms = calloc((size_t)max_workers, sizeof(float *));
-	p->steps = calloc((size_t)n_layers, sizeof(uint64_t));
 	p->w = balloc(p, n);
 	p->tmp = balloc(p, n);
 	p->acc = balloc(p, n);
-	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->steps || !p->w ||
+	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->w ||
 	    !p->tmp || !p->acc) {
 		ps_free(p);
 		return -SL_ENOMEM;
 	}
 	memcpy(p->layers, layers, sizeof(ps_layer) * (size_t)n_layers);
+	if (optim_init(&p->opt, be, n, p->layers, n_layers) < 0) {
+		ps_free(p);
+		return -SL_ENOMEM;
+	}
 	be->ops->upload(be, p->w, w0, sizeof(float) * n);
 	p->rule = rule_find("asgd");
 	p->lr = 0.05f;
@@ -109,16 +110,13 @@ ps_free(ps *p)
 	be->ops->free(be, p->spare);
 	be->ops->free(be, p->stage);
 	be->ops->free(be, p->stage_bak);
-	be->ops->free(be, p->mom);
-	be->ops->free(be, p->sq);
-	be->ops->free(be, p->clipped);
+	optim_free(&p->opt);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
 	free(p->bak);
 	free(p->ms);
 	free(p->layers);
 	free(p->layer_count);
-	free(p->steps);
 	free(p);
 }
 
@@ -144,36 +142,22 @@ ps_set_opt(ps *p, float lr, float momentum, float weight_decay)
 	p->lr = lr;
 	p->mu = momentum;
 	p->wd = weight_decay;
-	if (momentum > 0 && !p->mom)
-		p->mom = balloc(p, p->n); /* zeroed */
-}
-
-static int
-adam_family(int kind)
-{
-	return kind == OPT_ADAM || kind == OPT_ADAMW;
+	if (momentum > 0 && !p->opt.m)
+		p->opt.m = balloc(p, p->n); /* zeroed */
 }
 
 int
 ps_set_optim(ps *p, const opt_cfg *oc)
 {
-	int was = p->oc.kind;
-	if (adam_family(was) != adam_family(oc->kind)) {
-		/* a new family starts from zero: a velocity is not a mean of
-		 * gradients (docs/rules.md) */
-		if (p->mom)
-			p->be->ops->zero(p->be, p->mom, sizeof(float) * p->n);
-		if (p->sq)
-			p->be->ops->zero(p->be, p->sq, sizeof(float) * p->n);
-		memset(p->steps, 0, sizeof(uint64_t) * (size_t)p->n_layers);
-	}
 	p->oc = *oc;
-	int need_m = oc->kind != OPT_SGD || p->mu > 0;
-	if ((need_m && !p->mom && !(p->mom = balloc(p, p->n))) ||
-	    (adam_family(oc->kind) && !p->sq && !(p->sq = balloc(p, p->n))) ||
-	    (oc->clip > 0 && !p->clipped && !(p->clipped = balloc(p, p->n))))
-		return -SL_ENOMEM;
-	return 0;
+	return optim_set(&p->opt, oc, p->mu);
+}
+
+const ps_layer *
+ps_layers(const ps *p, int *n)
+{
+	*n = p->n_layers;
+	return p->layers;
 }
 
 const opt_cfg *
@@ -316,79 +300,11 @@ ps_lend(ps *p, backend *be)
 			be->ops->host_memory ? be : p->be;
 }
 
-/* clipping: g on [off, n), or its copy scaled to the norm oc.clip when
- * it is longer (torch's clip_grad_norm_: the factor clip / (norm + 1e-6)) */
-static const float *
-clip(ps *p, const float *g, size_t off)
-{
-	if (!(p->oc.clip > 0) || !p->clipped)
-		return g;
-	backend *be = p->ex;
-	double norm = sqrt(be->ops->sumsq(be, g + off, p->n - off));
-	if (!(norm > p->oc.clip))
-		return g;
-	be->ops->copy(be, p->clipped + off, g + off, sizeof(float) * (p->n - off));
-	be->ops->scal(be, p->n - off, (float)(p->oc.clip / (norm + 1e-6)), p->clipped + off);
-	return p->clipped;
-}
-
-/* one optimiser step of layer l with g (the whole buffer's indexing) at
- * learning rate lr: nesterov, adam or adamw (the sgd family steps a range
- * at once, in step_range) */
-static void
-step_layer(ps *p, int l, const float *g, float lr)
-{
-	backend *be = p->ex;
-	const ps_layer *L = &p->layers[l];
-	size_t o = L->off;
-	if (p->oc.kind == OPT_NESTEROV) {
-		opt_step s = {.lr = lr, .mu = p->mu, .wd = p->wd, .shrink = 1};
-		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, NULL, L->len, &s);
-		return;
-	}
-	uint64_t t = ++p->steps[l];
-	double b1 = p->oc.beta1, b2 = p->oc.beta2;
-	opt_step s = {
-		.adam = 1,
-		.lr = lr,
-		.b1 = (float)b1,
-		.b2 = (float)b2,
-		.c1 = (float)(1 - b1),
-		.c2 = (float)(1 - b2),
-		.eps = (float)p->oc.eps,
-		.step_size = (float)(lr / (1 - pow(b1, (double)t))),
-		.bc2_sqrt = (float)sqrt(1 - pow(b2, (double)t)),
-		.shrink = 1,
-	};
-	if (p->oc.kind == OPT_ADAM) {
-		s.wd = p->wd;
-		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, p->sq + o, L->len, &s);
-		return;
-	}
-	/* adamw: decoupled decay of the weights, not of the biases */
-	size_t wl = L->wlen < L->len ? L->wlen : L->len;
-	s.shrink = (float)(1 - (double)lr * p->wd);
-	if (wl)
-		be->ops->opt_step(be, p->w + o, g + o, p->mom + o, p->sq + o, wl, &s);
-	s.shrink = 1;
-	if (L->len > wl)
-		be->ops->opt_step(be, p->w + o + wl, g + o + wl, p->mom + o + wl,
-				  p->sq + o + wl, L->len - wl, &s);
-}
-
 void
 ps_step(ps *p, const float *g, size_t off, float lr)
 {
 	writable(p);
-	g = clip(p, g, off);
-	if (p->oc.kind == OPT_SGD || p->oc.kind == OPT_MOMENTUM) {
-		p->ex->ops->sgd(p->ex, p->w + off, g + off, p->mom && p->mu > 0 ? p->mom + off : NULL,
-				p->n - off, lr, p->mu, p->wd);
-	} else {
-		for (int l = 0; l < p->n_layers; l++)
-			if (p->layers[l].off >= off)
-				step_layer(p, l, g, lr);
-	}
+	optim_step(&p->opt, p->ex, p->w, g, off, &p->oc, lr, p->mu, p->wd);
 	p->v++;
 }
 
@@ -447,29 +363,14 @@ apply_round(ps *p)
 {
 	backend *be = p->ex;
 	writable(p);
-	float lr = ps_lr(p);
-	/* the layers nobody sent are not updated: [off, n) is sent by some */
-	size_t off = p->n;
 	for (int l = 0; l < p->n_layers; l++) {
 		int c = p->layer_count[l];
 		const ps_layer *L = &p->layers[l];
-		if (!c)
-			continue;
-		off = L->off < off ? L->off : off;
-		be->ops->scal(be, L->len, 1.0f / (float)c, p->acc + L->off);
+		if (c) /* nobody sent this layer: not updated */
+			be->ops->scal(be, L->len, 1.0f / (float)c, p->acc + L->off);
 	}
-	const float *g = off < p->n ? clip(p, p->acc, off) : p->acc;
-	for (int l = 0; l < p->n_layers; l++) {
-		const ps_layer *L = &p->layers[l];
-		if (!p->layer_count[l])
-			continue;
-		if (p->oc.kind == OPT_SGD || p->oc.kind == OPT_MOMENTUM)
-			be->ops->sgd(be, p->w + L->off, g + L->off,
-				     p->mom && p->mu > 0 ? p->mom + L->off : NULL, L->len,
-				     lr, p->mu, p->wd);
-		else
-			step_layer(p, l, g, lr);
-	}
+	optim_step_layers(&p->opt, be, p->w, p->acc, p->layer_count, &p->oc, ps_lr(p), p->mu,
+			  p->wd);
 	p->v++;
 	drop_round(p);
 }
@@ -600,7 +501,7 @@ ps_load(ps *p, const float *w, uint64_t v)
 float *
 ps_momentum(ps *p)
 {
-	return p->mu > 0 ? p->mom : NULL;
+	return p->mu > 0 ? p->opt.m : NULL;
 }
 
 void
@@ -632,10 +533,10 @@ ps_save(const ps *p, tlv_w *w)
 		lc[i] = (uint64_t)p->layer_count[i];
 	tlv_array(w, "layer_count", TLV_U64S, lc, (size_t)p->n_layers);
 	save_buf(p, w, "weights", p->w);
-	save_buf(p, w, "momentum", p->mom);
-	save_buf(p, w, "second_moment", p->sq);
-	if (adam_family(p->oc.kind))
-		tlv_array(w, "opt_steps", TLV_U64S, p->steps, (size_t)p->n_layers);
+	save_buf(p, w, "momentum", p->opt.m);
+	save_buf(p, w, "second_moment", p->opt.v);
+	if (p->opt.v)
+		tlv_array(w, "opt_steps", TLV_U64S, p->opt.steps, (size_t)p->n_layers);
 	save_buf(p, w, "round_sum", p->acc);
 	tlv_open(w, "backups", TLV_LIST);
 	for (int k = 0; k < p->max_workers; k++) {
@@ -694,8 +595,8 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 	}
 	float *none = NULL;
 	if ((rc = load_buf(p, s, "weights", 1, n, p ? &p->w : &none, err)) < 0 ||
-	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->mom : &none, err)) < 0 ||
-	    (rc = load_buf(p, s, "second_moment", 0, n, p ? &p->sq : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->opt.m : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "second_moment", 0, n, p ? &p->opt.v : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0)
 		return rc;
 	const void *st;
@@ -704,7 +605,7 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 				&st, &n_st, err)) < 0)
 		return rc;
 	if (rc > 0 && p)
-		memcpy(p->steps, st, sizeof(uint64_t) * (size_t)p->n_layers);
+		memcpy(p->opt.steps, st, sizeof(uint64_t) * (size_t)p->n_layers);
 	tlv_sec list, it;
 	if ((rc = tlv_get_sec(s, "backups", 1, TLV_LIST, &list, err)) < 0)
 		return rc;

@@ -18,12 +18,6 @@
 #include "sl.h"
 
 
-/* A parameterised layer's slice of the flat buffer. */
-typedef struct ps_layer {
-	size_t off, len;
-	size_t wlen; /* its first wlen floats are weights (adamw decays them),
-		      * the rest biases */
-} ps_layer;
 
 /* One push. g holds n floats; only [off, n) is meaningful (structured
  * partial backprop sends the top layers, a contiguous tail). */
@@ -89,6 +83,9 @@ void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
  * state cannot be allocated. */
 SL_MUST_USE int ps_set_optim(ps *p, const opt_cfg *oc);
 const opt_cfg *ps_optim(const ps *p);
+
+/* the parameterised layers (n of them), as given to ps_new */
+const ps_layer *ps_layers(const ps *p, int *n);
 
 uint64_t ps_version(const ps *p);
 const float *ps_weights(const ps *p); /* backend memory, n floats */

@@ -6,6 +6,7 @@
 #ifndef SL_PS_CONFIG_H
 #define SL_PS_CONFIG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* the most workers a run has and a server takes: ids are below it */
@@ -16,6 +17,13 @@ typedef struct rule_params {
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	char local_opt[16];
 } rule_params;
+
+/* A parameterised layer's slice of the flat buffer. */
+typedef struct ps_layer {
+	size_t off, len;
+	size_t wlen; /* its first wlen floats are weights (adamw decays them),
+		      * the rest biases */
+} ps_layer;
 
 /* The optimiser of every update the server applies (docs/rules.md,
  * "Optimisers"): its kind, Adam's constants, clipping and the schedule.

@@ -26,6 +26,7 @@
 
 struct backend;
 struct model;
+struct optim;
 struct ps;
 struct ps_grad;
 struct ps_result;
@@ -70,6 +71,8 @@ typedef struct rule_worker {
 	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
 	int reply;          /* local rules: an exchange's reply came with the
 			     * last step: the next one receives it */
+	struct optim *opt;  /* localsgd, easgd: the worker's optimiser state
+			     * (engine/ps/optim.h; NULL until needed) */
 } rule_worker;
 
 typedef struct rule_run rule_run;

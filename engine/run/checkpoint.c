@@ -9,6 +9,7 @@
  * pure run_checkpoint_check is the fuzz target) before anything of the
  * run is changed (load_doc). */
 #include "ckpt_fields.h"
+#include "optim.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -130,6 +131,12 @@ ckpt_save_state(run *r, blob *b)
 		put_floats(&w, "grads", wk->rw.be, wk->rw.m->grads, r->n_params);
 		put_floats(&w, "local_ms", wk->rw.be, wk->rw.ms, r->n_params);
 		put_floats(&w, "local_prev", wk->rw.be, wk->rw.wprev, r->n_params);
+		if (wk->rw.opt) { /* localsgd, easgd: the worker's own optimiser */
+			put_floats(&w, "local_opt_m", wk->rw.be, wk->rw.opt->m, r->n_params);
+			put_floats(&w, "local_opt_v", wk->rw.be, wk->rw.opt->v, r->n_params);
+			tlv_array(&w, "local_opt_steps", TLV_U64S, wk->rw.opt->steps,
+				  (size_t)wk->rw.opt->n_layers);
+		}
 		tlv_close(&w);
 	}
 	tlv_close(&w);
@@ -246,7 +253,35 @@ typedef struct ckpt_held {
 typedef struct ckpt_worker {
 	worker w;
 	const void *batch, *params, *grads, *ms, *wprev;
+	const void *opt_m, *opt_v, *opt_steps; /* the worker's optimiser (optional) */
+	size_t n_opt_steps;
 } ckpt_worker;
+
+/* a localsgd or easgd worker's own optimiser state, as the run's optimiser
+ * has it (so its next step goes on, no reset) */
+static int
+load_worker_optim(run *r, worker *w, const ckpt_worker *cw, char *err)
+{
+	int nl;
+	const ps_layer *layers = ps_layers(r->ps, &nl);
+	if (cw->opt_steps && cw->n_opt_steps != (size_t)nl)
+		return sl_fail(err, SL_EFORMAT, "checkpoint: \"workers[%d].local_opt_steps\" has "
+			       "%zu layers, the model %d", w->rw.id, cw->n_opt_steps, nl);
+	if (!w->rw.opt && (w->rw.opt = calloc(1, sizeof(*w->rw.opt))) &&
+	    optim_init(w->rw.opt, w->rw.be, r->n_params, layers, nl) < 0) {
+		free(w->rw.opt);
+		w->rw.opt = NULL;
+	}
+	if (!w->rw.opt)
+		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
+	w->rw.opt->kind = r->cfg.opt.kind;
+	if ((cw->opt_m && load_floats(w->rw.be, &w->rw.opt->m, cw->opt_m, r->n_params, err) < 0) ||
+	    (cw->opt_v && load_floats(w->rw.be, &w->rw.opt->v, cw->opt_v, r->n_params, err) < 0))
+		return -SL_ENOMEM;
+	if (cw->opt_steps)
+		memcpy(w->rw.opt->steps, cw->opt_steps, sizeof(uint64_t) * (size_t)nl);
+	return 0;
+}
 
 typedef struct ckpt_doc {
 	run_config cfg;
@@ -331,7 +366,11 @@ read_workers(const tlv_sec *root, ckpt_doc *d, char *err)
 		if ((rc = get_f32(&it, "params", REQ, d->n_params, &cw->params, err)) < 0 ||
 		    (rc = get_f32(&it, "grads", REQ, d->n_params, &cw->grads, err)) < 0 ||
 		    (rc = get_f32(&it, "local_ms", OPT, d->n_params, &cw->ms, err)) < 0 ||
-		    (rc = get_f32(&it, "local_prev", OPT, d->n_params, &cw->wprev, err)) < 0)
+		    (rc = get_f32(&it, "local_prev", OPT, d->n_params, &cw->wprev, err)) < 0 ||
+		    (rc = get_f32(&it, "local_opt_m", OPT, d->n_params, &cw->opt_m, err)) < 0 ||
+		    (rc = get_f32(&it, "local_opt_v", OPT, d->n_params, &cw->opt_v, err)) < 0 ||
+		    (rc = tlv_get_array(&it, "local_opt_steps", OPT, TLV_U64S, SIZE_MAX,
+					&cw->opt_steps, &cw->n_opt_steps, err)) < 0)
 			return rc;
 	}
 	return 0;
@@ -643,6 +682,9 @@ load_doc(run *r, ckpt_doc *d, char *err)
 		    (cw->ms && load_floats(be, &w->rw.ms, cw->ms, r->n_params, err) < 0) ||
 		    (cw->wprev && load_floats(be, &w->rw.wprev, cw->wprev, r->n_params, err) < 0))
 			return -SL_ENOMEM;
+		if ((cw->opt_m || cw->opt_v || cw->opt_steps) &&
+		    (rc = load_worker_optim(r, w, cw, err)) < 0)
+			return rc;
 		if (w->rw.ms && !w->rw.tmp &&
 		    !(w->rw.tmp = be->ops->alloc(be, sizeof(float) * r->n_params)))
 			return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");

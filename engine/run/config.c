@@ -74,15 +74,14 @@ config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err
 	if ((o->kind == OPT_MOMENTUM || o->kind == OPT_NESTEROV) && !(momentum > 0))
 		return sl_fail(err, SL_EINVAL, "momentum: optimizer %s needs momentum > 0 "
 			       "(0.9 is usual), got %g", name, momentum);
-	if (rc && (rc->flags & (RULE_LOCAL | RULE_SHARED)) && o->kind != OPT_SGD)
-		return sl_fail(err, SL_EINVAL, "optimizer: %s steps its workers' own weights "
-			       "with sgd (the server never applies a gradient); %s runs only "
-			       "at the server: use a global-step rule, or optimizer sgd",
-			       rc->name, name);
-	if (rc && (rc->flags & (RULE_LOCAL | RULE_SHARED)) && o->clip > 0)
-		return sl_fail(err, SL_EINVAL, "clip: %s steps its workers' own weights; "
-			       "clipping applies to the server's updates: use clip 0",
-			       rc->name);
+	if (rc && (rc->flags & RULE_SHARED) && o->kind != OPT_SGD)
+		return sl_fail(err, SL_EINVAL, "optimizer: %s steps the shared weights from "
+			       "its threads without a lock, with sgd or heavy-ball momentum; %s "
+			       "needs state updated under the server's lock: use another rule, "
+			       "or optimizer sgd", rc->name, name);
+	if (rc && (rc->flags & RULE_SHARED) && o->clip > 0)
+		return sl_fail(err, SL_EINVAL, "clip: %s steps the shared weights without a "
+			       "lock; clipping is not offered there: use clip 0", rc->name);
 	const lr_sched *s = &o->sched;
 	if ((s->kind == SCHED_COSINE || s->kind == SCHED_LINEAR) &&
 	    !(s->decay_updates > s->warmup))

@@ -89,8 +89,8 @@ int config_validate(const run_config *c, char *err);
 /* The optimiser fits the rule and the momentum (checked once the run
  * object is whole, by run_new, and for each change, so the fields may come
  * in any order): momentum and nesterov
- * need momentum > 0; the rules whose workers step their own weights
- * (localsgd, easgd, hogwild) take sgd without clipping; a cosine or linear
+ * need momentum > 0; hogwild, whose threads step the shared weights
+ * without a lock, takes sgd without clipping; a cosine or linear
  * decay ends after its warm-up. 0, or -SL_EINVAL naming the field. */
 int config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err);
 

@@ -1,6 +1,7 @@
 /* workers.c - a run's workers: create and free them, their settings
  * (the run's, then their own overrides), join and leave mid-run. */
 #include "run_impl.h"
+#include "optim.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,10 @@ worker_free(worker *w)
 		be->ops->free(be, w->rw.ms);
 		be->ops->free(be, w->rw.wprev);
 		be->ops->free(be, w->rw.tmp);
+	}
+	if (w->rw.opt) {
+		optim_free(w->rw.opt);
+		free(w->rw.opt);
 	}
 	model_free(w->rw.m);
 	free(w->remote_io);

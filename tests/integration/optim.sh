@@ -11,10 +11,11 @@ echo "integration: optimisers, schedules, clipping"
 
 small="--dataset synthetic:2000 --model mlp:784-32-10 --clock virtual --threads 1 -q"
 
-# every optimiser under every rule whose server applies gradients
+# every optimiser under every rule but hogwild (localsgd and easgd: at the
+# workers, each its own state)
 rules=$("$SL" run --rule none-such --steps 1 -q 2>&1 | sed -n 's/.*(expected \(.*\))$/\1/p' | tr -d ,)
 for r in $rules; do
-	case $r in localsgd|easgd|hogwild) continue ;; esac
+	case $r in hogwild) continue ;; esac
 	for o in sgd momentum nesterov adam adamw; do
 		log=$TMP/$r-$o.jsonl
 		out=$(timeout 60 "$SL" run $small --rule "$r" --workers 2 --optimizer "$o" --momentum 0.9 \
@@ -33,14 +34,40 @@ for r in $rules; do
 	done
 done
 
-# the rules whose workers step their own weights refuse what they cannot do
-for r in localsgd easgd; do
-	expect_exit 2 "$r with adam: refused" "$SL" run $small --rule "$r" --optimizer adam --steps 3
-	expect_grep "^stalelab run: optimizer: $r steps its workers' own weights" \
-		"$r with adam: the message names optimizer and the rule" "$LAST_OUT"
-	expect_exit 2 "$r with clip: refused" "$SL" run $small --rule "$r" --clip 1 --steps 3
-	expect_grep "^stalelab run: clip: " "$r with clip: the message names clip" "$LAST_OUT"
+# localsgd with H = 1 and one worker steps the worker's weights with its own
+# adamw state and averages one model: the same bits as asgd's adamw at the
+# server (the end record's weights hash)
+printf '{"rule_params": {"H": 1}}' >"$TMP/h1.json"
+for r in asgd localsgd; do
+	"$SL" run $small --device ref --rule "$r" -c "$TMP/h1.json" --optimizer adamw --weight-decay 0.1 \
+		--lr 0.003 --clip 0.5 --steps 30 --log "$TMP/id-$r.jsonl"
 done
+a=$(tail -n 1 "$TMP/id-asgd.jsonl" | grep -o '"weights":"[0-9a-f]*"')
+b=$(tail -n 1 "$TMP/id-localsgd.jsonl" | grep -o '"weights":"[0-9a-f]*"')
+[ -n "$a" ] && [ "$a" = "$b" ] && ok "localsgd (H 1, one worker) with adamw and clipping = asgd with them, bit for bit" ||
+	bad "localsgd = asgd under adamw" "asgd $a, localsgd $b"
+
+# a checkpoint keeps the optimiser's state (the server's, and each localsgd
+# worker's own) and the schedule's place: resumed = uninterrupted, bit for bit
+for r in asgd localsgd; do
+	printf '{"model": "mlp:784-32-10", "dataset": "synthetic:2000", "device": "ref", "clock": "virtual", "threads": 1, "workers": 2, "rule": "%s", "rule_params": {"H": 3}, "optimizer": "adamw", "weight_decay": 0.1, "lr": 0.003, "clip": 0.5, "lr_schedule": {"kind": "cosine", "warmup": 3, "decay_updates": 30}, "schedule": [{"at": {"v": 10}, "set": {"checkpoint": "%s"}}]}' \
+		"$r" "$TMP/$r.ckpt" >"$TMP/ck-$r.json"
+	"$SL" run -c "$TMP/ck-$r.json" --steps 25 -q --log "$TMP/full-$r.jsonl"
+	"$SL" run --resume "$TMP/$r.ckpt" --steps 25 -q --log "$TMP/res-$r.jsonl"
+	a=$(tail -n 1 "$TMP/full-$r.jsonl" | grep -o '"weights":"[0-9a-f]*"')
+	b=$(tail -n 1 "$TMP/res-$r.jsonl" | grep -o '"weights":"[0-9a-f]*"')
+	[ -n "$a" ] && [ "$a" = "$b" ] && ok "$r with adamw: resumed from v 10 = uninterrupted, bit for bit" ||
+		bad "$r with adamw: resume" "uninterrupted $a, resumed $b"
+done
+
+# hogwild's threads step the shared weights without a lock: sgd only
+expect_exit 2 "hogwild with adam: refused" "$SL" run --dataset synthetic:2000 --model mlp:784-32-10 \
+	--threads 1 -q --rule hogwild --optimizer adam --steps 3
+expect_grep "^stalelab run: optimizer: hogwild steps the shared weights" \
+	"hogwild with adam: the message names optimizer and the rule" "$LAST_OUT"
+expect_exit 2 "hogwild with clip: refused" "$SL" run --dataset synthetic:2000 --model mlp:784-32-10 \
+	--threads 1 -q --rule hogwild --clip 1 --steps 3
+expect_grep "^stalelab run: clip: hogwild" "hogwild with clip: the message names clip" "$LAST_OUT"
 expect_exit 2 "nesterov without momentum: refused" "$SL" run $small --optimizer nesterov --steps 3
 expect_grep "momentum: optimizer nesterov needs momentum > 0" "... naming momentum" "$LAST_OUT"
 expect_exit 0 "nesterov with the momentum after it: fine (any order)" \
@@ -97,8 +124,10 @@ wait_api 30 /api/v1/status 'd["config"].get("optimizer") == "adam"' &&
 	ok "/status: config.optimizer is adam" || bad "config.optimizer" "$(cat "$TMP/body")"
 wait_api 30 /api/v1/runs/1/changes 'any(c.get("set", {}).get("optimizer") == "adam" for c in d["changes"])' &&
 	ok "the change is listed" || bad "the change is listed" "$(cat "$TMP/body")"
-expect_http "PATCH rule localsgd under adam: refused" 400 PATCH /api/v1/run '{"rule": "localsgd"}'
-expect_grep "optimizer: localsgd steps its workers' own weights" "... naming optimizer" "$LAST_OUT"
+expect_http "PATCH rule hogwild under adam: refused" 400 PATCH /api/v1/run '{"rule": "hogwild"}'
+expect_grep "optimizer: hogwild steps the shared weights|rule: hogwild needs" "... naming the field" "$LAST_OUT"
+expect_http "PATCH rule localsgd under adam: its workers take adam" 202 PATCH /api/v1/run '{"rule": "localsgd"}'
+wait_api 30 /api/v1/status 'd["rule"] == "localsgd"' && ok "/status: rule localsgd" || bad "rule localsgd" "$(cat "$TMP/body")"
 expect_http "PATCH clip 0.5" 202 PATCH /api/v1/run '{"clip": 0.5}'
 wait_api 30 /api/v1/status 'd["config"].get("clip") == 0.5' && ok "/status: clip 0.5" || bad "clip" "$(cat "$TMP/body")"
 v0=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"])' "$TMP/body")

@@ -10,8 +10,9 @@
 static uint64_t
 deliver(rule_run *e, rule_worker *w)
 {
-	rule_local_sgd(e, w, w->m->grads, ps_lr(e->ps));
 	uint64_t tau = (uint64_t)w->local_steps;
+	if (rule_local_step(e, w, w->m->grads) < 0)
+		return tau;
 	if (++w->local_steps >= (int)e->rp->H) {
 		if (e->ops->check_model(e, w) < 0)
 			return tau;

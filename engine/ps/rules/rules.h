@@ -25,5 +25,11 @@ void rule_pull_model(rule_run *e, rule_worker *w);
 void rule_pull_local(rule_run *e, rule_worker *w);
 /* One plain SGD step on the worker's own weights from w->grad_off. */
 void rule_local_sgd(const rule_run *e, rule_worker *w, const float *g, float lr);
+/* One local step of localsgd and easgd: the run's optimiser on the
+ * worker's own weights from w->grad_off, with the worker's own state
+ * (w->opt, made on the first step); sgd is the plain step (momentum and
+ * weight decay are the server's), as before optimisers existed. 0, or -1
+ * when its state cannot be allocated (the run fails). */
+int rule_local_step(rule_run *e, rule_worker *w, const float *g);
 
 #endif

@@ -1,0 +1,50 @@
+/* optim.h - an optimiser's state over a flat buffer of parameterised
+ * layers, and its step (docs/rules.md, "Optimisers"): the server's updates
+ * (ps.c) and a worker's local steps (engine/ps/rules/local.c) use the
+ * same. The arithmetic is the backend's (sgd, opt_step, sumsq); the state
+ * lives in the backend's memory. Not thread-safe. */
+#ifndef SL_OPTIM_H
+#define SL_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "ps_config.h"
+#include "sl.h"
+
+typedef struct optim {
+	backend *be;             /* where the state lives */
+	size_t n;
+	const ps_layer *layers;  /* not owned */
+	int n_layers;
+	int kind;                /* the opt_kind the state belongs to */
+	float *m;                /* the velocity, or Adam's first moment */
+	float *v;                /* Adam's second moment */
+	float *clipped;          /* clipping: the scaled gradient */
+	uint64_t *steps;         /* Adam: each layer's steps (bias correction) */
+} optim;
+
+/* State for n floats in layers (kept by the caller); nothing allocated
+ * in be yet. 0 or -SL_ENOMEM. */
+int optim_init(optim *o, backend *be, size_t n, const ps_layer *layers, int n_layers);
+void optim_free(optim *o);
+
+/* Take oc (with momentum mu): a change of family (sgd, momentum, nesterov
+ * against adam, adamw) zeroes the state; the buffers it needs are
+ * allocated. 0, or -SL_ENOMEM. */
+SL_MUST_USE int optim_set(optim *o, const opt_cfg *oc, float mu);
+
+/* One step of w on [off, n) with g (the whole buffer's indexing) at lr,
+ * momentum mu, weight decay wd, run on ex (a backend of o's memory): g
+ * clipped to oc->clip first, then the sgd family in one call, the others
+ * layer by layer (the layers that start at off or later). */
+void optim_step(optim *o, backend *ex, float *w, const float *g, size_t off,
+		const opt_cfg *oc, float lr, float mu, float wd);
+
+/* The same for the layers whose sent[l] is set (a synchronous round's
+ * average: the layers nobody sent are not updated). */
+void optim_step_layers(optim *o, backend *ex, float *w, const float *g,
+		       const int *sent, const opt_cfg *oc, float lr, float mu, float wd);
+
+#endif

@@ -9,11 +9,12 @@
 #include "model.h"
 #include "testutil.h"
 
-static layer
-L(layer_kind k, int units, int ks, int stride, int pad)
+/* A node reading the one before it. */
+static node_desc
+L(const char *op, int units, int ks, int stride, int pad)
 {
-	return (layer){.kind = k, .units = units, .k = ks, .stride = stride,
-		       .pad = pad};
+	return (node_desc){.op = op, .units = units, .k = ks, .stride = stride,
+			   .pad = pad};
 }
 
 /* Random inputs in [0,1) and labels, loaded into m. */
@@ -90,12 +91,12 @@ grad_check(model *m, int batch, int probe, uint64_t seed)
 }
 
 static model *
-mk_model(const layer *d, int n, shape in, int classes, int batch, backend *be)
+mk_model(const node_desc *d, int n, shape in, int classes, int batch, backend *be)
 {
 	model *m;
 	char err[SL_ERR_LEN];
-	int rc = model_new_layers(d, n, in, classes, batch, 3, be, &m, err);
-	ck_assert_msg(rc == 0, "model_new_layers: %s", err);
+	int rc = model_new_nodes(d, n, in, classes, batch, 3, be, &m, err);
+	ck_assert_msg(rc == 0, "model_new_nodes: %s", err);
 	return m;
 }
 
@@ -121,7 +122,7 @@ cpu(int threads)
 START_TEST(fd_dense)
 {
 	backend *be = dev(_i, 1);
-	layer d[] = {L(LAYER_DENSE, 5, 0, 0, 0)};
+	node_desc d[] = {L("dense", 5, 0, 0, 0)};
 	model *m = mk_model(d, 1, (shape){1, 1, 7, 0}, 5, 4, be);
 	load_random(m, 4, 1);
 	grad_check(m, 4, 0, 1);
@@ -133,10 +134,10 @@ END_TEST
 START_TEST(fd_dense_relu_standalone)
 {
 	backend *be = dev(_i, 1);
-	layer d[] = {L(LAYER_DENSE, 9, 0, 0, 0), L(LAYER_RELU, 0, 0, 0, 0),
-		     L(LAYER_DENSE, 4, 0, 0, 0)};
+	node_desc d[] = {L("dense", 9, 0, 0, 0), L("relu", 0, 0, 0, 0),
+		     L("dense", 4, 0, 0, 0)};
 	model *m = mk_model(d, 3, (shape){1, 1, 6, 0}, 4, 5, be);
-	ck_assert_int_eq(m->n_layers, 3); /* not fused */
+	ck_assert_int_eq(m->n_nodes, 3); /* not fused */
 	load_random(m, 5, 2);
 	grad_check(m, 5, 0, 2);
 	model_free(m);
@@ -150,8 +151,8 @@ START_TEST(fd_mlp_fused)
 	model *m;
 	char err[SL_ERR_LEN];
 	ck_assert_int_eq(model_new("mlp:12-16-8-3", 1, 1, 12, 3, 6, 5, be, &m, err), 0);
-	ck_assert_int_eq(m->n_layers, 3); /* relus fused */
-	ck_assert(m->layers[0].relu && m->layers[1].relu && !m->layers[2].relu);
+	ck_assert_int_eq(m->n_nodes, 3); /* relus fused */
+	ck_assert(m->nodes[0].relu && m->nodes[1].relu && !m->nodes[2].relu);
 	load_random(m, 6, 3);
 	grad_check(m, 6, 0, 3);
 	model_free(m);
@@ -163,8 +164,8 @@ START_TEST(fd_conv_multichannel)
 {
 	/* cin = 2 takes the im2col path; pad 1 exercises the borders */
 	backend *be = dev(_i, 1);
-	layer d[] = {L(LAYER_CONV, 3, 3, 1, 1), L(LAYER_RELU, 0, 0, 0, 0),
-		     L(LAYER_FLATTEN, 0, 0, 0, 0), L(LAYER_DENSE, 4, 0, 0, 0)};
+	node_desc d[] = {L("conv2d", 3, 3, 1, 1), L("relu", 0, 0, 0, 0),
+		     L("flatten", 0, 0, 0, 0), L("dense", 4, 0, 0, 0)};
 	model *m = mk_model(d, 4, (shape){2, 5, 6, 1}, 4, 3, be);
 	load_random(m, 3, 4);
 	grad_check(m, 3, 0, 4);
@@ -176,8 +177,8 @@ END_TEST
 START_TEST(fd_conv_stride2)
 {
 	backend *be = dev(_i, 2);
-	layer d[] = {L(LAYER_CONV, 4, 3, 1, 0), L(LAYER_CONV, 3, 3, 2, 1),
-		     L(LAYER_FLATTEN, 0, 0, 0, 0), L(LAYER_DENSE, 3, 0, 0, 0)};
+	node_desc d[] = {L("conv2d", 4, 3, 1, 0), L("conv2d", 3, 3, 2, 1),
+		     L("flatten", 0, 0, 0, 0), L("dense", 3, 0, 0, 0)};
 	model *m = mk_model(d, 4, (shape){2, 9, 8, 1}, 3, 4, be);
 	load_random(m, 4, 5);
 	grad_check(m, 4, 0, 5);
@@ -191,10 +192,10 @@ START_TEST(fd_conv_direct_and_pool)
 	/* cin = 1 first layer: the direct kernel; then a conv whose dx runs
 	 * through col2im, and two max pools (k2 s2; k3 s2 pad 1) */
 	backend *be = dev(_i, 2);
-	layer d[] = {L(LAYER_CONV, 3, 5, 1, 2), L(LAYER_RELU, 0, 0, 0, 0),
-		     L(LAYER_MAXPOOL, 0, 2, 2, 0), L(LAYER_CONV, 4, 3, 1, 0),
-		     L(LAYER_RELU, 0, 0, 0, 0), L(LAYER_MAXPOOL, 0, 3, 2, 1),
-		     L(LAYER_FLATTEN, 0, 0, 0, 0), L(LAYER_DENSE, 5, 0, 0, 0)};
+	node_desc d[] = {L("conv2d", 3, 5, 1, 2), L("relu", 0, 0, 0, 0),
+		     L("maxpool", 0, 2, 2, 0), L("conv2d", 4, 3, 1, 0),
+		     L("relu", 0, 0, 0, 0), L("maxpool", 0, 3, 2, 1),
+		     L("flatten", 0, 0, 0, 0), L("dense", 5, 0, 0, 0)};
 	model *m = mk_model(d, 8, (shape){1, 12, 12, 1}, 5, 4, be);
 	load_random(m, 4, 6);
 	grad_check(m, 4, 0, 6);
@@ -347,8 +348,8 @@ START_TEST(costs_and_layout)
 	/* forward + weight gradients everywhere + input gradients above layer 1 */
 	ck_assert_double_eq_tol(model_step_flops(m, 0),
 				2 * mac + 2 * mac + 2 * (256.0 * 128 + 128.0 * 10), 1e-6);
-	layer_info info[MODEL_MAX_LAYERS];
-	int n = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	node_info info[MODEL_MAX_NODES];
+	int n = model_node_info(m, info, MODEL_MAX_NODES);
 	ck_assert_int_eq(n, 3);
 	ck_assert_uint_eq(info[1].p_off, 784 * 256 + 256);
 	ck_assert_int_eq(info[2].param_index, 2);
@@ -369,7 +370,7 @@ START_TEST(init_deterministic)
 	ck_assert_mem_eq(a->params, b->params, sizeof(float) * a->n_params);
 	ck_assert(memcmp(a->params, c->params, sizeof(float) * a->n_params) != 0);
 	/* biases start at zero; He init has the right scale for conv1 */
-	const layer *l0 = &a->layers[0];
+	const node *l0 = &a->nodes[0];
 	for (size_t i = l0->n_weights; i < l0->n_params; i++)
 		ck_assert_float_eq(a->params[l0->p_off + i], 0.0f);
 	double ss = 0;

@@ -1,5 +1,6 @@
 /* add.c - the sum of two nodes' outputs of one shape and layout, y = a + b
- * (a residual connection); the backward hands dy to both inputs. */
+ * (a residual connection): two maps of the same channels and size, or two
+ * rows of the same length; the backward hands dy to both inputs. */
 #include "ops.h"
 #include "sl.h"
 
@@ -7,12 +8,16 @@ static int
 add_setup(node *n, char *err)
 {
 	shape a = n->in[0], b = n->in[1];
-	if (a.c != b.c || a.h != b.h || a.w != b.w || a.cb != b.cb)
+	/* maps: the same channels and size; rows: the same length */
+	int same = a.cb == b.cb &&
+		   (a.cb ? a.c == b.c && a.h == b.h && a.w == b.w
+			 : shape_size(a) == shape_size(b));
+	if (!same)
 		return sl_fail(err, SL_EINVAL,
 			       "model: add of a %dx%dx%d%s and a %dx%dx%d%s output: the shapes differ",
 			       a.c, a.h, a.w, a.cb ? " map" : "", b.c, b.h, b.w,
 			       b.cb ? " map" : "");
-	n->out = a;
+	n->out = a.cb ? a : (shape){(int)shape_size(a), 1, 1, 0};
 	n->flops_fwd = (double)shape_size(a);
 	return 0;
 }

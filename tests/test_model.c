@@ -514,6 +514,13 @@ START_TEST(spec_nodes_layout)
 		ck_assert_int_eq(m->nodes[i].relu, i == 0 || i == 2 || i == 5 || i == 6);
 	}
 	model_free(m);
+	/* a standalone relu is not fused, but its input gets He init */
+	node_desc d[] = {L("dense", 9, 0, 0, 0), L("relu", 0, 0, 0, 0),
+			 L("dense", 4, 0, 0, 0)};
+	m = mk_model(d, 3, (shape){1, 1, 6, 0}, 4, 2, be);
+	ck_assert(!m->nodes[0].relu && m->nodes[0].he_init);
+	ck_assert(!m->nodes[2].he_init);
+	model_free(m);
 	ck_assert_int_eq(model_spec_param_layers("lenet5"), 5);
 	ck_assert_int_eq(model_spec_param_layers("mlp:784-256-128-10"), 3);
 	ck_assert_int_eq(model_spec_param_layers("logreg"), 1);

@@ -205,17 +205,10 @@ build(model *m, const node_desc *desc, int n, char *err)
 		if (rc < 0)
 			return rc;
 		m->n_nodes = i + 1;
-		/* He init where a relu follows: fused, or the node after reads
-		 * this one through a relu */
+		/* He init where a relu follows: fused, or a relu node reads it */
 		nd->he_init = nd->relu;
-		for (int k = i + 1; k < n; k++) {
-			const node_desc *c = &desc[k];
-			int reads = c->n_in == 0 ? k - 1 == i
-					       : (c->n_in > 0 && c->inputs[0] == i) ||
-							 (c->n_in > 1 && c->inputs[1] == i);
-			if (reads && op_find(c->op) == relu_op)
-				nd->he_init = 1;
-		}
+		if (nd->op == relu_op && nd->inputs[0] >= 0)
+			m->nodes[nd->inputs[0]].he_init = 1;
 		if ((rc = nd->op->setup(nd, err)) < 0)
 			return rc;
 		nd->p_off = off;

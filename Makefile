@@ -19,7 +19,7 @@ ALL_CFLAGS = $(CFLAGS_BASE) $(CFLAGS) $(EXTRA_CFLAGS) -Iengine/base -Iengine/nn 
 LDLIBS  = $(call PKGCONFIG,--libs) $(call NCURSES,--libs) -lm -pthread
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
-ENGINE_SRC := $(wildcard engine/*/*.c engine/ps/rules/*.c)
+ENGINE_SRC := $(wildcard engine/*/*.c engine/ps/rules/*.c engine/nn/ops/*.c)
 # daemon/: main.c (dispatch) and a folder per concern (docs/architecture.md)
 DAEMON_SRC := $(wildcard daemon/*.c daemon/*/*.c)
 DAEMON_INC := $(patsubst %/,-I%,$(sort $(dir $(wildcard daemon/*/*.h))))

@@ -95,9 +95,9 @@ bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 	char err[SL_ERR_LEN];
 	if (backend_open(device, 1, &be, err) < 0)
 		return 0;
-	layer_info info[MODEL_MAX_LAYERS];
-	ps_layer layers[MODEL_MAX_LAYERS];
-	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS), np = 0;
+	node_info info[MODEL_MAX_NODES];
+	ps_layer layers[MODEL_MAX_NODES];
+	int nl = model_node_info(m, info, MODEL_MAX_NODES), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
 			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
@@ -188,13 +188,13 @@ print_layers(model *m, double seconds, int team_threads)
 	}
 	m->profile = 0;
 	double total = m->prof_loss;
-	for (int i = 0; i < m->n_layers; i++)
+	for (int i = 0; i < m->n_nodes; i++)
 		total += m->prof_fwd[i] + m->prof_bwd[i];
 	printf("  %-3s %-8s %11s %11s %7s  (us per batch of %d)\n", "#", "layer",
 	       "forward", "backward", "share", B);
-	for (int i = 0; i < m->n_layers; i++) {
-		const layer *l = &m->layers[i];
-		printf("  %-3d %-8s %11.1f %11.1f %6.1f%%\n", i, l->ops->name,
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *l = &m->nodes[i];
+		printf("  %-3d %-8s %11.1f %11.1f %6.1f%%\n", i, l->op->name,
 		       m->prof_fwd[i] / steps * 1e6, m->prof_bwd[i] / steps * 1e6,
 		       100 * (m->prof_fwd[i] + m->prof_bwd[i]) / total);
 	}
@@ -204,9 +204,9 @@ print_layers(model *m, double seconds, int team_threads)
 	 * thread: how close the direct kernels come to the machine's GEMM */
 	double sq = 0;
 	int threads = team_threads;
-	for (int i = 0; i < m->n_layers; i++) {
-		const layer *l = &m->layers[i];
-		if (l->kind != LAYER_CONV)
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *l = &m->nodes[i];
+		if (l->op != op_find("conv2d"))
 			continue;
 		if (sq == 0)
 			sq = backend_cpu_sgemm_gflops(1024, 1024, 1024, 1, seconds / 8);
@@ -216,7 +216,7 @@ print_layers(model *m, double seconds, int team_threads)
 		double gf = ff / (m->prof_fwd[i] / steps) * 1e-9 / threads;
 		double gb = fb / (m->prof_bwd[i] / steps) * 1e-9 / threads;
 		printf("  %-3d %-8s per core: forward %6.1f GFLOP/s (%.2fx sgemm 1024), backward "
-		       "%6.1f (%.2fx); sgemm 1024, 1 thread: %.1f\n", i, l->ops->name, gf, gf / sq,
+		       "%6.1f (%.2fx); sgemm 1024, 1 thread: %.1f\n", i, l->op->name, gf, gf / sq,
 		       gb, gb / sq, sq);
 		printf("{\"bench\":\"conv_pass\",\"model\":\"%s\",\"layer\":%d,"
 		       "\"fwd_gflops_per_core\":%.2f,\"bwd_gflops_per_core\":%.2f,"
@@ -243,8 +243,8 @@ print_layers(model *m, double seconds, int team_threads)
 static void
 main_gemm(const model *m, int mnk[3])
 {
-	layer_info info[MODEL_MAX_LAYERS];
-	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	node_info info[MODEL_MAX_NODES];
+	int nl = model_node_info(m, info, MODEL_MAX_NODES);
 	mnk[0] = 64;
 	mnk[1] = 10;
 	mnk[2] = m->in_dim;
@@ -256,7 +256,7 @@ main_gemm(const model *m, int mnk[3])
 	}
 	double best = -1;
 	for (int i = 0; i < nl; i++) {
-		const layer_info *l = &info[i];
+		const node_info *l = &info[i];
 		if (strcmp(l->name, "dense") || !l->act_floats || l->flops_fwd <= best)
 			continue;
 		best = l->flops_fwd;
@@ -272,12 +272,12 @@ main_gemm(const model *m, int mnk[3])
 static double
 gemm_ceiling(const model *m, int B, int threads, double secs)
 {
-	layer_info info[MODEL_MAX_LAYERS];
-	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
+	node_info info[MODEL_MAX_NODES];
+	int nl = model_node_info(m, info, MODEL_MAX_NODES);
 	double t = 0;
 	int first = 1;
 	for (int i = 0; i < nl; i++) {
-		const layer_info *l = &info[i];
+		const node_info *l = &info[i];
 		if (l->param_index < 0)
 			continue; /* activations: no GEMM */
 		if (strcmp(l->name, "dense") || !l->act_floats)

@@ -147,9 +147,9 @@ print_layer_profile(model *m, const dataset *tr, double seconds)
 {
 	int B = m->batch_cap;
 	uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)B);
-	layer_info info[MODEL_MAX_LAYERS];
-	int nl = model_layer_info(m, info, MODEL_MAX_LAYERS);
-	if (!idx || nl != m->n_layers) {
+	node_info info[MODEL_MAX_NODES];
+	int nl = model_node_info(m, info, MODEL_MAX_NODES);
+	if (!idx || nl != m->n_nodes) {
 		free(idx);
 		return;
 	}
@@ -175,7 +175,7 @@ print_layer_profile(model *m, const dataset *tr, double seconds)
 	       "parameterised one from the top, and that one without its input gradient):\n",
 	       B, steps);
 	for (int i = 0; i < nl; i++) {
-		const layer_info *l = &info[i];
+		const node_info *l = &info[i];
 		printf("#   %d %-7s forward %9.1f us  backward %9.1f us  params %10zu B  "
 		       "activations %10zu B  FLOP fwd %.4g bwd %.4g\n", i, l->name,
 		       m->prof_fwd[i] / steps * 1e6, m->prof_bwd[i] / steps * 1e6,

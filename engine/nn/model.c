@@ -1,268 +1,19 @@
-/* model.c - layers (dense, conv2d, maxpool, relu, flatten) as small vtables
- * over a flat parameter buffer, models from spec strings, forward/backward
- * with partial depth, evaluation, and per-layer cost accounting. */
+/* model.c - models as graphs of nodes over a flat parameter buffer: the
+ * node list built from descriptions (inputs checked, shapes inferred by
+ * each op, parameters laid out), models from spec strings, forward and
+ * backward with partial depth, evaluation, and per-node cost accounting.
+ * The ops themselves are engine/nn/ops/ (op.h). */
 #include "model.h"
 
 #include <ctype.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dataset.h"
 
-static size_t
-shape_size(shape s)
-{
-	return (size_t)s.c * s.h * s.w;
-}
-
-/* ---- dense ------------------------------------------------------------ */
-
-static int
-dense_setup(layer *l, char *err)
-{
-	int in = (int)shape_size(l->in);
-	if (l->in.cb)
-		return sl_fail(err, SL_EINVAL,
-			       "model: dense layer after a %dx%dx%d feature map needs a flatten",
-			       l->in.c, l->in.h, l->in.w);
-	if (l->units < 1)
-		return sl_fail(err, SL_EINVAL, "model: dense layer with %d units",
-			       l->units);
-	l->out = (shape){l->units, 1, 1, 0};
-	l->n_weights = (size_t)in * l->units;
-	l->n_params = l->n_weights + (size_t)l->units;
-	l->flops_fwd = 2.0 * in * l->units;
-	l->flops_bwd_w = 2.0 * in * l->units;
-	l->flops_bwd_x = 2.0 * in * l->units;
-	return 0;
-}
-
-static void
-init_weights(layer *l, float *w, int fan_in, int fan_out, rng *r)
-{
-	if (l->he_init) {
-		double sd = sqrt(2.0 / fan_in);
-		for (size_t i = 0; i < l->n_weights; i++)
-			w[i] = (float)(sd * rng_normal(r));
-	} else {
-		double a = sqrt(6.0 / (fan_in + fan_out));
-		for (size_t i = 0; i < l->n_weights; i++)
-			w[i] = (float)(a * (2.0 * rng_uniform(r) - 1.0));
-	}
-	memset(w + l->n_weights, 0, sizeof(float) * (l->n_params - l->n_weights));
-}
-
-static void
-dense_init(layer *l, float *p, rng *r)
-{
-	init_weights(l, p + l->p_off, (int)shape_size(l->in), l->units, r);
-}
-
-static void
-dense_forward(layer *l, backend *be, const float *p, const float *x,
-	      float *y, int batch)
-{
-	const float *w = p + l->p_off;
-	be->ops->linear_fwd(be, x, w, w + l->n_weights, y, batch,
-			    (int)shape_size(l->in), l->units, l->relu);
-}
-
-static void
-dense_backward(layer *l, backend *be, const float *p, const float *x,
-	       const float *y, float *dy, float *dx, float *g, int batch)
-{
-	const float *w = p + l->p_off;
-	float *gw = g + l->p_off;
-	be->ops->linear_bwd(be, x, w, y, dy, dx, gw, gw + l->n_weights, batch,
-			    (int)shape_size(l->in), l->units, l->relu);
-}
-
-static const layer_ops dense_ops = {"dense", dense_setup, dense_init,
-				    dense_forward, dense_backward};
-
-/* ---- conv2d ----------------------------------------------------------- */
-
-static int
-conv_setup(layer *l, char *err)
-{
-	if (!l->in.cb)
-		return sl_fail(err, SL_EINVAL,
-			       "model: conv layer needs a feature-map input, not a dense layer's");
-	if (l->k < 1 || l->stride < 1 || l->pad < 0 || l->units < 1)
-		return sl_fail(err, SL_EINVAL, "model: bad conv parameters");
-	int ho = conv_out_dim(l->in.h, l->k, l->stride, l->pad);
-	int wo = conv_out_dim(l->in.w, l->k, l->stride, l->pad);
-	if (ho < 1 || wo < 1)
-		return sl_fail(err, SL_EINVAL,
-			       "model: conv %dx%d on a %dx%d input leaves nothing",
-			       l->k, l->k, l->in.h, l->in.w);
-	l->geom = (conv_geom){.cin = l->in.c, .h = l->in.h, .w = l->in.w,
-			      .cout = l->units, .k = l->k, .stride = l->stride,
-			      .pad = l->pad, .ho = ho, .wo = wo};
-	l->out = (shape){l->units, ho, wo, 1};
-	size_t K = (size_t)l->in.c * l->k * l->k;
-	l->n_weights = K * l->units;
-	l->n_params = l->n_weights + (size_t)l->units;
-	double mac = (double)K * l->units * ho * wo;
-	l->flops_fwd = 2.0 * mac;
-	l->flops_bwd_w = 2.0 * mac;
-	l->flops_bwd_x = 2.0 * mac;
-	return 0;
-}
-
-static void
-conv_init(layer *l, float *p, rng *r)
-{
-	int k2 = l->k * l->k;
-	init_weights(l, p + l->p_off, l->in.c * k2, l->units * k2, r);
-}
-
-static void
-conv_forward(layer *l, backend *be, const float *p, const float *x,
-	     float *y, int batch)
-{
-	const float *w = p + l->p_off;
-	be->ops->conv_fwd(be, &l->geom, x, w, w + l->n_weights, y, batch,
-			  l->relu);
-}
-
-static void
-conv_backward(layer *l, backend *be, const float *p, const float *x,
-	      const float *y, float *dy, float *dx, float *g, int batch)
-{
-	const float *w = p + l->p_off;
-	float *gw = g + l->p_off;
-	be->ops->conv_bwd(be, &l->geom, x, w, y, dy, dx, gw, gw + l->n_weights,
-			  batch, l->relu);
-}
-
-static const layer_ops conv_ops = {"conv2d", conv_setup, conv_init,
-				   conv_forward, conv_backward};
-
-/* ---- maxpool ---------------------------------------------------------- */
-
-static int
-pool_setup(layer *l, char *err)
-{
-	if (!l->in.cb)
-		return sl_fail(err, SL_EINVAL,
-			       "model: maxpool needs a feature-map input, not a dense layer's");
-	if (l->k < 1 || l->stride < 1 || l->pad < 0 || l->pad >= l->k)
-		return sl_fail(err, SL_EINVAL, "model: bad maxpool parameters");
-	int ho = conv_out_dim(l->in.h, l->k, l->stride, l->pad);
-	int wo = conv_out_dim(l->in.w, l->k, l->stride, l->pad);
-	if (ho < 1 || wo < 1)
-		return sl_fail(err, SL_EINVAL,
-			       "model: maxpool %d on a %dx%d input leaves nothing",
-			       l->k, l->in.h, l->in.w);
-	l->geom = (conv_geom){.cin = l->in.c, .h = l->in.h, .w = l->in.w,
-			      .cout = l->in.c, .k = l->k, .stride = l->stride,
-			      .pad = l->pad, .ho = ho, .wo = wo};
-	l->out = (shape){l->in.c, ho, wo, 1};
-	l->flops_fwd = (double)l->in.c * ho * wo * l->k * l->k;
-	l->flops_bwd_x = (double)shape_size(l->in);
-	return 0;
-}
-
-static void
-pool_forward(layer *l, backend *be, const float *p, const float *x, float *y,
-	     int batch)
-{
-	(void)p;
-	be->ops->maxpool_fwd(be, &l->geom, x, y, l->arg, batch);
-}
-
-static void
-pool_backward(layer *l, backend *be, const float *p, const float *x,
-	      const float *y, float *dy, float *dx, float *g, int batch)
-{
-	(void)p, (void)x, (void)y, (void)g;
-	if (dx)
-		be->ops->maxpool_bwd(be, &l->geom, dy, l->arg, dx, batch);
-}
-
-static const layer_ops pool_ops = {"maxpool", pool_setup, NULL, pool_forward,
-				   pool_backward};
-
-/* ---- relu (standalone; fused into dense/conv when it follows them) ----- */
-
-static int
-relu_setup(layer *l, char *err)
-{
-	(void)err;
-	l->out = l->in;
-	l->flops_fwd = (double)shape_size(l->in);
-	l->flops_bwd_x = (double)shape_size(l->in);
-	return 0;
-}
-
-static void
-relu_forward(layer *l, backend *be, const float *p, const float *x, float *y,
-	     int batch)
-{
-	(void)p;
-	be->ops->relu_fwd(be, x, y, shape_size(l->in) * (size_t)batch);
-}
-
-static void
-relu_backward(layer *l, backend *be, const float *p, const float *x,
-	      const float *y, float *dy, float *dx, float *g, int batch)
-{
-	(void)p, (void)x, (void)g;
-	if (dx)
-		be->ops->relu_bwd(be, y, dy, dx,
-				  shape_size(l->in) * (size_t)batch);
-}
-
-static const layer_ops relu_ops = {"relu", relu_setup, NULL, relu_forward,
-				   relu_backward};
-
-/* ---- flatten ---------------------------------------------------------- */
-
-static int
-flatten_setup(layer *l, char *err)
-{
-	(void)err;
-	l->out = (shape){(int)shape_size(l->in), 1, 1, 0};
-	return 0;
-}
-
-static void
-flatten_forward(layer *l, backend *be, const float *p, const float *x,
-		float *y, int batch)
-{
-	(void)p;
-	if (l->in.cb)
-		be->ops->cpb_to_bcp(be, x, y, l->in.c, batch, l->in.h * l->in.w);
-	else
-		be->ops->copy(be, y, x, sizeof(float) * shape_size(l->in) * batch);
-}
-
-static void
-flatten_backward(layer *l, backend *be, const float *p, const float *x,
-		 const float *y, float *dy, float *dx, float *g, int batch)
-{
-	(void)p, (void)x, (void)y, (void)g;
-	if (!dx)
-		return;
-	if (l->in.cb)
-		be->ops->bcp_to_cpb(be, dy, dx, l->in.c, batch, l->in.h * l->in.w);
-	else
-		be->ops->copy(be, dx, dy, sizeof(float) * shape_size(l->in) * batch);
-}
-
-static const layer_ops flatten_ops = {"flatten", flatten_setup, NULL,
-				      flatten_forward, flatten_backward};
-
-static const layer_ops *const kind_ops[] = {
-	[LAYER_DENSE] = &dense_ops,
-	[LAYER_CONV] = &conv_ops,
-	[LAYER_MAXPOOL] = &pool_ops,
-	[LAYER_RELU] = &relu_ops,
-	[LAYER_FLATTEN] = &flatten_ops,
-};
+/* sizes an mlp spec may list */
+#define MLP_MAX_SIZES 16
 
 /* ---- spec parsing ----------------------------------------------------- */
 
@@ -287,7 +38,7 @@ parse_mlp(const char *s, int *sizes, int *n, char *err)
 		if (v < 1)
 			return sl_fail(err, SL_EINVAL,
 				       "model: layer size 0 in \"mlp:%s\"", s);
-		if (*n >= MODEL_MAX_LAYERS / 2)
+		if (*n >= MLP_MAX_SIZES)
 			return sl_fail(err, SL_EINVAL,
 				       "model: too many layers in \"mlp:%s\"", s);
 		sizes[(*n)++] = (int)v;
@@ -303,26 +54,35 @@ parse_mlp(const char *s, int *sizes, int *n, char *err)
 	return 0;
 }
 
-static layer
-mk(layer_kind kind, int units, int k, int stride, int pad)
+/* Append a node reading the one before it. */
+static void
+seq(node_desc *d, int *n, const char *op, int units, int k, int stride, int pad)
 {
-	return (layer){.kind = kind, .units = units, .k = k, .stride = stride,
-		       .pad = pad};
+	d[(*n)++] = (node_desc){.op = op, .units = units, .k = k,
+				.stride = stride, .pad = pad};
 }
 
-/* Expand a spec into layer descriptions (relus explicit). */
+/* A relu after the node before: fused into it (a spec's dense and conv
+ * layers are always followed by their relu directly). */
+static void
+relu(node_desc *d, int n)
+{
+	d[n - 1].relu = 1;
+}
+
+/* Expand a spec into node descriptions, relus fused. */
 static int
-spec_layers(const char *spec, int in_dim, int classes, layer *d, int *n,
-	    shape *input, char *err)
+spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
+	   shape *input, char *err)
 {
 	*n = 0;
 	if (!strcmp(spec, "logreg")) {
 		input->cb = 0;
-		d[(*n)++] = mk(LAYER_DENSE, classes, 0, 0, 0);
+		seq(d, n, "dense", classes, 0, 0, 0);
 		return 0;
 	}
 	if (!strncmp(spec, "mlp:", 4)) {
-		int sizes[MODEL_MAX_LAYERS], ns, rc;
+		int sizes[MLP_MAX_SIZES], ns, rc;
 		if ((rc = parse_mlp(spec + 4, sizes, &ns, err)) < 0)
 			return rc;
 		if (sizes[0] != in_dim)
@@ -335,26 +95,26 @@ spec_layers(const char *spec, int in_dim, int classes, layer *d, int *n,
 				       spec, sizes[ns - 1], classes);
 		input->cb = 0;
 		for (int i = 1; i < ns; i++) {
-			d[(*n)++] = mk(LAYER_DENSE, sizes[i], 0, 0, 0);
+			seq(d, n, "dense", sizes[i], 0, 0, 0);
 			if (i < ns - 1)
-				d[(*n)++] = mk(LAYER_RELU, 0, 0, 0, 0);
+				relu(d, *n);
 		}
 		return 0;
 	}
 	if (!strcmp(spec, "lenet5")) {
 		input->cb = 1;
-		d[(*n)++] = mk(LAYER_CONV, 6, 5, 1, 2);
-		d[(*n)++] = mk(LAYER_RELU, 0, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_MAXPOOL, 0, 2, 2, 0);
-		d[(*n)++] = mk(LAYER_CONV, 16, 5, 1, 0);
-		d[(*n)++] = mk(LAYER_RELU, 0, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_MAXPOOL, 0, 2, 2, 0);
-		d[(*n)++] = mk(LAYER_FLATTEN, 0, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_DENSE, 120, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_RELU, 0, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_DENSE, 84, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_RELU, 0, 0, 0, 0);
-		d[(*n)++] = mk(LAYER_DENSE, classes, 0, 0, 0);
+		seq(d, n, "conv2d", 6, 5, 1, 2);
+		relu(d, *n);
+		seq(d, n, "maxpool", 0, 2, 2, 0);
+		seq(d, n, "conv2d", 16, 5, 1, 0);
+		relu(d, *n);
+		seq(d, n, "maxpool", 0, 2, 2, 0);
+		seq(d, n, "flatten", 0, 0, 0, 0);
+		seq(d, n, "dense", 120, 0, 0, 0);
+		relu(d, *n);
+		seq(d, n, "dense", 84, 0, 0, 0);
+		relu(d, *n);
+		seq(d, n, "dense", classes, 0, 0, 0);
 		return 0;
 	}
 	return sl_fail(err, SL_EINVAL,
@@ -365,8 +125,8 @@ spec_layers(const char *spec, int in_dim, int classes, layer *d, int *n,
 int
 model_spec_param_layers(const char *spec)
 {
-	layer d[MODEL_MAX_LAYERS];
-	int sizes[MODEL_MAX_LAYERS], ns = 0, n = 0, in = 1, classes = 2, np = 0;
+	node_desc d[MODEL_MAX_NODES];
+	int sizes[MLP_MAX_SIZES], ns = 0, n = 0, in = 1, classes = 2, np = 0;
 	shape input = {1, 1, 1, 0};
 	char err[SL_ERR_LEN];
 	if (!strncmp(spec, "mlp:", 4)) {
@@ -375,53 +135,100 @@ model_spec_param_layers(const char *spec)
 		in = sizes[0];
 		classes = sizes[ns - 1];
 	}
-	if (spec_layers(spec, in, classes, d, &n, &input, err) < 0)
+	if (spec_nodes(spec, in, classes, d, &n, &input, err) < 0)
 		return -1;
-	for (int i = 0; i < n; i++)
-		np += d[i].kind == LAYER_DENSE || d[i].kind == LAYER_CONV;
+	for (int i = 0; i < n; i++) {
+		const op_class *op = op_find(d[i].op);
+		np += op && op->init;
+	}
 	return np;
 }
 
 /* ---- construction ----------------------------------------------------- */
 
+/* Node i's op and inputs from its description, checked: a known op, as
+ * many inputs as it reads, each the model's input or an earlier node. */
 static int
-build(model *m, const layer *desc, int n, int fuse, char *err)
+link_node(model *m, const node_desc *d, int i, node *nd, char *err)
 {
-	shape cur = m->input;
+	nd->op = op_find(d->op);
+	if (!nd->op) {
+		char names[128];
+		size_t len = 0;
+		names[0] = 0;
+		for (int k = 0; op_table[k] && len < sizeof names; k++)
+			len += (size_t)snprintf(names + len, sizeof names - len, "%s%s",
+						k ? ", " : "", op_table[k]->name);
+		return sl_fail(err, SL_EINVAL, "model: node %d: unknown op \"%s\" (expected %s)",
+			       i, d->op ? d->op : "", names);
+	}
+	if (d->n_in == 0 && nd->op->n_in == 1) {
+		nd->n_in = 1;
+		nd->inputs[0] = i - 1;
+	} else if (d->n_in != nd->op->n_in) {
+		return sl_fail(err, SL_EINVAL, "model: node %d (%s) reads %d inputs, not %d",
+			       i, nd->op->name, nd->op->n_in, d->n_in);
+	} else {
+		nd->n_in = d->n_in;
+		for (int k = 0; k < d->n_in; k++)
+			nd->inputs[k] = d->inputs[k];
+	}
+	for (int k = 0; k < nd->n_in; k++) {
+		int j = nd->inputs[k];
+		if (j < -1 || j >= i)
+			return sl_fail(err, SL_EINVAL,
+				       "model: node %d (%s) reads node %d: a node reads only earlier "
+				       "nodes or the model's input (-1)", i, nd->op->name, j);
+		nd->in[k] = j < 0 ? m->input : m->nodes[j].out;
+		if (j >= 0)
+			m->nodes[j].n_out++;
+	}
+	return 0;
+}
+
+static int
+build(model *m, const node_desc *desc, int n, char *err)
+{
 	size_t off = 0;
+	if (n < 1)
+		return sl_fail(err, SL_EINVAL, "model: no nodes");
+	if (n > MODEL_MAX_NODES)
+		return sl_fail(err, SL_EINVAL, "model: %d nodes, at most %d", n,
+			       MODEL_MAX_NODES);
+	const op_class *relu_op = op_find("relu");
 	for (int i = 0; i < n; i++) {
-		layer l = desc[i];
-		/* fuse relu into a preceding dense/conv */
-		if (fuse && l.kind == LAYER_RELU && m->n_layers > 0) {
-			layer *prev = &m->layers[m->n_layers - 1];
-			if ((prev->kind == LAYER_DENSE || prev->kind == LAYER_CONV) &&
-			    !prev->relu) {
-				prev->relu = 1;
-				prev->he_init = 1;
-				continue;
-			}
-		}
-		if (m->n_layers >= MODEL_MAX_LAYERS)
-			return sl_fail(err, SL_EINVAL, "model: too many layers");
-		l.ops = kind_ops[l.kind];
-		l.in = cur;
-		if (l.kind == LAYER_DENSE || l.kind == LAYER_CONV)
-			l.he_init = i + 1 < n && desc[i + 1].kind == LAYER_RELU;
-		int rc = l.ops->setup(&l, err);
+		node *nd = &m->nodes[i];
+		const node_desc *d = &desc[i];
+		*nd = (node){.units = d->units, .k = d->k, .stride = d->stride,
+			     .pad = d->pad, .relu = d->relu};
+		int rc = link_node(m, d, i, nd, err);
 		if (rc < 0)
 			return rc;
-		l.p_off = off;
-		off += l.n_params;
-		cur = l.out;
-		m->layers[m->n_layers++] = l;
+		m->n_nodes = i + 1;
+		/* He init where a relu follows: fused, or a relu node reads it */
+		nd->he_init = nd->relu;
+		if (nd->op == relu_op && nd->inputs[0] >= 0)
+			m->nodes[nd->inputs[0]].he_init = 1;
+		if ((rc = nd->op->setup(nd, err)) < 0)
+			return rc;
+		nd->p_off = off;
+		nd->act_floats = shape_size(nd->out);
+		off += nd->n_params;
+		m->n_state += nd->n_state;
 	}
-	if (shape_size(cur) != (size_t)m->classes || cur.cb)
+	for (int i = 0; i < n - 1; i++)
+		if (!m->nodes[i].n_out)
+			return sl_fail(err, SL_EINVAL,
+				       "model: node %d (%s): nothing reads its output (only the last "
+				       "node's is the model's)", i, m->nodes[i].op->name);
+	shape last = m->nodes[n - 1].out;
+	if (shape_size(last) != (size_t)m->classes || last.cb)
 		return sl_fail(err, SL_EINVAL,
 			       "model: output has %zu values per sample, expected %d classes",
-			       shape_size(cur), m->classes);
+			       shape_size(last), m->classes);
 	m->n_params = off;
-	for (int i = 0; i < m->n_layers; i++)
-		m->n_param_layers += m->layers[i].n_params > 0;
+	for (int i = 0; i < m->n_nodes; i++)
+		m->n_param_layers += m->nodes[i].n_params > 0;
 	return 0;
 }
 
@@ -436,7 +243,8 @@ balloc(model *m, size_t bytes)
 static int
 alloc_buffers(model *m, char *err)
 {
-	size_t B = (size_t)m->batch_cap;
+	size_t B = (size_t)m->batch_cap, most = 0;
+	int shared = 0;
 	m->params = balloc(m, sizeof(float) * SL_MAX(m->n_params, 1));
 	m->grads = balloc(m, sizeof(float) * SL_MAX(m->n_params, 1));
 	m->act[0] = balloc(m, sizeof(float) * B * m->in_dim);
@@ -444,24 +252,31 @@ alloc_buffers(model *m, char *err)
 	m->labels = malloc(B);
 	if (!m->params || !m->grads || !m->act[0] || !m->dact[0] || !m->labels)
 		return sl_fail(err, SL_ENOMEM, "model: out of memory");
-	for (int i = 0; i < m->n_layers; i++) {
-		layer *l = &m->layers[i];
-		size_t sz = B * shape_size(l->out);
+	for (int i = 0; i < m->n_nodes; i++) {
+		node *nd = &m->nodes[i];
+		size_t sz = B * nd->act_floats;
 		m->act[i + 1] = balloc(m, sizeof(float) * sz);
 		m->dact[i + 1] = balloc(m, sizeof(float) * sz);
 		if (!m->act[i + 1] || !m->dact[i + 1])
 			return sl_fail(err, SL_ENOMEM, "model: out of memory");
-		if (l->kind == LAYER_MAXPOOL) {
-			l->arg = balloc(m, sizeof(int32_t) * sz);
-			if (!l->arg)
+		if (nd->op->scratch_bytes) {
+			nd->scratch = balloc(m, nd->op->scratch_bytes(nd) * B);
+			if (!nd->scratch)
 				return sl_fail(err, SL_ENOMEM, "model: out of memory");
 		}
+		shared |= nd->n_out > 1;
+		most = SL_MAX(most, nd->act_floats);
 	}
+	/* a sum of input gradients: one buffer per input of a node (both of
+	 * an add may read outputs that others read too) */
+	for (int k = 0; shared && k < OP_MAX_IN; k++)
+		if (!(m->dsum[k] = balloc(m, sizeof(float) * B * most)))
+			return sl_fail(err, SL_ENOMEM, "model: out of memory");
 	return 0;
 }
 
 static int
-model_create(const layer *desc, int n, int fuse, shape input, int classes,
+model_create(const node_desc *desc, int n, shape input, int classes,
 	     int batch_cap, uint64_t seed, backend *be, const char *spec,
 	     model **out, char *err)
 {
@@ -479,7 +294,7 @@ model_create(const layer *desc, int n, int fuse, shape input, int classes,
 	m->in_dim = (int)shape_size(input);
 	m->classes = classes;
 	m->batch_cap = batch_cap;
-	int rc = build(m, desc, n, fuse, err);
+	int rc = build(m, desc, n, err);
 	if (rc == 0)
 		rc = alloc_buffers(m, err);
 	if (rc < 0) {
@@ -495,11 +310,11 @@ int
 model_new(const char *spec, int c, int h, int w, int classes, int batch_cap,
 	  uint64_t seed, backend *be, model **out, char *err)
 {
-	layer desc[MODEL_MAX_LAYERS];
+	node_desc desc[MODEL_MAX_NODES];
 	int n;
 	shape input = {c, h, w, 0};
 	*out = NULL;
-	int rc = spec_layers(spec, c * h * w, classes, desc, &n, &input, err);
+	int rc = spec_nodes(spec, c * h * w, classes, desc, &n, &input, err);
 	if (rc < 0)
 		return rc;
 	if (!strcmp(spec, "lenet5") && (h != 28 || w != 28) && (h != 32 || w != 32))
@@ -510,16 +325,16 @@ model_new(const char *spec, int c, int h, int w, int classes, int batch_cap,
 		/* 32x32 inputs (CIFAR): no padding on conv1 gives 5x5 maps too */
 		desc[0].pad = 0;
 	}
-	return model_create(desc, n, 1, input, classes, batch_cap, seed, be,
-			    spec, out, err);
+	return model_create(desc, n, input, classes, batch_cap, seed, be, spec,
+			    out, err);
 }
 
 int
-model_new_layers(const layer *desc, int n, shape input, int classes,
-		 int batch_cap, uint64_t seed, backend *be, model **out,
-		 char *err)
+model_new_nodes(const node_desc *desc, int n, shape input, int classes,
+		int batch_cap, uint64_t seed, backend *be, model **out,
+		char *err)
 {
-	return model_create(desc, n, 0, input, classes, batch_cap, seed, be,
+	return model_create(desc, n, input, classes, batch_cap, seed, be,
 			    "custom", out, err);
 }
 
@@ -531,12 +346,14 @@ model_free(model *m)
 	backend *be = m->be;
 	be->ops->free(be, m->params);
 	be->ops->free(be, m->grads);
-	for (int i = 0; i <= m->n_layers; i++) {
+	for (int i = 0; i <= m->n_nodes; i++) {
 		be->ops->free(be, m->act[i]);
 		be->ops->free(be, m->dact[i]);
 	}
-	for (int i = 0; i < m->n_layers; i++)
-		be->ops->free(be, m->layers[i].arg);
+	for (int i = 0; i < m->n_nodes; i++)
+		be->ops->free(be, m->nodes[i].scratch);
+	for (int k = 0; k < OP_MAX_IN; k++)
+		be->ops->free(be, m->dsum[k]);
 	free(m->labels);
 	free(m);
 }
@@ -548,10 +365,10 @@ model_init_params(model *m, uint64_t seed)
 	rng_seed(&r, seed, 0);
 	float *host = calloc(SL_MAX(m->n_params, 1), sizeof(float));
 	SL_ASSERT(host != NULL);
-	for (int i = 0; i < m->n_layers; i++) {
-		layer *l = &m->layers[i];
-		if (l->ops->init)
-			l->ops->init(l, host, &r);
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		if (nd->op->init)
+			nd->op->init(nd, host, &r);
 	}
 	m->be->ops->upload(m->be, m->params, host, sizeof(float) * m->n_params);
 	free(host);
@@ -586,9 +403,12 @@ forward(model *m, const float *p, int batch, int *correct, int want_grad)
 {
 	backend *be = m->be;
 	double t = m->profile ? sl_now() : 0;
-	for (int i = 0; i < m->n_layers; i++) {
-		layer *l = &m->layers[i];
-		l->ops->forward(l, be, p, m->act[i], m->act[i + 1], batch);
+	for (int i = 0; i < m->n_nodes; i++) {
+		node *nd = &m->nodes[i];
+		const float *x[OP_MAX_IN];
+		for (int k = 0; k < nd->n_in; k++)
+			x[k] = m->act[nd->inputs[k] + 1];
+		nd->op->forward(nd, be, p, x, m->act[i + 1], batch);
 		if (m->profile) {
 			be->ops->sync(be);
 			double t1 = sl_now();
@@ -596,8 +416,8 @@ forward(model *m, const float *p, int batch, int *correct, int want_grad)
 			t = t1;
 		}
 	}
-	double loss = be->ops->softmax_xent(be, m->act[m->n_layers], m->labels,
-					    want_grad ? m->dact[m->n_layers] : NULL,
+	double loss = be->ops->softmax_xent(be, m->act[m->n_nodes], m->labels,
+					    want_grad ? m->dact[m->n_nodes] : NULL,
 					    batch, m->classes, correct);
 	if (m->profile)
 		m->prof_loss += sl_now() - t;
@@ -610,18 +430,52 @@ model_forward(model *m, const float *params, int batch, int *correct)
 	return forward(m, params ? params : m->params, batch, correct, 0);
 }
 
-/* Index of the lowest layer that must run backward for `depth`. */
+/* Index of the lowest node that must run backward for `depth`: the
+ * depth-th parameterised one from the top. */
 static int
-stop_layer(const model *m, int depth)
+stop_node(const model *m, int depth)
 {
 	if (depth <= 0 || depth >= m->n_param_layers)
 		depth = m->n_param_layers;
 	int seen = 0;
-	for (int i = m->n_layers - 1; i >= 0; i--) {
-		if (m->layers[i].n_params && ++seen == depth)
+	for (int i = m->n_nodes - 1; i >= 0; i--) {
+		if (m->nodes[i].n_params && ++seen == depth)
 			return i;
 	}
 	return 0;
+}
+
+/* Node i's backward. Its input j gets a gradient when j runs backward too
+ * (j >= lo): the first of j's readers to run (the last in order) writes
+ * dact[j + 1], the others write dsum and add it there. */
+static void
+backward_node(model *m, const float *p, int i, int lo, uint8_t *written,
+	      int batch)
+{
+	node *nd = &m->nodes[i];
+	const float *x[OP_MAX_IN];
+	float *dx[OP_MAX_IN];
+	int add[OP_MAX_IN] = {0};
+	for (int k = 0; k < nd->n_in; k++) {
+		int j = nd->inputs[k];
+		x[k] = m->act[j + 1];
+		dx[k] = NULL;
+		if (j < lo)
+			continue;
+		if (!written[j]) {
+			dx[k] = m->dact[j + 1];
+			written[j] = 1;
+		} else {
+			dx[k] = m->dsum[k];
+			add[k] = 1;
+		}
+	}
+	nd->op->backward(nd, m->be, p, x, m->act[i + 1], m->dact[i + 1], dx,
+			 m->grads, batch);
+	for (int k = 0; k < nd->n_in; k++)
+		if (add[k])
+			m->be->ops->axpy(m->be, shape_size(nd->in[k]) * (size_t)batch,
+					 1.0f, dx[k], m->dact[nd->inputs[k] + 1]);
 }
 
 double
@@ -629,13 +483,11 @@ model_step(model *m, const float *params, int batch, int depth)
 {
 	const float *p = params ? params : m->params;
 	double loss = forward(m, p, batch, NULL, 1);
-	int lo = stop_layer(m, depth);
-	for (int i = m->n_layers - 1; i >= lo; i--) {
-		layer *l = &m->layers[i];
-		float *dx = i > lo ? m->dact[i] : NULL;
+	int lo = stop_node(m, depth);
+	uint8_t written[MODEL_MAX_NODES] = {0};
+	for (int i = m->n_nodes - 1; i >= lo; i--) {
 		double t = m->profile ? sl_now() : 0;
-		l->ops->backward(l, m->be, p, m->act[i], m->act[i + 1],
-				 m->dact[i + 1], dx, m->grads, batch);
+		backward_node(m, p, i, lo, written, batch);
 		if (m->profile) {
 			m->be->ops->sync(m->be);
 			m->prof_bwd[i] += sl_now() - t;
@@ -647,41 +499,51 @@ model_step(model *m, const float *params, int batch, int depth)
 size_t
 model_tail_offset(const model *m, int depth)
 {
-	return m->layers[stop_layer(m, depth)].p_off;
+	return m->nodes[stop_node(m, depth)].p_off;
+}
+
+/* Does node i compute an input gradient when the backward stops at lo? */
+static int
+needs_dx(const node *nd, int lo)
+{
+	for (int k = 0; k < nd->n_in; k++)
+		if (nd->inputs[k] >= lo)
+			return 1;
+	return 0;
 }
 
 double
 model_step_flops(const model *m, int depth)
 {
-	int lo = stop_layer(m, depth);
+	int lo = stop_node(m, depth);
 	double f = 0.0;
-	for (int i = 0; i < m->n_layers; i++) {
-		const layer *l = &m->layers[i];
-		f += l->flops_fwd;
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		f += nd->flops_fwd;
 		if (i >= lo)
-			f += l->flops_bwd_w;
-		if (i > lo)
-			f += l->flops_bwd_x;
+			f += nd->flops_bwd_w;
+		if (i >= lo && needs_dx(nd, lo))
+			f += nd->flops_bwd_x;
 	}
 	return f;
 }
 
 int
-model_layer_info(const model *m, layer_info *info, int max)
+model_node_info(const model *m, node_info *info, int max)
 {
-	int pi = 0, n = SL_MIN(max, m->n_layers);
+	int pi = 0, n = SL_MIN(max, m->n_nodes);
 	for (int i = 0; i < n; i++) {
-		const layer *l = &m->layers[i];
-		info[i] = (layer_info){
-			.name = l->ops->name,
-			.param_index = l->n_params ? pi++ : -1,
-			.n_params = l->n_params,
-			.p_off = l->p_off,
-			.n_weights = l->n_weights,
-			.act_floats = shape_size(l->out),
-			.flops_fwd = l->flops_fwd,
-			.flops_bwd_w = l->flops_bwd_w,
-			.flops_bwd_x = l->flops_bwd_x,
+		const node *nd = &m->nodes[i];
+		info[i] = (node_info){
+			.name = nd->op->name,
+			.param_index = nd->n_params ? pi++ : -1,
+			.n_params = nd->n_params,
+			.p_off = nd->p_off,
+			.n_weights = nd->n_weights,
+			.act_floats = nd->act_floats,
+			.flops_fwd = nd->flops_fwd,
+			.flops_bwd_w = nd->flops_bwd_w,
+			.flops_bwd_x = nd->flops_bwd_x,
 		};
 	}
 	return n;

@@ -196,9 +196,9 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		goto fail;
 	r->n_params = r->evm->n_params;
 	r->full_flops = model_step_flops(r->evm, 0);
-	layer_info info[MODEL_MAX_LAYERS];
-	ps_layer layers[MODEL_MAX_LAYERS];
-	int nl = model_layer_info(r->evm, info, MODEL_MAX_LAYERS), np = 0;
+	node_info info[MODEL_MAX_NODES];
+	ps_layer layers[MODEL_MAX_NODES];
+	int nl = model_node_info(r->evm, info, MODEL_MAX_NODES), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
 			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,

@@ -82,14 +82,14 @@ expect_grep '^cpu auto$' "/status: auto resolved to cpu" "$(serve_device)"
 # code outside them tells backends apart by name.
 root=$(cd "$(dirname "$0")/../.." && pwd)
 leaks=$(cd "$root" && grep -lE '#include [<"](cblas|cublas|cuda[a-z_]*|backend_impl)\.h' \
-	engine/*/*.c engine/*/*.h engine/ps/rules/*.c daemon/*.c daemon/*/*.c daemon/*/*.h tests/*.c 2>/dev/null |
+	engine/*/*.c engine/*/*.h engine/ps/rules/*.c engine/nn/ops/*.c daemon/*.c daemon/*/*.c daemon/*/*.h tests/*.c 2>/dev/null |
 	grep -vE '^engine/nn/backend[a-z_]*\.(c|h)$')
 [ -z "$leaks" ] && ok "backend headers stay in engine/nn/backend*.c" || bad "backend headers included by" "$leaks"
 # CUDA lives in engine/cuda/ alone: no CUDA header, conditional or call elsewhere
 cuda=$(cd "$root" && grep -nE '__CUDACC__|#if.*CUDA|cuda_runtime|cudaMalloc|cublas' \
-	engine/*/*.c engine/*/*.h engine/ps/rules/*.c daemon/*.c daemon/*/*.c daemon/*/*.h tui/*.c Makefile.inc 2>/dev/null)
+	engine/*/*.c engine/*/*.h engine/ps/rules/*.c engine/nn/ops/*.c daemon/*.c daemon/*/*.c daemon/*/*.h tui/*.c Makefile.inc 2>/dev/null)
 [ -z "$cuda" ] && ok "no CUDA outside engine/cuda/" || bad "CUDA outside engine/cuda/" "$cuda"
-names=$(cd "$root" && grep -nE 'strcmp\([^)]*(ops->name|backend_name)' engine/*/*.c engine/ps/rules/*.c daemon/*.c daemon/*/*.c |
+names=$(cd "$root" && grep -nE 'strcmp\([^)]*(ops->name|backend_name)' engine/*/*.c engine/ps/rules/*.c engine/nn/ops/*.c daemon/*.c daemon/*/*.c |
 	grep -vE '^engine/nn/backend[a-z_]*\.c:')
 [ -z "$names" ] && ok "no code outside the backends tests a backend's name" || bad "backend name tested in" "$names"
 

@@ -9,7 +9,9 @@
 # folder of engine/ is drawn once, and each may use only folders drawn
 # below it. base/ (errors, random numbers, threads, serialisation) needs
 # nothing else; cluster/ (the simulator) only base/; data/ (data sets) and
-# nn/ (backends, layers, models) know nothing of training; cuda/ only nn/'s
+# nn/ (backends, models as graphs of nodes) know nothing of training;
+# nn/ops/ (one file per op, a row in its table) only nn/ below it (op.h,
+# the backend table), which finds the ops through op.h; cuda/ only nn/'s
 # backend table; wire/ (the remote-worker messages) needs only base/, so a
 # worker process links it alone; worker/ (a worker's step, in-process or
 # remote) needs only base/, nn/ and data/: not the run loop, the clocks or
@@ -30,11 +32,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
 
 # the folder of a header of ours, or nothing for a system or foreign one
-DIRS="$(ls -d engine/*/ engine/ps/rules/ daemon/*/ | sed 's|/$||') daemon tui tests"
+DIRS="$(ls -d engine/*/ engine/ps/rules/ engine/nn/ops/ daemon/*/ | sed 's|/$||') daemon tui tests"
 dir_of() {
 	for d in $DIRS; do [ -f "$d/$1" ] && { echo "$d"; return; }; done
 }
-ENGINE=$(ls -d engine/*/ engine/ps/rules/ | sed 's|/$||' | tr '\n' ' ')
+ENGINE=$(ls -d engine/*/ engine/ps/rules/ engine/nn/ops/ | sed 's|/$||' | tr '\n' ' ')
 # the engine's folders as docs/architecture.md draws them, top to bottom
 ORDER=$(sed -n '/^  engine\/ /,/^```/s|^   \([a-z][a-z/]*\)/ .*|engine/\1|p' docs/architecture.md)
 # drawn_below FOLDER OTHER: OTHER is drawn under FOLDER in that picture
@@ -90,6 +92,8 @@ may_use engine/worker engine/nn engine/data engine/base
 may_use engine/wire engine/base
 # the cuda plugin: the backend table and nothing else of the engine
 may_use engine/cuda engine/nn
+# the ops (one file each, a row in table.c): nn/'s op.h and backend table
+may_use engine/nn/ops engine/nn engine/base
 may_use engine/nn engine/data engine/base
 may_use engine/data engine/base
 # the cluster simulator: pure arithmetic over its own types
@@ -116,7 +120,7 @@ may_use daemon daemon/run daemon/serve daemon/sweep daemon/cluster daemon/bench 
 may_use tui
 
 # every folder above is checked, and nothing lies outside them
-for d in $(ls -d engine/*/ engine/ps/rules/ daemon/*/ | sed 's|/$||'); do
+for d in $(ls -d engine/*/ engine/ps/rules/ engine/nn/ops/ daemon/*/ | sed 's|/$||'); do
 	case " $CHECKED " in
 	*" $d "*) ;;
 	*) bad "$d is checked by layout.sh (add its rule)" ;;
@@ -131,7 +135,7 @@ impl=$(grep -lE '#include "[a-z_]*_impl\.h"' daemon/*.c daemon/*/*.[ch] tui/*.[c
 		done
 	done)
 [ -z "$impl" ] && ok "no engine internals (*_impl.h) outside engine/" || bad "engine internals included" "$impl"
-foreign=$(grep -lE '#include [<"](microhttpd|jansson|nanomsg/[a-z]+|n?curses[w]?)\.h' engine/*/*.[ch] engine/ps/rules/*.[ch] 2>/dev/null)
+foreign=$(grep -lE '#include [<"](microhttpd|jansson|nanomsg/[a-z]+|n?curses[w]?)\.h' engine/*/*.[ch] engine/ps/rules/*.[ch] engine/nn/ops/*.[ch] 2>/dev/null)
 [ -z "$foreign" ] && ok "nothing in engine/ includes HTTP, JSON, the bus or curses" || bad "foreign headers in engine/" "$foreign"
 loose=$(ls engine/*.c engine/*.h 2>/dev/null)
 [ -z "$loose" ] && ok "every engine file is in a folder of its concern" || bad "files at engine/'s top" "$loose"

@@ -1,0 +1,96 @@
+/* op.h - a model's nodes and the ops they run: the op class (one const
+ * struct per op, a file each in engine/nn/ops/ and a row in its table.c),
+ * a node (one op applied to earlier nodes' outputs) and the description a
+ * model is built from (model_new_nodes; later a run object's JSON).
+ *
+ * A model is a list of nodes in topological order: node i reads only the
+ * model's input (index -1) or nodes before it. Its parameters are one flat
+ * buffer, node by node (weights, then bias), so the parameterised nodes
+ * above any one of them form a contiguous tail. */
+#ifndef SL_OP_H
+#define SL_OP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "rng.h"
+
+#define OP_MAX_IN 2 /* inputs a node reads (a residual add: 2) */
+
+/* Per-sample shape; cb = 1 when the activation is a feature map stored
+ * [C][H][W][B] (the batch innermost), 0 when it is [B][C*H*W]. */
+typedef struct shape {
+	int c, h, w;
+	int cb;
+} shape;
+
+static inline size_t
+shape_size(shape s)
+{
+	return (size_t)s.c * s.h * s.w;
+}
+
+/* One node as described (what a parser fills in): the op's name in the
+ * table, its inputs by node index and integer attributes. n_in = 0 means
+ * the node before (the model's input for the first); otherwise inputs[0..
+ * n_in) name nodes before this one, or -1 for the model's input. */
+typedef struct node_desc {
+	const char *op;          /* "dense", "conv2d", "maxpool", "relu", ... */
+	int n_in;
+	int inputs[OP_MAX_IN];
+	int units;               /* dense: outputs; conv: output channels */
+	int k, stride, pad;      /* conv / pool */
+	int relu;                /* fused relu on the output (dense, conv) */
+} node_desc;
+
+typedef struct node node;
+
+/* An op: what every node running it shares. */
+typedef struct op_class {
+	const char *name;
+	int n_in; /* inputs it reads */
+	/* Shape inference: n->out, parameter and state counts and per-sample
+	 * FLOPs from n->in[] and the attributes; 0 or -SL_EINVAL. */
+	int (*setup)(node *n, char *err);
+	/* Initial parameters at params + n->p_off; NULL for an op without. */
+	void (*init)(const node *n, float *params, rng *r);
+	/* Bytes of per-sample scratch the forward keeps for the backward
+	 * (n->scratch, batch_cap samples); NULL for none. */
+	size_t (*scratch_bytes)(const node *n);
+	void (*forward)(node *n, backend *be, const float *params,
+			const float *const *x, float *y, int batch);
+	/* dy may be modified (relu mask). dx[i] is NULL when input i needs no
+	 * gradient; else it is overwritten (the model sums a node's gradient
+	 * over its consumers). Writes this node's slice of grads. */
+	void (*backward)(node *n, backend *be, const float *params,
+			 const float *const *x, const float *y, float *dy,
+			 float *const *dx, float *grads, int batch);
+} op_class;
+
+struct node {
+	const op_class *op;
+	int n_in;
+	int inputs[OP_MAX_IN];   /* node indices; -1 the model's input */
+	shape in[OP_MAX_IN], out;
+	int units, k, stride, pad, relu;
+	int he_init;             /* He (a relu follows) or Xavier init */
+	conv_geom geom;
+	size_t n_params, n_weights; /* weights then bias */
+	size_t p_off;            /* offset in the flat buffers */
+	/* Floats of state that is not trained (batch norm's running
+	 * statistics); 0 for every op so far, and no buffer holds it yet. */
+	size_t n_state;
+	size_t act_floats;       /* output floats per sample */
+	int n_out;               /* nodes reading this one's output */
+	void *scratch;           /* scratch_bytes per sample (maxpool's argmax) */
+	/* Cost per sample, for accounting and the virtual clock. */
+	double flops_fwd, flops_bwd_w, flops_bwd_x;
+};
+
+/* The ops (engine/nn/ops/table.c), NULL-terminated, and one by name (NULL
+ * when unknown). */
+extern const op_class *const op_table[];
+const op_class *op_find(const char *name);
+
+#endif

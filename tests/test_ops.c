@@ -9,7 +9,8 @@
  * recomputes the batch statistics at each perturbed x (they are functions
  * of x). The running statistics' update and the eval forward are pinned on
  * a case worked out by hand; the forward maps of pooling and the shortcut
- * on small cases written out index by index. */
+ * on small cases written out index by index; cpu's batch normalization
+ * gives the same bits on 1 and 2 threads. */
 #include <math.h>
 
 #include "backend.h"
@@ -452,6 +453,50 @@ START_TEST(shortcut_map_by_hand)
 }
 END_TEST
 
+/* cpu's batch normalization: each channel is one thread's, in one order,
+ * so 1 and 2 threads give the same bits, and so does a second call */
+START_TEST(cpu_bn_same_bits_for_any_thread_count)
+{
+	rng g;
+	rng_seed(&g, 51, 3);
+	const int C = 5, P = 9 * 9, B = 7;
+	const size_t n = (size_t)C * P * B;
+	float *x = vals(&g, n, -1.0, 2.0), *dy0 = vals(&g, n, -1.0, 1.0);
+	float *gamma = vals(&g, C, 0.5, 1.5), *beta = vals(&g, C, -0.5, 0.5);
+	float *out[3][6];
+	for (int k = 0; k < 3; k++) {
+		backend *be;
+		char err[SL_ERR_LEN];
+		ck_assert_int_eq(backend_open("cpu", k == 0 ? 1 : 2, &be, err), 0);
+		float *y = calloc(n, 4), *mean = calloc(C, 4), *invstd = calloc(C, 4);
+		float *rm = calloc(C, 4), *rv = calloc(C, 4), *dy = malloc(n * 4);
+		float *dx = calloc(n, 4), *dg = calloc(C, 4), *db = calloc(C, 4);
+		memcpy(dy, dy0, n * 4);
+		be->ops->bn_fwd(be, x, gamma, beta, y, mean, invstd, rm, rv, C, P, B, 1, 0.1f, 1e-5f, 1);
+		be->ops->bn_bwd(be, x, gamma, mean, invstd, y, dy, dx, dg, db, C, P, B, 1, 1);
+		float *keep[6] = {y, rv, dx, dg, db, invstd};
+		memcpy(out[k], keep, sizeof(keep));
+		free(mean);
+		free(rm);
+		free(dy);
+		backend_free(be);
+	}
+	const size_t len[6] = {n, C, n, C, C, C};
+	for (int k = 1; k < 3; k++)
+		for (int j = 0; j < 6; j++)
+			ck_assert_msg(!memcmp(out[0][j], out[k][j], len[j] * 4),
+				      "output %d of run %d (1 thread, 2, 2 again) differs from "
+				      "run 0's", j, k);
+	for (int k = 0; k < 3; k++)
+		for (int j = 0; j < 6; j++)
+			free(out[k][j]);
+	free(x);
+	free(dy0);
+	free(gamma);
+	free(beta);
+}
+END_TEST
+
 static Suite *
 ops_suite(void)
 {
@@ -464,6 +509,7 @@ ops_suite(void)
 	tcase_add_test(tc, avgpool_gradients_and_map);
 	tcase_add_test(tc, shortcut_gradients);
 	tcase_add_test(tc, shortcut_map_by_hand);
+	tcase_add_test(tc, cpu_bn_same_bits_for_any_thread_count);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -80,7 +80,8 @@ deps:
 # The CPU kernels: let the vectorizer use its full cost model (-O2 alone
 # only vectorizes loops with no remainder).
 KERNEL_CFLAGS := -fvect-cost-model=dynamic
-$(BUILD)/engine/nn/backend_cpu.o $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
+$(BUILD)/engine/nn/backend_cpu.o $(BUILD)/engine/nn/backend_cpu_conv.o \
+	$(BUILD)/engine/nn/backend_cpu_norm.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
 # The direct convolutions: each tap a fused multiply-add where the ISA has it.
 $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += -ffp-contract=fast
 # The reference backend and the ops it shares with cpu: no fused

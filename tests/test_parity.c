@@ -2,8 +2,10 @@
  * of ggml's test-backend-ops: the same inputs uploaded to both, the op run
  * on each, the outputs downloaded and compared by normalised error,
  * nmse = sum (a - r)^2 / sum r^2, after a NaN and infinity check. Bounds:
- * 1e-7 for elementwise and update ops, 5e-4 for GEMM, dense layers and
- * convolutions (ggml's test_mul_mat figure). Shapes: the MLP's and
+ * 1e-7 for elementwise and update ops, 1e-10 for batch normalization (its
+ * statistics are double sums), 5e-4 for GEMM, dense layers and
+ * convolutions (ggml's test_mul_mat figure), 0 for ops that give ref's
+ * bits everywhere (pooling, the shortcut, layouts). Shapes: the MLP's and
  * LeNet-5's, and odd ones (sizes that are no multiple of a vector or a
  * block, strides and padding).
  *
@@ -23,6 +25,7 @@
 
 #define EW 1e-7   /* elementwise and update ops */
 #define MM 5e-4   /* gemm, dense, convolution */
+#define BN 1e-10  /* batch normalization: double statistics (cpu: 4e-15) */
 
 typedef struct pair {
 	backend *d, *r; /* the backend under test, ref */
@@ -364,6 +367,95 @@ elementwise(pair *p)
 	}
 }
 
+/* ResNet's ops: batch normalization (training and eval, with and without
+ * its relu), global average pooling and the option-A shortcut, on the
+ * first stage's shape (16 x 32 x 32), the last's (64 x 8 x 8) and odd
+ * ones. Pooling and the shortcut are ref's bits on every backend. */
+static void
+resnet_ops(pair *p)
+{
+	const int shapes[][4] = {{16, 32, 32, 16}, {64, 8, 8, 5}, {3, 5, 7, 3}}; /* C H W B */
+	for (int s = 0; s < 3; s++)
+		for (int v = 0; v < 4; v++) {
+			const int C = shapes[s][0], P = shapes[s][1] * shapes[s][2], B = shapes[s][3];
+			const int training = v & 1, relu = v >> 1;
+			const size_t n = (size_t)C * P * B;
+			float *hx = rnd(p, n), *hv = rnd(p, C);
+			for (size_t i = 0; i < n; i++)
+				hx[i] = 2.0f * hx[i] + 0.5f; /* not centred, not unit */
+			for (int c = 0; c < C; c++)
+				hv[c] = fabsf(hv[c]) + 0.1f;
+			both x = in2(p, hx, n), rv = in2(p, hv, C), gamma = rnd2(p, C),
+			     beta = rnd2(p, C), rm = rnd2(p, C), y = rnd2(p, n), mean = rnd2(p, C),
+			     invstd = rnd2(p, C), dy = rnd2(p, n), dx = rnd2(p, n), dg = rnd2(p, C),
+			     db = rnd2(p, C);
+			p->d->ops->bn_fwd(p->d, x.d, gamma.d, beta.d, y.d, mean.d, invstd.d, rm.d, rv.d,
+					  C, P, B, training, 0.1f, 1e-5f, relu);
+			p->r->ops->bn_fwd(p->r, x.r, gamma.r, beta.r, y.r, mean.r, invstd.r, rm.r, rv.r,
+					  C, P, B, training, 0.1f, 1e-5f, relu);
+			char what[96];
+#define BN_CMP(name, buf, len)                                                              \
+	do {                                                                               \
+		snprintf(what, sizeof(what), "bn %d %s relu %d: %s", s,                    \
+			 training ? "training" : "eval", relu, name);                      \
+		cmp(p, what, buf.d, buf.r, len, BN);                                       \
+	} while (0)
+			BN_CMP("y", y, n);
+			BN_CMP("mean", mean, C);
+			BN_CMP("invstd", invstd, C);
+			BN_CMP("run_mean", rm, C);
+			BN_CMP("run_var", rv, C);
+			p->d->ops->bn_bwd(p->d, x.d, gamma.d, mean.d, invstd.d, y.d, dy.d, dx.d, dg.d,
+					  db.d, C, P, B, training, relu);
+			p->r->ops->bn_bwd(p->r, x.r, gamma.r, mean.r, invstd.r, y.r, dy.r, dx.r, dg.r,
+					  db.r, C, P, B, training, relu);
+			BN_CMP("dy (masked)", dy, n);
+			BN_CMP("dx", dx, n);
+			BN_CMP("dgamma", dg, C);
+			BN_CMP("dbeta", db, C);
+#undef BN_CMP
+			both *all[] = {&x, &rv, &gamma, &beta, &rm, &y, &mean, &invstd, &dy, &dx, &dg, &db};
+			for (int i = 0; i < 12; i++)
+				free2(p, all[i]);
+			free(hx);
+			free(hv);
+		}
+	for (int s = 0; s < 3; s++) {
+		const int C = shapes[s][0], P = shapes[s][1] * shapes[s][2], B = shapes[s][3];
+		const size_t n = (size_t)C * P * B;
+		both x = rnd2(p, n), y = rnd2(p, (size_t)B * C), dx = rnd2(p, n);
+		p->d->ops->avgpool_fwd(p->d, x.d, y.d, C, P, B);
+		p->r->ops->avgpool_fwd(p->r, x.r, y.r, C, P, B);
+		cmp(p, "avgpool_fwd", y.d, y.r, (size_t)B * C, 0);
+		p->d->ops->avgpool_bwd(p->d, y.d, dx.d, C, P, B);
+		p->r->ops->avgpool_bwd(p->r, y.r, dx.r, C, P, B);
+		cmp(p, "avgpool_bwd", dx.d, dx.r, n, 0);
+		free2(p, &x);
+		free2(p, &y);
+		free2(p, &dx);
+	}
+	/* cin cout h w stride batch: stage 1 -> 2, odd, an odd pad split, identity */
+	const int sc[][6] = {{16, 32, 32, 32, 2, 16}, {3, 7, 5, 7, 2, 3}, {3, 6, 5, 7, 2, 3},
+			     {16, 16, 8, 8, 1, 5}};
+	for (int s = 0; s < 4; s++)
+		for (int acc = 0; acc < 2; acc++) {
+			const int cin = sc[s][0], cout = sc[s][1], h = sc[s][2], w = sc[s][3];
+			const int st = sc[s][4], B = sc[s][5];
+			const size_t nx = (size_t)cin * h * w * B,
+				     ny = (size_t)cout * shortcut_out_dim(h, st) * shortcut_out_dim(w, st) * B;
+			both x = rnd2(p, nx), y = rnd2(p, ny), dx = rnd2(p, nx);
+			p->d->ops->shortcut_fwd(p->d, x.d, y.d, cin, h, w, cout, st, B, acc);
+			p->r->ops->shortcut_fwd(p->r, x.r, y.r, cin, h, w, cout, st, B, acc);
+			cmp(p, acc ? "shortcut_fwd acc" : "shortcut_fwd", y.d, y.r, ny, 0);
+			p->d->ops->shortcut_bwd(p->d, y.d, dx.d, cin, h, w, cout, st, B, acc);
+			p->r->ops->shortcut_bwd(p->r, y.r, dx.r, cin, h, w, cout, st, B, acc);
+			cmp(p, acc ? "shortcut_bwd acc" : "shortcut_bwd", dx.d, dx.r, nx, 0);
+			free2(p, &x);
+			free2(p, &y);
+			free2(p, &dx);
+		}
+}
+
 static void
 layouts_and_loss(pair *p)
 {
@@ -440,6 +532,7 @@ every_op(const char *dev)
 	convs(&p);
 	pools(&p);
 	elementwise(&p);
+	resnet_ops(&p);
 	layouts_and_loss(&p);
 	finite_checks(&p);
 	pair_close(&p);

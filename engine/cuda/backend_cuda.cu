@@ -266,6 +266,68 @@ cu_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
 	transpose(be, x, y, (size_t)b, (size_t)c * p);
 }
 
+/* ---- batch normalization, global pooling, the shortcut ------------------ */
+
+static void
+cu_bn_fwd(backend *be, const float *x, const float *gamma, const float *beta,
+	  float *y, float *mean, float *invstd, float *run_mean, float *run_var,
+	  int c, int p, int batch, int training, float momentum, float eps,
+	  int relu)
+{
+	if (c <= 0)
+		return;
+	k_bn_fwd<<<c, TPB, 0, ST(be)>>>(x, gamma, beta, y, mean, invstd, run_mean, run_var,
+					 (size_t)p * batch, training, momentum, eps, relu);
+	LAUNCHED();
+}
+
+static void
+cu_bn_bwd(backend *be, const float *x, const float *gamma, const float *mean,
+	  const float *invstd, const float *y, float *dy, float *dx,
+	  float *dgamma, float *dbeta, int c, int p, int batch, int training,
+	  int relu)
+{
+	if (c <= 0)
+		return;
+	k_bn_bwd<<<c, TPB, 0, ST(be)>>>(x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta,
+					 (size_t)p * batch, training, relu);
+	LAUNCHED();
+}
+
+static void
+cu_avgpool_fwd(backend *be, const float *x, float *y, int c, int p, int batch)
+{
+	k_avgpool_fwd<<<grid_for((size_t)c * batch), TPB, 0, ST(be)>>>(x, y, c, p, batch);
+	LAUNCHED();
+}
+
+static void
+cu_avgpool_bwd(backend *be, const float *dy, float *dx, int c, int p, int batch)
+{
+	k_avgpool_bwd<<<grid_for((size_t)c * p * batch), TPB, 0, ST(be)>>>(dy, dx, c, p, batch);
+	LAUNCHED();
+}
+
+static void
+cu_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h, int w,
+		int cout, int stride, int batch, int acc)
+{
+	const size_t n = (size_t)cout * ((h + stride - 1) / stride) * ((w + stride - 1) / stride) *
+			 batch;
+	k_shortcut_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(x, y, cin, h, w, cout, stride, batch, acc);
+	LAUNCHED();
+}
+
+static void
+cu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
+		int cout, int stride, int batch, int acc)
+{
+	const size_t n = (size_t)cin * h * w * batch;
+	k_shortcut_bwd<<<grid_for(n), TPB, 0, ST(be)>>>(dy, dx, cin, h, w, cout, stride, batch,
+							 acc);
+	LAUNCHED();
+}
+
 /* ---- loss --------------------------------------------------------------- */
 
 /* room for `rows` rows of softmax results, on the device and the host */
@@ -490,6 +552,12 @@ make_ops(void)
 	o.relu_bwd = cu_relu_bwd;
 	o.cpb_to_bcp = cu_cpb_to_bcp;
 	o.bcp_to_cpb = cu_bcp_to_cpb;
+	o.bn_fwd = cu_bn_fwd;
+	o.bn_bwd = cu_bn_bwd;
+	o.avgpool_fwd = cu_avgpool_fwd;
+	o.avgpool_bwd = cu_avgpool_bwd;
+	o.shortcut_fwd = cu_shortcut_fwd;
+	o.shortcut_bwd = cu_shortcut_bwd;
 	o.gather = NULL; /* the model gathers on the host and uploads */
 	o.softmax_xent = cu_softmax_xent;
 	o.sgd = cu_sgd;

@@ -289,6 +289,175 @@ k_pool_bwd(conv_geom g, const float *dy, const int32_t *arg, float *dx, int B)
 	}
 }
 
+/* ---- batch normalization on [C][P][B] (one block per channel) ----------
+ * A channel's n = P B values are contiguous. The statistics are double
+ * sums over the block's tree (not ref's single chain, so the mean and
+ * invstd may differ from ref's in the last bits); everything after them is
+ * ref's expression in ref's order, unfused. */
+
+__global__ void
+k_bn_fwd(const float *x, const float *gamma, const float *beta, float *y,
+	 float *mean, float *invstd, float *run_mean, float *run_var, size_t n,
+	 int training, float momentum, float eps, int relu)
+{
+	__shared__ double sh_m;
+	__shared__ float sh_mu, sh_r;
+	const int ch = blockIdx.x;
+	const float *xc = x + (size_t)ch * n;
+	float *yc = y + (size_t)ch * n;
+	if (training) {
+		double s = 0.0;
+		for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+			s = __dadd_rn(s, (double)xc[i]);
+		s = block_sum(s);
+		if (threadIdx.x == 0)
+			sh_m = __ddiv_rn(s, (double)n);
+		__syncthreads(); /* also orders block_sum's two uses */
+		const double m = sh_m;
+		double v = 0.0;
+		for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+			const double d = __dsub_rn((double)xc[i], m);
+			v = __dadd_rn(v, __dmul_rn(d, d));
+		}
+		v = block_sum(v);
+		if (threadIdx.x == 0) {
+			const double var = __ddiv_rn(v, (double)n), mo = (double)momentum;
+			const double unb = n > 1 ? __ddiv_rn(__dmul_rn(var, (double)n), (double)(n - 1))
+						 : var;
+			sh_mu = (float)m;
+			sh_r = (float)__ddiv_rn(1.0, __dsqrt_rn(__dadd_rn(var, (double)eps)));
+			run_mean[ch] = (float)__dadd_rn(__dmul_rn(__dsub_rn(1.0, mo), (double)run_mean[ch]),
+							__dmul_rn(mo, m));
+			run_var[ch] = (float)__dadd_rn(__dmul_rn(__dsub_rn(1.0, mo), (double)run_var[ch]),
+						       __dmul_rn(mo, unb));
+		}
+	} else if (threadIdx.x == 0) {
+		sh_mu = run_mean[ch];
+		sh_r = (float)__ddiv_rn(1.0, __dsqrt_rn(__dadd_rn((double)run_var[ch], (double)eps)));
+	}
+	__syncthreads();
+	const float mu = sh_mu, r = sh_r, g = gamma[ch], bt = beta[ch];
+	if (threadIdx.x == 0) {
+		if (mean)
+			mean[ch] = mu;
+		if (invstd)
+			invstd[ch] = r;
+	}
+	for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+		const float v = __fadd_rn(__fmul_rn(g, __fmul_rn(__fsub_rn(xc[i], mu), r)), bt);
+		yc[i] = relu && !(v > 0.0f) ? 0.0f : v;
+	}
+}
+
+__global__ void
+k_bn_bwd(const float *x, const float *gamma, const float *mean,
+	 const float *invstd, const float *y, float *dy, float *dx,
+	 float *dgamma, float *dbeta, size_t n, int training, int relu)
+{
+	__shared__ double sh_a, sh_b;
+	const int ch = blockIdx.x;
+	const float *xc = x + (size_t)ch * n;
+	float *dyc = dy + (size_t)ch * n;
+	const double mu = mean[ch], r = invstd[ch];
+	double s1 = 0.0, s2 = 0.0;
+	for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+		float d = dyc[i];
+		if (relu && !(y[(size_t)ch * n + i] > 0.0f))
+			dyc[i] = d = 0.0f;
+		const double xh = __dmul_rn(__dsub_rn((double)xc[i], mu), r);
+		s1 = __dadd_rn(s1, (double)d);
+		s2 = __dadd_rn(s2, __dmul_rn((double)d, xh));
+	}
+	s1 = block_sum(s1);
+	if (threadIdx.x == 0)
+		sh_a = s1;
+	__syncthreads(); /* orders block_sum's two uses */
+	s2 = block_sum(s2);
+	if (threadIdx.x == 0) {
+		sh_b = s2;
+		dbeta[ch] = (float)sh_a;
+		dgamma[ch] = (float)s2;
+	}
+	__syncthreads();
+	if (!dx)
+		return;
+	float *dxc = dx + (size_t)ch * n;
+	if (!training) {
+		const float k = __fmul_rn(gamma[ch], invstd[ch]);
+		for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+			dxc[i] = __fmul_rn(dyc[i], k);
+		return;
+	}
+	const double k = __dmul_rn((double)gamma[ch], r), a = __ddiv_rn(sh_a, (double)n),
+		     b = __ddiv_rn(sh_b, (double)n);
+	for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+		const double xh = __dmul_rn(__dsub_rn((double)xc[i], mu), r);
+		dxc[i] = (float)__dmul_rn(k, __dsub_rn(__dsub_rn((double)dyc[i], a), __dmul_rn(xh, b)));
+	}
+}
+
+/* ---- global average pooling [C][P][B] -> [B][C] ------------------------ */
+
+/* one thread per (c, b), b fastest so the loads coalesce: ref's double sum
+ * in ascending p, the same bits */
+__global__ void
+k_avgpool_fwd(const float *x, float *y, int c, int p, int B)
+{
+	FOR_N(o, (size_t)c * B) {
+		const int ch = (int)(o / B), b = (int)(o % B);
+		double s = 0.0;
+		for (int q = 0; q < p; q++)
+			s = __dadd_rn(s, (double)x[((size_t)ch * p + q) * B + b]);
+		y[(size_t)b * c + ch] = (float)__ddiv_rn(s, (double)p);
+	}
+}
+
+__global__ void
+k_avgpool_bwd(const float *dy, float *dx, int c, int p, int B)
+{
+	FOR_N(i, (size_t)c * p * B) {
+		const int b = (int)(i % B), ch = (int)(i / ((size_t)p * B));
+		dx[i] = __fdiv_rn(dy[(size_t)b * c + ch], (float)p);
+	}
+}
+
+/* ---- the option-A shortcut (one thread per output, per input) ---------- */
+
+__global__ void
+k_shortcut_fwd(const float *x, float *y, int cin, int h, int w, int cout, int s,
+	       int B, int acc)
+{
+	const int ho = (h + s - 1) / s, wo = (w + s - 1) / s, pad = (cout - cin) / 2;
+	FOR_N(o, (size_t)cout * ho * wo * B) {
+		const pix q = pix_of(o, ho, wo, B);
+		const int ci = q.c - pad;
+		if (ci < 0 || ci >= cin) {
+			if (!acc)
+				y[o] = 0.0f;
+			continue;
+		}
+		const float v = x[AT(ci, q.h * s, q.w * s, h, w, B, q.b)];
+		y[o] = acc ? __fadd_rn(y[o], v) : v;
+	}
+}
+
+__global__ void
+k_shortcut_bwd(const float *dy, float *dx, int cin, int h, int w, int cout, int s,
+	       int B, int acc)
+{
+	const int ho = (h + s - 1) / s, wo = (w + s - 1) / s, pad = (cout - cin) / 2;
+	FOR_N(i, (size_t)cin * h * w * B) {
+		const pix q = pix_of(i, h, w, B);
+		if (q.h % s || q.w % s) {
+			if (!acc)
+				dx[i] = 0.0f;
+			continue;
+		}
+		const float v = dy[AT(q.c + pad, q.h / s, q.w / s, ho, wo, B, q.b)];
+		dx[i] = acc ? __fadd_rn(dx[i], v) : v;
+	}
+}
+
 /* ---- softmax cross-entropy: one thread per row ------------------------- */
 
 __global__ void

@@ -106,6 +106,69 @@ typedef struct backend_ops {
 	void (*bcp_to_cpb)(backend *, const float *x, float *y, int c, int b,
 			   int p);
 
+	/* Batch normalization on [C][P][B] (P = H W): channel c's n = P B
+	 * values are the contiguous run x[c n, (c + 1) n), normalised over
+	 * (H, W, B) with per-channel gamma, beta:
+	 *   y = act(gamma xh + beta),  xh = (x - mean) invstd  (float, unfused).
+	 * training: mean and biased var of the n values (double, two passes,
+	 * each sum in ascending index order on ref), written to mean[c] and
+	 * invstd[c] = 1 / sqrt(var + eps) (double, rounded once) for the
+	 * backward; then, as torch.nn.BatchNorm2d,
+	 *   run_mean = (1 - momentum) run_mean + momentum mean,
+	 *   run_var  = (1 - momentum) run_var + momentum var n / (n - 1)
+	 * (double, rounded once; n > 1, as torch requires).
+	 * eval (training 0): the running statistics normalise, unchanged;
+	 * mean[c] = run_mean[c] and invstd[c] = 1 / sqrt(run_var[c] + eps) are
+	 * written all the same, so bn_bwd needs no other input.
+	 * relu: the activation is fused (ResNet's conv -> bn -> relu; the
+	 * block's second bn adds the shortcut first and uses relu_fwd).
+	 * FLOPs per sample: training 8 C P (1 for the mean's sum, 3 for the
+	 * variance's, 4 for y), eval 4 C P (+ C P compares with relu). */
+	void (*bn_fwd)(backend *, const float *x, const float *gamma,
+		       const float *beta, float *y, float *mean, float *invstd,
+		       float *run_mean, float *run_var, int c, int p, int batch,
+		       int training, float momentum, float eps, int relu);
+	/* Its backward from the mean and invstd bn_fwd saved. dy is masked in
+	 * place by relu'(y) when relu is set (y is read only then). Per
+	 * channel, with xh = (x - mean) invstd in double and N = P B:
+	 *   dbeta = sum dy,  dgamma = sum dy xh  (double, ascending index;
+	 *   both overwritten);
+	 * training: dx = gamma invstd (dy - dbeta / N - xh dgamma / N)
+	 *   (= invstd/N (N dy gamma - sum dy gamma - xh sum dy gamma xh),
+	 *   the batch statistics taken as functions of x; double on ref);
+	 * eval: dx = dy (gamma invstd) (float).
+	 * dx unless NULL. FLOPs per sample: training 10 C P (5 for the sums:
+	 * xh, dy xh and two adds; 5 for dx), eval 6 C P. */
+	void (*bn_bwd)(backend *, const float *x, const float *gamma,
+		       const float *mean, const float *invstd, const float *y,
+		       float *dy, float *dx, float *dgamma, float *dbeta, int c,
+		       int p, int batch, int training, int relu);
+	/* Global average pooling [C][P][B] -> [B][C] (the dense layout):
+	 * y[b][c] = (sum over p of x[c][p][b], double, ascending p) / P,
+	 * rounded once. Backward: dx[c][p][b] = dy[b][c] / P (float,
+	 * overwritten). FLOPs per sample: C P (+ C divides) each way. */
+	void (*avgpool_fwd)(backend *, const float *x, float *y, int c, int p,
+			    int batch);
+	void (*avgpool_bwd)(backend *, const float *dy, float *dx, int c, int p,
+			    int batch);
+	/* The CIFAR ResNet's "option A" shortcut: x [Cin][H][W][B] to y
+	 * [Cout][Ho][Wo][B], Ho = ceil(H / s), Wo = ceil(W / s), s in {1, 2},
+	 * Cout >= Cin: y[pad + ci][oh][ow] = x[ci][oh s][ow s] (the even rows
+	 * and columns when s = 2, as x[:, :, ::2, ::2]), the pad = (Cout -
+	 * Cin) / 2 channels before and the Cout - Cin - pad after zero. With
+	 * acc set, y += that instead of y = (a residual block adds its
+	 * shortcut onto the second bn's output in place; y + 1.0 x rounds as
+	 * a + b, which is why there is no add op: axpy(1) is the sum, and its
+	 * backward passes dy to both branches). Backward: dx[ci][ih][iw] =
+	 * dy[pad + ci][ih / s][iw / s] where s divides ih and iw, else 0,
+	 * added to dx with acc (the block's input also feeds its first conv).
+	 * FLOPs per sample: Cout Ho Wo adds with acc, none without. */
+	void (*shortcut_fwd)(backend *, const float *x, float *y, int cin, int h,
+			     int w, int cout, int stride, int batch, int acc);
+	void (*shortcut_bwd)(backend *, const float *dy, float *dx, int cin,
+			     int h, int w, int cout, int stride, int batch,
+			     int acc);
+
 	/* The batch's input, gathered from the dataset's images x[i * dim]
 	 * for i = idx[0..batch) into host memory dst: [B][dim], or with
 	 * inner set [dim][B] (the batch innermost, for conv models). A
@@ -231,6 +294,13 @@ const char *backend_cpu_blas_why(const char **library);
  * shapes, plain and transposed (one thread; a millisecond): 0, or -1 with
  * err saying which case and by how much it is wrong. */
 int backend_cpu_blas_check(char *err);
+
+/* Output size of the option-A shortcut along one axis: ceil(in / stride). */
+static inline int
+shortcut_out_dim(int in, int stride)
+{
+	return (in + stride - 1) / stride;
+}
 
 /* Output size of a convolution/pooling dimension. */
 static inline int

@@ -296,3 +296,97 @@ host_sumsq(backend *be, const float *x, size_t n)
 		s += (double)x[i] * (double)x[i];
 	return s;
 }
+
+/* ---- global average pooling and the option-A shortcut ------------------- */
+
+#define AVG_CHUNK 64 /* images summed side by side (the sums stay per image) */
+
+void
+host_avgpool_fwd(const float *x, float *y, int c, int p, int batch, int c0,
+		 int c1)
+{
+	double acc[AVG_CHUNK];
+	for (int ch = c0; ch < c1; ch++) {
+		const float *xc = x + (size_t)ch * p * batch;
+		for (int b0 = 0; b0 < batch; b0 += AVG_CHUNK) {
+			const int nb = SL_MIN(AVG_CHUNK, batch - b0);
+			for (int b = 0; b < nb; b++)
+				acc[b] = 0.0;
+			for (int q = 0; q < p; q++) {
+				const float *row = xc + (size_t)q * batch + b0;
+				for (int b = 0; b < nb; b++)
+					acc[b] += (double)row[b];
+			}
+			for (int b = 0; b < nb; b++)
+				y[(size_t)(b0 + b) * c + ch] = (float)(acc[b] / p);
+		}
+	}
+}
+
+void
+host_avgpool_bwd(const float *dy, float *dx, int c, int p, int batch, int c0,
+		 int c1)
+{
+	const float fp = (float)p;
+	for (int ch = c0; ch < c1; ch++)
+		for (int q = 0; q < p; q++) {
+			float *row = dx + ((size_t)ch * p + q) * batch;
+			for (int b = 0; b < batch; b++)
+				row[b] = dy[(size_t)b * c + ch] / fp;
+		}
+}
+
+void
+host_shortcut_fwd(const float *x, float *y, int cin, int h, int w, int cout,
+		  int s, int batch, int acc, int co0, int co1)
+{
+	const int ho = shortcut_out_dim(h, s), wo = shortcut_out_dim(w, s);
+	const int pad = (cout - cin) / 2;
+	const size_t B = (size_t)batch;
+	for (int co = co0; co < co1; co++) {
+		float *yc = y + (size_t)co * ho * wo * B;
+		const int ci = co - pad;
+		if (ci < 0 || ci >= cin) {
+			if (!acc)
+				memset(yc, 0, sizeof(float) * ho * wo * B);
+			continue;
+		}
+		for (int oh = 0; oh < ho; oh++)
+			for (int ow = 0; ow < wo; ow++) {
+				const float *src = x + (((size_t)ci * h + (size_t)oh * s) * w +
+							(size_t)ow * s) * B;
+				float *dst = yc + ((size_t)oh * wo + ow) * B;
+				if (acc)
+					for (size_t b = 0; b < B; b++)
+						dst[b] += src[b];
+				else
+					memcpy(dst, src, sizeof(float) * B);
+			}
+	}
+}
+
+void
+host_shortcut_bwd(const float *dy, float *dx, int cin, int h, int w, int cout,
+		  int s, int batch, int acc, int ci0, int ci1)
+{
+	const int ho = shortcut_out_dim(h, s), wo = shortcut_out_dim(w, s);
+	const int pad = (cout - cin) / 2;
+	const size_t B = (size_t)batch;
+	for (int ci = ci0; ci < ci1; ci++)
+		for (int ih = 0; ih < h; ih++)
+			for (int iw = 0; iw < w; iw++) {
+				float *dst = dx + (((size_t)ci * h + ih) * w + iw) * B;
+				if (ih % s || iw % s) {
+					if (!acc)
+						memset(dst, 0, sizeof(float) * B);
+					continue;
+				}
+				const float *src = dy + (((size_t)(ci + pad) * ho + ih / s) * wo +
+							 iw / s) * B;
+				if (acc)
+					for (size_t b = 0; b < B; b++)
+						dst[b] += src[b];
+				else
+					memcpy(dst, src, sizeof(float) * B);
+			}
+}

@@ -53,6 +53,18 @@ void host_maxpool_fwd(const conv_geom *g, const float *x, float *y,
 		      int32_t *arg, int batch, int c0, int c1);
 void host_maxpool_bwd(const conv_geom *g, const float *dy, const int32_t *arg,
 		      float *dx, int batch, int c0, int c1);
+/* global average pooling of channels [c0, c1) and its backward (the ops
+ * avgpool_fwd/bwd of backend.h: double sums in ascending p) */
+void host_avgpool_fwd(const float *x, float *y, int c, int p, int batch, int c0,
+		      int c1);
+void host_avgpool_bwd(const float *dy, float *dx, int c, int p, int batch,
+		      int c0, int c1);
+/* the option-A shortcut (backend.h's shortcut_fwd/bwd), output channels
+ * [co0, co1) forward, input channels [ci0, ci1) backward */
+void host_shortcut_fwd(const float *x, float *y, int cin, int h, int w,
+		       int cout, int s, int batch, int acc, int co0, int co1);
+void host_shortcut_bwd(const float *dy, float *dx, int cin, int h, int w,
+		       int cout, int s, int batch, int acc, int ci0, int ci1);
 /* the softmax_xent op (backend.h), with exp and log supplied: sums and
  * the loss in double, exp_fn(z - max) summed in class order */
 double host_softmax_xent(const float *logits, const uint8_t *labels,

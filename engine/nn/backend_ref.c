@@ -2,7 +2,7 @@
  * backend.h as plain C loops on one thread. No BLAS, no SIMD clones, no
  * runtime kernel choice, and no libm call whose result could depend on the
  * CPU: exp and log are our own polynomials on doubles (frexp and ldexp,
- * which are exact, are the only libm calls, and sqrtf is correctly rounded
+ * which are exact, are the only libm calls; sqrtf and sqrt are correctly rounded
  * by IEEE 754). The Makefile compiles this file with -ffp-contract=off, so
  * no multiply-add is fused: the same inputs give the same bits on any
  * x86-64 CPU. Sums run in double in a fixed order (ascending index), then
@@ -302,6 +302,123 @@ ref_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 				}
 }
 
+/* ---- batch normalization, global pooling, the shortcut ---------------- */
+
+/* Channel ch's n values are x[ch n, (ch + 1) n): the mean's sum, then the
+ * squared deviations' sum from it, both in double in ascending index. */
+static void
+ref_bn_fwd(backend *be, const float *x, const float *gamma, const float *beta,
+	   float *y, float *mean, float *invstd, float *run_mean,
+	   float *run_var, int c, int p, int batch, int training,
+	   float momentum, float eps, int relu)
+{
+	(void)be;
+	const size_t n = (size_t)p * batch;
+	for (int ch = 0; ch < c; ch++) {
+		const float *xc = x + (size_t)ch * n;
+		float *yc = y + (size_t)ch * n;
+		float mu, r;
+		if (training) {
+			double s = 0.0, v = 0.0;
+			for (size_t i = 0; i < n; i++)
+				s += (double)xc[i];
+			const double m = s / (double)n;
+			for (size_t i = 0; i < n; i++) {
+				const double d = (double)xc[i] - m;
+				v += d * d;
+			}
+			const double var = v / (double)n, mo = (double)momentum;
+			const double unb = n > 1 ? var * (double)n / (double)(n - 1) : var;
+			mu = (float)m;
+			r = (float)(1.0 / sqrt(var + (double)eps));
+			run_mean[ch] = (float)((1.0 - mo) * (double)run_mean[ch] + mo * m);
+			run_var[ch] = (float)((1.0 - mo) * (double)run_var[ch] + mo * unb);
+		} else {
+			mu = run_mean[ch];
+			r = (float)(1.0 / sqrt((double)run_var[ch] + (double)eps));
+		}
+		if (mean)
+			mean[ch] = mu;
+		if (invstd)
+			invstd[ch] = r;
+		const float g = gamma[ch], bt = beta[ch];
+		for (size_t i = 0; i < n; i++) {
+			const float xh = (xc[i] - mu) * r;
+			const float v = g * xh + bt;
+			yc[i] = relu && !(v > 0.0f) ? 0.0f : v;
+		}
+	}
+}
+
+static void
+ref_bn_bwd(backend *be, const float *x, const float *gamma, const float *mean,
+	   const float *invstd, const float *y, float *dy, float *dx,
+	   float *dgamma, float *dbeta, int c, int p, int batch, int training,
+	   int relu)
+{
+	(void)be;
+	const size_t n = (size_t)p * batch;
+	if (relu)
+		relu_mask(dy, y, (size_t)c * n);
+	for (int ch = 0; ch < c; ch++) {
+		const float *xc = x + (size_t)ch * n, *dyc = dy + (size_t)ch * n;
+		const double mu = mean[ch], r = invstd[ch];
+		double sdy = 0.0, sdyx = 0.0;
+		for (size_t i = 0; i < n; i++) {
+			const double xh = ((double)xc[i] - mu) * r;
+			sdy += (double)dyc[i];
+			sdyx += (double)dyc[i] * xh;
+		}
+		dbeta[ch] = (float)sdy;
+		dgamma[ch] = (float)sdyx;
+		if (!dx)
+			continue;
+		float *dxc = dx + (size_t)ch * n;
+		if (!training) {
+			const float k = gamma[ch] * invstd[ch];
+			for (size_t i = 0; i < n; i++)
+				dxc[i] = dyc[i] * k;
+			continue;
+		}
+		const double k = (double)gamma[ch] * r, a = sdy / (double)n,
+			     bb = sdyx / (double)n;
+		for (size_t i = 0; i < n; i++) {
+			const double xh = ((double)xc[i] - mu) * r;
+			dxc[i] = (float)(k * (((double)dyc[i] - a) - xh * bb));
+		}
+	}
+}
+
+static void
+ref_avgpool_fwd(backend *be, const float *x, float *y, int c, int p, int batch)
+{
+	(void)be;
+	host_avgpool_fwd(x, y, c, p, batch, 0, c);
+}
+
+static void
+ref_avgpool_bwd(backend *be, const float *dy, float *dx, int c, int p, int batch)
+{
+	(void)be;
+	host_avgpool_bwd(dy, dx, c, p, batch, 0, c);
+}
+
+static void
+ref_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h, int w,
+		 int cout, int stride, int batch, int acc)
+{
+	(void)be;
+	host_shortcut_fwd(x, y, cin, h, w, cout, stride, batch, acc, 0, cout);
+}
+
+static void
+ref_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
+		 int cout, int stride, int batch, int acc)
+{
+	(void)be;
+	host_shortcut_bwd(dy, dx, cin, h, w, cout, stride, batch, acc, 0, cin);
+}
+
 /* ---- loss and updates ------------------------------------------------ */
 
 static double
@@ -405,6 +522,12 @@ const backend_ops backend_ref_ops = {
 	.relu_bwd = host_relu_bwd,
 	.cpb_to_bcp = host_cpb_to_bcp,
 	.bcp_to_cpb = host_bcp_to_cpb,
+	.bn_fwd = ref_bn_fwd,
+	.bn_bwd = ref_bn_bwd,
+	.avgpool_fwd = ref_avgpool_fwd,
+	.avgpool_bwd = ref_avgpool_bwd,
+	.shortcut_fwd = ref_shortcut_fwd,
+	.shortcut_bwd = ref_shortcut_bwd,
 	.softmax_xent = ref_softmax_xent,
 	.sgd = ref_sgd,
 	.opt_step = host_opt_step,

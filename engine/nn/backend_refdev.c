@@ -184,6 +184,53 @@ rd_bcp_to_cpb(backend *be, const float *x, float *y, int c, int b, int p)
 	REF.bcp_to_cpb(INNER(be), R(x), R(y), c, b, p);
 }
 
+static void
+rd_bn_fwd(backend *be, const float *x, const float *gamma, const float *beta,
+	  float *y, float *mean, float *invstd, float *run_mean, float *run_var,
+	  int c, int p, int batch, int training, float momentum, float eps,
+	  int relu)
+{
+	REF.bn_fwd(INNER(be), R(x), R(gamma), R(beta), R(y), R(mean), R(invstd),
+		   R(run_mean), R(run_var), c, p, batch, training, momentum, eps,
+		   relu);
+}
+
+static void
+rd_bn_bwd(backend *be, const float *x, const float *gamma, const float *mean,
+	  const float *invstd, const float *y, float *dy, float *dx,
+	  float *dgamma, float *dbeta, int c, int p, int batch, int training,
+	  int relu)
+{
+	REF.bn_bwd(INNER(be), R(x), R(gamma), R(mean), R(invstd), R(y), R(dy),
+		   R(dx), R(dgamma), R(dbeta), c, p, batch, training, relu);
+}
+
+static void
+rd_avgpool_fwd(backend *be, const float *x, float *y, int c, int p, int batch)
+{
+	REF.avgpool_fwd(INNER(be), R(x), R(y), c, p, batch);
+}
+
+static void
+rd_avgpool_bwd(backend *be, const float *dy, float *dx, int c, int p, int batch)
+{
+	REF.avgpool_bwd(INNER(be), R(dy), R(dx), c, p, batch);
+}
+
+static void
+rd_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h, int w,
+		int cout, int stride, int batch, int acc)
+{
+	REF.shortcut_fwd(INNER(be), R(x), R(y), cin, h, w, cout, stride, batch, acc);
+}
+
+static void
+rd_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
+		int cout, int stride, int batch, int acc)
+{
+	REF.shortcut_bwd(INNER(be), R(dy), R(dx), cin, h, w, cout, stride, batch, acc);
+}
+
 /* the labels are host memory (backend.h) */
 static double
 rd_softmax_xent(backend *be, const float *logits, const uint8_t *labels,
@@ -276,6 +323,12 @@ static const backend_ops refdev_ops = {
 	.relu_bwd = rd_relu_bwd,
 	.cpb_to_bcp = rd_cpb_to_bcp,
 	.bcp_to_cpb = rd_bcp_to_cpb,
+	.bn_fwd = rd_bn_fwd,
+	.bn_bwd = rd_bn_bwd,
+	.avgpool_fwd = rd_avgpool_fwd,
+	.avgpool_bwd = rd_avgpool_bwd,
+	.shortcut_fwd = rd_shortcut_fwd,
+	.shortcut_bwd = rd_shortcut_bwd,
 	.gather = NULL, /* the model stages on the host, as for a GPU */
 	.softmax_xent = rd_softmax_xent,
 	.sgd = rd_sgd,

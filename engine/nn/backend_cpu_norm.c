@@ -1,0 +1,248 @@
+/* backend_cpu_norm.c - the CPU backend's batch normalization, global
+ * average pooling and option-A shortcut on [C][P][B] (backend.h). Work is
+ * split by channel over the team, and each channel is computed by one
+ * thread in one order, so results do not depend on the thread count. A
+ * channel's statistics are sums in double over eight interleaved lanes
+ * (lane j takes the indices = j mod 8, the lanes then added in order), which
+ * the vectorizer turns into vector adds without reassociating anything;
+ * the elementwise parts run in float. Results differ from ref's (one
+ * double chain per sum) in the last bits only. Pooling and the shortcut
+ * share ref's host loops (the same bits). */
+#include <math.h>
+#include <string.h>
+
+#include "backend_cpu_impl.h"
+
+#define LANES 8
+
+/* the sum of x[0, n), in double over LANES lanes */
+static inline double
+lane_sum(const float *x, size_t n)
+{
+	double acc[LANES] = {0}, s = 0.0;
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++)
+			acc[j] += (double)x[i + j];
+	for (int j = 0; j < LANES; j++)
+		s += acc[j];
+	for (; i < n; i++)
+		s += (double)x[i];
+	return s;
+}
+
+/* the sum of (x - m)^2 over x[0, n), likewise */
+static inline double
+lane_sqdev(const float *x, size_t n, double m)
+{
+	double acc[LANES] = {0}, s = 0.0;
+	size_t i = 0;
+	for (; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++) {
+			const double d = (double)x[i + j] - m;
+			acc[j] += d * d;
+		}
+	for (int j = 0; j < LANES; j++)
+		s += acc[j];
+	for (; i < n; i++) {
+		const double d = (double)x[i] - m;
+		s += d * d;
+	}
+	return s;
+}
+
+struct bn_args {
+	const float *x, *gamma, *beta, *mean_in, *invstd_in, *y;
+	float *yout, *mean, *invstd, *run_mean, *run_var, *dy, *dx, *dgamma,
+		*dbeta;
+	int c, p, batch, training, relu;
+	float momentum, eps;
+};
+
+SIMD_CLONES static void
+bn_fwd_part(void *arg, int tid, int nt)
+{
+	struct bn_args *a = arg;
+	const size_t n = (size_t)a->p * a->batch;
+	long c0, c1;
+	team_split(a->c, tid, nt, &c0, &c1);
+	for (long ch = c0; ch < c1; ch++) {
+		const float *xc = a->x + (size_t)ch * n;
+		float *yc = a->yout + (size_t)ch * n;
+		float mu, r;
+		if (a->training) {
+			const double m = lane_sum(xc, n) / (double)n;
+			const double var = lane_sqdev(xc, n, m) / (double)n;
+			const double mo = (double)a->momentum;
+			const double unb = n > 1 ? var * (double)n / (double)(n - 1) : var;
+			mu = (float)m;
+			r = (float)(1.0 / sqrt(var + (double)a->eps));
+			a->run_mean[ch] = (float)((1.0 - mo) * (double)a->run_mean[ch] + mo * m);
+			a->run_var[ch] = (float)((1.0 - mo) * (double)a->run_var[ch] + mo * unb);
+		} else {
+			mu = a->run_mean[ch];
+			r = (float)(1.0 / sqrt((double)a->run_var[ch] + (double)a->eps));
+		}
+		if (a->mean)
+			a->mean[ch] = mu;
+		if (a->invstd)
+			a->invstd[ch] = r;
+		const float g = a->gamma[ch], bt = a->beta[ch];
+		if (a->relu) {
+			for (size_t i = 0; i < n; i++) {
+				const float v = g * ((xc[i] - mu) * r) + bt;
+				yc[i] = v > 0.0f ? v : 0.0f;
+			}
+		} else {
+			for (size_t i = 0; i < n; i++)
+				yc[i] = g * ((xc[i] - mu) * r) + bt;
+		}
+	}
+}
+
+void
+cpu_bn_fwd(backend *be, const float *x, const float *gamma, const float *beta,
+	   float *y, float *mean, float *invstd, float *run_mean,
+	   float *run_var, int c, int p, int batch, int training,
+	   float momentum, float eps, int relu)
+{
+	struct bn_args a = {.x = x, .gamma = gamma, .beta = beta, .yout = y,
+			    .mean = mean, .invstd = invstd, .run_mean = run_mean,
+			    .run_var = run_var, .c = c, .p = p, .batch = batch,
+			    .training = training, .relu = relu,
+			    .momentum = momentum, .eps = eps};
+	team_run(CTX(be)->team, bn_fwd_part, &a);
+}
+
+SIMD_CLONES static void
+bn_bwd_part(void *arg, int tid, int nt)
+{
+	struct bn_args *a = arg;
+	const size_t n = (size_t)a->p * a->batch;
+	long c0, c1;
+	team_split(a->c, tid, nt, &c0, &c1);
+	for (long ch = c0; ch < c1; ch++) {
+		const float *xc = a->x + (size_t)ch * n;
+		float *dyc = a->dy + (size_t)ch * n;
+		if (a->relu) {
+			const float *yc = a->y + (size_t)ch * n;
+			for (size_t i = 0; i < n; i++)
+				dyc[i] = yc[i] > 0.0f ? dyc[i] : 0.0f;
+		}
+		const float mu = a->mean_in[ch], r = a->invstd_in[ch];
+		double s1[LANES] = {0}, s2[LANES] = {0}, sdy = 0.0, sdyx = 0.0;
+		size_t i = 0;
+		for (; i + LANES <= n; i += LANES)
+			for (int j = 0; j < LANES; j++) {
+				const float xh = (xc[i + j] - mu) * r;
+				s1[j] += (double)dyc[i + j];
+				s2[j] += (double)dyc[i + j] * (double)xh;
+			}
+		for (int j = 0; j < LANES; j++) {
+			sdy += s1[j];
+			sdyx += s2[j];
+		}
+		for (; i < n; i++) {
+			const float xh = (xc[i] - mu) * r;
+			sdy += (double)dyc[i];
+			sdyx += (double)dyc[i] * (double)xh;
+		}
+		a->dbeta[ch] = (float)sdy;
+		a->dgamma[ch] = (float)sdyx;
+		if (!a->dx)
+			continue;
+		float *dxc = a->dx + (size_t)ch * n;
+		if (!a->training) {
+			const float k = a->gamma[ch] * r;
+			for (size_t q = 0; q < n; q++)
+				dxc[q] = dyc[q] * k;
+			continue;
+		}
+		const float k = a->gamma[ch] * r, m1 = (float)(sdy / (double)n),
+			    m2 = (float)(sdyx / (double)n);
+		for (size_t q = 0; q < n; q++) {
+			const float xh = (xc[q] - mu) * r;
+			dxc[q] = k * ((dyc[q] - m1) - xh * m2);
+		}
+	}
+}
+
+void
+cpu_bn_bwd(backend *be, const float *x, const float *gamma, const float *mean,
+	   const float *invstd, const float *y, float *dy, float *dx,
+	   float *dgamma, float *dbeta, int c, int p, int batch, int training,
+	   int relu)
+{
+	struct bn_args a = {.x = x, .gamma = gamma, .mean_in = mean,
+			    .invstd_in = invstd, .y = y, .dy = dy, .dx = dx,
+			    .dgamma = dgamma, .dbeta = dbeta, .c = c, .p = p,
+			    .batch = batch, .training = training, .relu = relu};
+	team_run(CTX(be)->team, bn_bwd_part, &a);
+}
+
+/* ---- pooling and the shortcut: ref's host loops, split by channel ------- */
+
+struct chan_args {
+	const float *in;
+	float *out;
+	int c, p, batch;             /* pooling */
+	int cin, h, w, cout, s, acc; /* the shortcut */
+	int op;                      /* 0, 1: pool fwd, bwd; 2, 3: shortcut */
+};
+
+static void
+chan_part(void *arg, int tid, int nt)
+{
+	struct chan_args *a = arg;
+	long c0, c1;
+	team_split(a->op == 2 ? a->cout : a->op == 3 ? a->cin : a->c, tid, nt, &c0, &c1);
+	if (c0 >= c1)
+		return;
+	switch (a->op) {
+	case 0:
+		host_avgpool_fwd(a->in, a->out, a->c, a->p, a->batch, (int)c0, (int)c1);
+		break;
+	case 1:
+		host_avgpool_bwd(a->in, a->out, a->c, a->p, a->batch, (int)c0, (int)c1);
+		break;
+	case 2:
+		host_shortcut_fwd(a->in, a->out, a->cin, a->h, a->w, a->cout, a->s, a->batch,
+				  a->acc, (int)c0, (int)c1);
+		break;
+	default:
+		host_shortcut_bwd(a->in, a->out, a->cin, a->h, a->w, a->cout, a->s, a->batch,
+				  a->acc, (int)c0, (int)c1);
+	}
+}
+
+void
+cpu_avgpool_fwd(backend *be, const float *x, float *y, int c, int p, int batch)
+{
+	struct chan_args a = {.in = x, .out = y, .c = c, .p = p, .batch = batch, .op = 0};
+	team_run(CTX(be)->team, chan_part, &a);
+}
+
+void
+cpu_avgpool_bwd(backend *be, const float *dy, float *dx, int c, int p, int batch)
+{
+	struct chan_args a = {.in = dy, .out = dx, .c = c, .p = p, .batch = batch, .op = 1};
+	team_run(CTX(be)->team, chan_part, &a);
+}
+
+void
+cpu_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h, int w,
+		 int cout, int stride, int batch, int acc)
+{
+	struct chan_args a = {.in = x, .out = y, .batch = batch, .cin = cin, .h = h,
+			      .w = w, .cout = cout, .s = stride, .acc = acc, .op = 2};
+	team_run(CTX(be)->team, chan_part, &a);
+}
+
+void
+cpu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
+		 int cout, int stride, int batch, int acc)
+{
+	struct chan_args a = {.in = dy, .out = dx, .batch = batch, .cin = cin, .h = h,
+			      .w = w, .cout = cout, .s = stride, .acc = acc, .op = 3};
+	team_run(CTX(be)->team, chan_part, &a);
+}

@@ -4,15 +4,26 @@
 Usage:
   python3 bench/peers/torch_fmnist.py --model mlp --mode single --epochs 1
   python3 bench/peers/torch_fmnist.py --model cnn --mode hogwild --procs 2 --epochs 3
+  python3 bench/peers/torch_fmnist.py --model resnet20 --optimizer momentum --momentum 0.9 \
+      --weight-decay 1e-4 --lr 0.1 --schedule cosine --epochs 10
 
 Models
   mlp : 784-256-128-10, ReLU
   cnn : LeNet-5-like: conv 5x5x6 (pad 2) -> ReLU -> maxpool 2
                       conv 5x5x16        -> ReLU -> maxpool 2
                       fc 400-120 -> ReLU -> fc 120-84 -> ReLU -> fc 84-10
+  resnet20 : He et al. 2016 section 4.2 on 28x28x1 (stalelab's resnet20): conv 3x3x16,
+             BN, ReLU; 3 stages of 3 basic blocks (16, 32, 64 channels, stride 2 at
+             stages 2 and 3, option-A shortcuts: subsample, zero-pad the channels);
+             global average pooling; fc 64-10; convs without bias, Kaiming-normal
+             (fan_in) init; BN momentum 0.1, eps 1e-5
 Training
   cross-entropy, SGD lr 0.05, batch 64, momentum 0 (default), pixels / 255,
   no other normalisation, per-epoch shuffle from --seed, last partial batch kept.
+  --optimizer sgd (heavy ball when --momentum > 0), momentum, nesterov, adam, adamw;
+  --weight-decay (adamw: decoupled, weights of 2 or more dimensions only, as
+  stalelab); --schedule constant or cosine (to 0.1 x lr at the last update, after
+  --warmup updates of linear warm-up), as stalelab's lr_schedule.
 Modes
   single  : one process, torch.set_num_threads(--threads)
   hogwild : --procs processes share one model (model.share_memory(), fork),
@@ -39,7 +50,12 @@ import sys
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", choices=["mlp", "cnn"], default="mlp")
+    ap.add_argument("--model", choices=["mlp", "cnn", "resnet20"], default="mlp")
+    ap.add_argument("--optimizer", choices=["sgd", "momentum", "nesterov", "adam", "adamw"],
+                    default="sgd")
+    ap.add_argument("--weight-decay", type=float, default=0.0)
+    ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant")
+    ap.add_argument("--warmup", type=int, default=0, help="updates of linear warm-up")
     ap.add_argument("--mode", choices=["single", "hogwild"], default="single")
     ap.add_argument("--procs", type=int, default=2, help="processes in hogwild mode")
     ap.add_argument("--threads", type=int, default=0,
@@ -72,7 +88,7 @@ if ARGS.mode == "single":
 # Never both > 1: torch's OpenMP pool and OpenBLAS's pthread pool then fight
 # over the cores (3-4x slower measured).
 if ARGS.mode == "single":
-    d_threads, d_blas = (1, NCORES) if ARGS.model == "mlp" else (NCORES, 1)
+    d_threads, d_blas = (1, NCORES) if ARGS.model == "mlp" else (NCORES, 1)  # cnn, resnet20
 else:
     d_threads = d_blas = max(1, NCORES // ARGS.procs)
 if ARGS.threads <= 0:
@@ -95,6 +111,7 @@ except ImportError:
 
 import gzip
 import json
+import math
 import platform
 import time
 
@@ -145,6 +162,69 @@ class MLP(nn.Module):
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
 
 
+class Block(nn.Module):
+    """A basic block: conv-BN-ReLU-conv-BN, plus the option-A shortcut, ReLU."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.stride, self.pad = stride, cout - cin
+
+    def forward(self, x):
+        y = self.bn2(self.conv2(F.relu(self.bn1(self.conv1(x)))))
+        s = x[:, :, ::self.stride, ::self.stride] if self.stride > 1 else x
+        if self.pad:
+            s = F.pad(s, (0, 0, 0, 0, self.pad // 2, self.pad - self.pad // 2))
+        return F.relu(y + s)
+
+
+class ResNet20(nn.Module):
+    def __init__(self, n=3):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 16, 3, 1, 1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        blocks, cin = [], 16
+        for i, c in enumerate((16, 32, 64)):
+            for j in range(n):
+                blocks.append(Block(cin, c, 2 if i > 0 and j == 0 else 1))
+                cin = c
+        self.blocks = nn.Sequential(*blocks)
+        self.fc = nn.Linear(64, 10)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_in", nonlinearity="relu")
+
+    def forward(self, x):
+        x = self.blocks(F.relu(self.bn(self.conv(x))))
+        return self.fc(x.mean((2, 3)))
+
+
+def make_optimizer(model):
+    lr, mu, wd = ARGS.lr, ARGS.momentum, ARGS.weight_decay
+    if ARGS.optimizer in ("sgd", "momentum", "nesterov"):
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=mu, weight_decay=wd,
+                               nesterov=ARGS.optimizer == "nesterov")
+    if ARGS.optimizer == "adam":
+        return torch.optim.Adam(model.parameters(), lr=lr, weight_decay=wd)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": wd},
+                              {"params": rest, "weight_decay": 0.0}], lr=lr)
+
+
+def lr_at(it, total):
+    """stalelab's lr_schedule: warm-up, then cosine to 0.1 x lr at `total`"""
+    if it < ARGS.warmup:
+        return ARGS.lr * (it + 1) / (ARGS.warmup + 1)
+    if ARGS.schedule == "constant" or it >= total:
+        return ARGS.lr if ARGS.schedule == "constant" else 0.1 * ARGS.lr
+    r = (it - ARGS.warmup) / max(1, total - ARGS.warmup)
+    return ARGS.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * r)))
+
+
 class LeNet5(nn.Module):
     def __init__(self):
         super().__init__()
@@ -176,8 +256,10 @@ def worker(rank, model, data, barrier, queue):
     xtr, ytr, xte, yte = data
     torch.set_num_threads(ARGS.threads)
     torch.manual_seed(ARGS.seed + 1000 * (rank + 1))
-    opt = torch.optim.SGD(model.parameters(), lr=ARGS.lr, momentum=ARGS.momentum)
+    opt = make_optimizer(model)
     n, P, B = xtr.shape[0], ARGS.procs, ARGS.batch
+    total_updates = ARGS.epochs * ((n // P + B - 1) // B)
+    updates = 0
     eval_steps = max(1, ARGS.eval_every // (B * P)) if ARGS.eval_every > 0 else 0
 
     def sync():
@@ -213,6 +295,9 @@ def worker(rank, model, data, barrier, queue):
         for s in range(steps):
             idx = shard[s * B:(s + 1) * B]
             xb, yb = xtr[idx], ytr[idx]
+            for g in opt.param_groups:
+                g["lr"] = lr_at(updates, total_updates)
+            updates += 1
             opt.zero_grad()
             loss = F.cross_entropy(model(xb), yb)
             loss.backward()
@@ -240,7 +325,7 @@ def main():
     xte, yte = load_split(ARGS.data_dir, "t10k")
     t_load = time.perf_counter() - t0
     torch.manual_seed(ARGS.seed)
-    model = MLP() if ARGS.model == "mlp" else LeNet5()
+    model = {"mlp": MLP, "cnn": LeNet5, "resnet20": ResNet20}[ARGS.model]()
     data = (xtr, ytr, xte, yte)
     log(f"loaded {xtr.shape[0]}+{xte.shape[0]} images in {t_load:.2f} s; "
         f"model {ARGS.model}, mode {ARGS.mode}, procs {ARGS.procs}, threads {ARGS.threads}, "
@@ -270,6 +355,9 @@ def main():
         bench="peer_torch", model=ARGS.model, mode=ARGS.mode, procs=ARGS.procs,
         torch_threads=ARGS.threads, openblas_threads=os.environ.get("OPENBLAS_NUM_THREADS"),
         epochs=ARGS.epochs, lr=ARGS.lr, momentum=ARGS.momentum, batch=ARGS.batch, seed=ARGS.seed,
+        optimizer=ARGS.optimizer, weight_decay=ARGS.weight_decay, schedule=ARGS.schedule,
+        warmup=ARGS.warmup,
+        params=sum(p.numel() for p in model.parameters()),
         samples_per_s_median=round(float(np.median(sps)), 1),
         samples_per_s_epochs=[round(v, 1) for v in sps],
         epoch_train_s=[round(v, 3) for v in res["epoch_times"]],

@@ -119,7 +119,7 @@ static const struct {
 	{"{\"rule\": \"adam\"}", "rule: unknown \"adam\""},
 	{"{\"device\": \"tpu\"}", "device: unknown \"tpu\""},
 	{"{\"clock\": \"fast\"}", "clock: unknown \"fast\""},
-	{"{\"model\": \"\"}", "model: must be 1..127 characters"},
+	{"{\"model\": \"\"}", "model: must be 1..4095 characters"},
 	{"{\"seed\": -1}", "seed: must be an integer >= 0, got -1"},
 	/* found by tests/fuzz/config_fuzz.c: a real too large for a u64 field
 	 * was converted anyway (undefined behaviour) */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "fields.h"
+#include "graph_json.h"
 #include "suggest.h"
 
 static const char *
@@ -297,6 +298,8 @@ config_apply_json(json_t *obj, run_config *c, char *err)
 		void *at = f ? (char *)t + f->off : NULL;
 		if (!f)
 			rc = unknown_key_of(&fields_run, NULL, "", key, "", NULL, err);
+		else if (!strcmp(key, "model") && json_is_object(val))
+			rc = graph_json_parse(val, t->model, sizeof(t->model), err);
 		else if (f->sub == &fields_delay)
 			rc = parse_delay(val, at, key, err);
 		else if (f->type == FT_OBJECT)
@@ -396,6 +399,8 @@ table_json(const field_table *t, const void *base)
 			continue;
 		if (f->sub == &fields_override)
 			v = overrides_json(base);
+		else if (!strcmp(f->key, "model") && t == &fields_run && (v = graph_json(at)))
+			; /* a model given node by node, as it was given */
 		else if (f->type == FT_OBJECT)
 			v = table_json(f->sub, at);
 		else

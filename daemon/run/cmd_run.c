@@ -13,6 +13,7 @@
 
 #include "cmd_run_impl.h"
 #include "cli.h"
+#include "graph_spec.h"
 #include "cmd_run.h"
 #include "config_json.h"
 #include "dataset.h"
@@ -207,9 +208,10 @@ job_announce(run_job *j)
 		j->ctx.log_failed = 1;
 	json_decref(first);
 	if (!j->o.quiet) {
+		char label[64];
 		fprintf(stderr,
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
-			cfg->model, j->data.name, j->data.train.n, j->data.test.n, s0->cfg.rule,
+			graph_spec_label(cfg->model, label, sizeof(label)), j->data.name, j->data.train.n, j->data.test.n, s0->cfg.rule,
 			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg->clock, device);
 		if (s0->device_note[0])
 			fprintf(stderr, "stalelab run: %s\n", s0->device_note);

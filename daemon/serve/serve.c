@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bus.h"
+#include "graph_spec.h"
 #include "remote.h"
 #include "busmsg.h"
 #include "ckpt.h"
@@ -273,11 +274,12 @@ cmd_serve(int argc, char **argv)
 	char url[96];
 	http_socket_url(fd, url, sizeof(url));
 	/* one write: scripts read the address as soon as the line is there */
-	char line[4096];
+	char line[4096], label[64];
 	snprintf(line, sizeof(line), "stalelab serve: listening on %s (rule %s, %d workers, %s)\n%s",
 		 url, o.want_demo ? s->ctl.demo.base.rule : cfg.rule,
 		 o.want_demo ? s->ctl.demo.base.workers : cfg.workers,
-		 o.want_demo ? s->ctl.demo.base.model : cfg.model, sockets_line);
+		 graph_spec_label(o.want_demo ? s->ctl.demo.base.model : cfg.model, label,
+				  sizeof(label)), sockets_line);
 	fputs(line, stderr);
 	code = wait_and_stop(s, &o, &set);
 	goto out;

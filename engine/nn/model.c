@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "graph_spec.h"
 
 /* sizes an mlp spec may list */
 #define MLP_MAX_SIZES 16
@@ -76,6 +77,13 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 	   shape *input, char *err)
 {
 	*n = 0;
+	if (graph_spec_is(spec)) {
+		/* a model given node by node: maps in unless it starts dense */
+		int rc = graph_spec_parse(spec, d, MODEL_MAX_NODES, n, err);
+		if (rc == 0)
+			input->cb = strcmp(d[0].op, "dense") != 0;
+		return rc;
+	}
 	if (!strcmp(spec, "logreg")) {
 		input->cb = 0;
 		seq(d, n, "dense", classes, 0, 0, 0);
@@ -118,7 +126,8 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 		return 0;
 	}
 	return sl_fail(err, SL_EINVAL,
-		       "model: unknown \"%s\" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5)",
+		       "model: unknown \"%s\" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, "
+		       "or {\"nodes\": [...]})",
 		       spec);
 }
 
@@ -209,8 +218,12 @@ build(model *m, const node_desc *desc, int n, char *err)
 		nd->he_init = nd->relu;
 		if (nd->op == relu_op && nd->inputs[0] >= 0)
 			m->nodes[nd->inputs[0]].he_init = 1;
-		if ((rc = nd->op->setup(nd, err)) < 0)
-			return rc;
+		if ((rc = nd->op->setup(nd, err)) < 0) {
+			/* say which node: "model.nodes[3] (conv2d): ..." */
+			char why[SL_ERR_LEN];
+			snprintf(why, sizeof(why), "%s", !strncmp(err, "model: ", 7) ? err + 7 : err);
+			return sl_fail(err, -rc, "model.nodes[%d] (%s): %s", i, nd->op->name, why);
+		}
 		nd->p_off = off;
 		nd->act_floats = shape_size(nd->out);
 		off += nd->n_params;
@@ -224,8 +237,10 @@ build(model *m, const node_desc *desc, int n, char *err)
 	shape last = m->nodes[n - 1].out;
 	if (shape_size(last) != (size_t)m->classes || last.cb)
 		return sl_fail(err, SL_EINVAL,
-			       "model: output has %zu values per sample, expected %d classes",
-			       shape_size(last), m->classes);
+			       "model: output has %zu values per sample, expected %d classes (the "
+			       "last node, nodes[%d] (%s), gives the model's output%s)",
+			       shape_size(last), m->classes, n - 1, m->nodes[n - 1].op->name,
+			       last.cb ? " and it is a feature map: end with flatten and dense" : "");
 	m->n_params = off;
 	for (int i = 0; i < m->n_nodes; i++)
 		m->n_param_layers += m->nodes[i].n_params > 0;

@@ -39,7 +39,7 @@ typedef struct node_info {
 } node_info;
 
 typedef struct model {
-	char spec[128];
+	char spec[4096];
 	int n_nodes;
 	node nodes[MODEL_MAX_NODES];
 	int n_param_layers; /* nodes with parameters */

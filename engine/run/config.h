@@ -51,7 +51,7 @@ typedef struct worker_override {
 } worker_override;
 
 typedef struct run_config {
-	char model[128];
+	char model[4096]; /* a spec, or a graph's (engine/nn/graph_spec.h) */
 	char dataset[256];
 	char device[8];   /* auto | cpu | cuda */
 	char rule[16];

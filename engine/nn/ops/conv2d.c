@@ -12,7 +12,9 @@ conv_setup(node *n, char *err)
 		return sl_fail(err, SL_EINVAL,
 			       "model: conv layer needs a feature-map input, not a dense layer's");
 	if (n->k < 1 || n->stride < 1 || n->pad < 0 || n->units < 1)
-		return sl_fail(err, SL_EINVAL, "model: bad conv parameters");
+		return sl_fail(err, SL_EINVAL, "model: conv2d needs units >= 1, k >= 1, stride >= 1 "
+			       "and pad >= 0 (units %d, k %d, stride %d, pad %d)", n->units, n->k,
+			       n->stride, n->pad);
 	int ho = conv_out_dim(in.h, n->k, n->stride, n->pad);
 	int wo = conv_out_dim(in.w, n->k, n->stride, n->pad);
 	if (ho < 1 || wo < 1)

@@ -1,0 +1,150 @@
+/* graph_json.c - a run object's model given node by node (graph_json.h). */
+#include "graph_json.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "graph_spec.h"
+#include "model.h"
+#include "sl.h"
+#include "suggest.h"
+
+/* a node's key that is no field: the nearest of op, inputs and the
+ * attributes */
+static int
+unknown_key(int i, const char *key, char *err)
+{
+	char list[256] = "expected op, inputs", note[SL_ERR_LEN];
+	suggest near;
+	suggest_start(&near, key);
+	suggest_offer(&near, "op");
+	suggest_offer(&near, "inputs");
+	for (const graph_attr *a = graph_attrs; a->key; a++) {
+		size_t at = strlen(list);
+		snprintf(list + at, sizeof(list) - at, ", %s", a->key);
+		suggest_offer(&near, a->key);
+	}
+	return sl_fail(err, SL_EINVAL, "model.nodes[%d].%s: unknown field%s", i, key,
+		       suggest_note(note, sizeof(note), list, NULL, near.best));
+}
+
+/* node i's JSON object into d (its op string kept in json) */
+static int
+node_from_json(json_t *o, int i, node_desc *d, char *err)
+{
+	memset(d, 0, sizeof(*d));
+	if (!json_is_object(o))
+		return sl_fail(err, SL_EINVAL, "model.nodes[%d]: expected an object "
+			       "{\"op\": ..., \"inputs\": [...], ...}", i);
+	const char *key;
+	json_t *v;
+	json_object_foreach(o, key, v) {
+		if (!strcmp(key, "op")) {
+			if (!json_is_string(v))
+				return sl_fail(err, SL_EINVAL, "model.nodes[%d].op: expected a string", i);
+			d->op = json_string_value(v);
+			continue;
+		}
+		if (!strcmp(key, "inputs")) {
+			size_t k;
+			json_t *x;
+			if (!json_is_array(v) || json_array_size(v) > OP_MAX_IN)
+				return sl_fail(err, SL_EINVAL, "model.nodes[%d].inputs: expected an "
+					       "array of at most %d node indices (-1: the model's input)",
+					       i, OP_MAX_IN);
+			json_array_foreach(v, k, x) {
+				if (!json_is_integer(x))
+					return sl_fail(err, SL_EINVAL, "model.nodes[%d].inputs[%zu]: "
+						       "expected a node index", i, k);
+				json_int_t in = json_integer_value(x);
+				d->inputs[k] = in < -2 ? -2 : in > MODEL_MAX_NODES ? MODEL_MAX_NODES : (int)in;
+			}
+			d->n_in = (int)json_array_size(v);
+			continue;
+		}
+		const graph_attr *a = graph_attrs;
+		while (a->key && strcmp(a->key, key))
+			a++;
+		if (!a->key)
+			return unknown_key(i, key, err);
+		json_int_t x = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
+		if ((!json_is_integer(v) && !(json_is_boolean(v) && a->max == 1)) || x < a->min ||
+		    x > a->max)
+			return sl_fail(err, SL_EINVAL, "model.nodes[%d].%s: must be an integer in "
+				       "[%d, %d]%s", i, key, a->min, a->max,
+				       a->max == 1 ? " or a boolean" : "");
+		*(int *)((char *)d + a->off) = (int)x;
+	}
+	if (!d->op)
+		return sl_fail(err, SL_EINVAL, "model.nodes[%d].op: missing (the op it runs: "
+			       "dense, conv2d, ...)", i);
+	return 0;
+}
+
+int
+graph_json_parse(json_t *v, char *buf, size_t cap, char *err)
+{
+	const char *key;
+	json_t *x;
+	json_object_foreach(v, key, x)
+		if (strcmp(key, "nodes")) {
+			char note[SL_ERR_LEN];
+			suggest near;
+			suggest_start(&near, key);
+			suggest_offer(&near, "nodes");
+			return sl_fail(err, SL_EINVAL, "model.%s: unknown field%s", key,
+				       suggest_note(note, sizeof(note), "expected nodes", NULL,
+						    near.best));
+		}
+	json_t *nodes = json_object_get(v, "nodes");
+	if (!json_is_array(nodes) || !json_array_size(nodes))
+		return sl_fail(err, SL_EINVAL, "model.nodes: expected a non-empty array of nodes "
+			       "(or give the model by name: \"lenet5\", \"mlp:...\")");
+	if (json_array_size(nodes) > MODEL_MAX_NODES)
+		return sl_fail(err, SL_EINVAL, "model.nodes: at most %d nodes", MODEL_MAX_NODES);
+	snprintf(buf, cap, "%s", GRAPH_PREFIX);
+	size_t i;
+	json_array_foreach(nodes, i, x) {
+		node_desc d;
+		int rc = node_from_json(x, (int)i, &d, err);
+		if (rc < 0)
+			return rc;
+		/* an op name with spec syntax in it cannot pass for another */
+		if (strpbrk(d.op, "();,=+") || !*d.op)
+			return sl_fail(err, SL_EINVAL, "model.nodes[%zu].op: unknown \"%s\"", i, d.op);
+		if (graph_spec_append(buf, cap, &d) < 0)
+			return sl_fail(err, SL_EINVAL, "model: the graph is too long (%zu bytes "
+				       "at most as a spec)", cap - 1);
+	}
+	/* the ops, their inputs and their order, with the same messages */
+	node_desc all[MODEL_MAX_NODES];
+	int n;
+	return graph_spec_parse(buf, all, MODEL_MAX_NODES, &n, err);
+}
+
+json_t *
+graph_json(const char *spec)
+{
+	node_desc d[MODEL_MAX_NODES];
+	int n;
+	char err[SL_ERR_LEN];
+	if (!graph_spec_is(spec) || graph_spec_parse(spec, d, MODEL_MAX_NODES, &n, err) < 0)
+		return NULL;
+	json_t *nodes = json_array();
+	for (int i = 0; i < n; i++) {
+		json_t *o = json_pack("{s:s}", "op", d[i].op);
+		if (d[i].n_in) {
+			json_t *in = json_array();
+			for (int k = 0; k < d[i].n_in; k++)
+				json_array_append_new(in, json_integer(d[i].inputs[k]));
+			json_object_set_new(o, "inputs", in);
+		}
+		for (const graph_attr *a = graph_attrs; a->key; a++) {
+			int v = *(const int *)((const char *)&d[i] + a->off);
+			if (v && v != a->def)
+				json_object_set_new(o, a->key, a->max == 1 ? json_true() : json_integer(v));
+		}
+		json_array_append_new(nodes, o);
+	}
+	return json_pack("{s:o}", "nodes", nodes);
+}

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config_json.h"
+#include "graph_spec.h"
 #include "jsonout.h"
 
 json_t *
@@ -396,11 +397,12 @@ api_prometheus(const run_snapshot *s)
 		   s->workers[i].id, s->workers[i].samples_per_s_now);
 	/* an info metric: the run's labels, value 1 (joined onto others in
 	 * queries: * on() group_left(rule) stalelab_run_info) */
-	char rule[96], model[160], clk[32], dev[64];
+	char rule[96], model[160], clk[32], dev[64], label[64];
 	pf(&b, "# HELP stalelab_run_info The run now: its rule, model, clock and device.\n");
 	pf(&b, "# TYPE stalelab_run_info gauge\n");
 	pf(&b, "stalelab_run_info{rule=\"%s\",model=\"%s\",clock=\"%s\",device=\"%s\"} 1\n",
-	   prom_label(rule, sizeof(rule), s->cfg.rule), prom_label(model, sizeof(model), s->cfg.model),
+	   prom_label(rule, sizeof(rule), s->cfg.rule), prom_label(model, sizeof(model),
+						graph_spec_label(s->cfg.model, label, sizeof(label))),
 	   prom_label(clk, sizeof(clk), s->cfg.clock), prom_label(dev, sizeof(dev), s->device));
 	pf(&b, "# HELP stalelab_worker_rtt_seconds A remote worker's link round trip, by its heartbeats.\n");
 	pf(&b, "# TYPE stalelab_worker_rtt_seconds gauge\n");

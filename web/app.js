@@ -363,7 +363,13 @@ function drawHeader() {
   const s = st.snap;
   if (!s) return;
   const c = s.config || {};
-  setText("h-model", c.model || "–");
+  // a model given node by node shows as such; its size and cost on hover
+  setText("h-model", typeof c.model === "object" && c.model ? `graph of ${(c.model.nodes || []).length} nodes`
+    : c.model || "–");
+  const ms = s.model_summary;
+  $("h-model").title = ms ? `${ms.nodes} nodes, ${ms.params.toLocaleString("en")} parameters in ` +
+    `${ms.param_layers} layers, ${(ms.fwd_flops / 1e6).toPrecision(3)} MFLOPs per sample forward, ` +
+    `${(ms.step_flops / 1e6).toPrecision(3)} a training step` : "";
   setText("h-dataset", c.dataset || "–");
   const blas = s.blas ? ` · ${s.blas.kernel} (${s.blas.why})` : "";
   setText("h-device", (s.device || c.device || "–") + blas);

@@ -213,6 +213,12 @@ job_announce(run_job *j)
 			"stalelab run: %s on %s (%u train, %u test), rule %s, %d worker%s, %s clock, %s backend\n",
 			graph_spec_label(cfg->model, label, sizeof(label)), j->data.name, j->data.train.n, j->data.test.n, s0->cfg.rule,
 			s0->cfg.workers, s0->cfg.workers == 1 ? "" : "s", cfg->clock, device);
+		const model_summary *ms = &s0->model;
+		fprintf(stderr,
+			"stalelab run: model: %d nodes, %zu parameters in %d layers, %.3g MFLOPs per "
+			"sample forward, %.3g a training step, %.0f activation floats per sample\n",
+			ms->nodes, ms->params, ms->param_layers, ms->fwd_flops * 1e-6,
+			ms->step_flops * 1e-6, ms->act_floats);
 		if (s0->device_note[0])
 			fprintf(stderr, "stalelab run: %s\n", s0->device_note);
 		if (resume_path)

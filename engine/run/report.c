@@ -225,6 +225,13 @@ build_snapshot(run *r)
 	s->test_acc = r->last_acc;
 	s->best_acc = r->best_acc;
 	s->lr_now = ps_lr(r->ps);
+	s->model = (model_summary){.nodes = r->evm->n_nodes,
+				   .param_layers = r->evm->n_param_layers,
+				   .params = r->n_params, .step_flops = r->full_flops};
+	for (int i = 0; i < r->evm->n_nodes; i++) {
+		s->model.fwd_flops += r->evm->nodes[i].flops_fwd;
+		s->model.act_floats += (double)r->evm->nodes[i].act_floats;
+	}
 	s->stale = r->hist;
 	s->age = r->age;
 	s->stop_reason = r->stop_reason;

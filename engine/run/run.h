@@ -138,6 +138,16 @@ typedef struct worker_snap {
 	double rtt_ms;       /* ... its link's round trip, by its heartbeats (0: not yet) */
 } worker_snap;
 
+/* What a run trains: its model's size and cost (GET /api/v1/status
+ * "model_summary", stalelab run's first lines, the dashboard). */
+typedef struct model_summary {
+	int nodes, param_layers;
+	size_t params;
+	double fwd_flops;    /* per sample, forward only (an evaluation) */
+	double step_flops;   /* per sample, forward and full backward */
+	double act_floats;   /* activation floats per sample, every node's output */
+} model_summary;
+
 typedef struct run_snapshot {
 	int refs;
 	run_state state;
@@ -154,6 +164,7 @@ typedef struct run_snapshot {
 	double rate_window_s;
 	double last_loss, test_acc, best_acc;
 	double lr_now;       /* the lr of the next update (lr under the schedule) */
+	model_summary model;
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */
 	age_hist age;        /* time-staleness (ms) */

@@ -20,7 +20,9 @@ printf '{"model": {"nodes": [{"op": "conv2d", "units": 6, "k": 5, "pad": 2, "rel
 printf '{"model": "lenet5", %s}' "$small" >"$TMP/lenet-named.json"
 for m in mlp lenet; do
 	expect_exit 0 "$m as nodes: runs" "$SL" run -c "$TMP/$m.json" --steps 12 -q --log "$TMP/$m.jsonl"
-	expect_exit 0 "$m by name: runs" "$SL" run -c "$TMP/$m-named.json" --steps 12 -q --log "$TMP/$m-named.jsonl"
+	expect_exit 0 "$m by name: runs" "$SL" run -c "$TMP/$m-named.json" --steps 12 --log "$TMP/$m-named.jsonl"
+	case $m in lenet) expect_grep "^stalelab run: model: 8 nodes, 61706 parameters in 5 layers, 0.839 MFLOPs per sample forward" \
+		"lenet5: stalelab run's model line" "$LAST_OUT" ;; esac
 	a=$(hash "$TMP/$m.jsonl") b=$(hash "$TMP/$m-named.jsonl")
 	[ -n "$a" ] && [ "$a" = "$b" ] && ok "$m as nodes = $m by name, bit for bit ($a)" ||
 		bad "$m as nodes = by name" "nodes $a, named $b"
@@ -95,6 +97,10 @@ expect_grep 'model.nodes\[0\].inputs\[0\]' "... naming the node and the field" "
 expect_http "POST a residual graph: accepted" 201 POST /api/v1/run "$(cat "$TMP/res.json")"
 wait_api 60 /api/v1/status '"nodes" in d["config"]["model"] and d["version"] > 5' &&
 	ok "/status: config.model holds its nodes, and it trains" || bad "/status model" "$(cat "$TMP/body")"
+# 784*64+64 + 2*(64*64+64) + 64*10+10: its model_summary counts them
+wait_api 10 /api/v1/status 'd["model_summary"]["nodes"] == 6 and d["model_summary"]["params"] == 59210 and d["model_summary"]["param_layers"] == 4 and d["model_summary"]["step_flops"] > 3 * 59210' &&
+	ok "/status: model_summary (6 nodes, 59210 parameters, 4 layers, FLOPs)" ||
+	bad "/status model_summary" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model_summary"))' "$TMP/body")"
 kill "$PID" 2>/dev/null
 wait "$PID" 2>/dev/null
 finish graph

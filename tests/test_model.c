@@ -538,7 +538,7 @@ START_TEST(op_table_rows)
 		ck_assert(op->n_in >= 1 && op->n_in <= OP_MAX_IN);
 		ck_assert(op->setup && op->forward && op->backward);
 	}
-	ck_assert_int_eq(n, 6);
+	ck_assert_int_eq(n, 9);
 	ck_assert_ptr_null(op_find("conv3d"));
 	ck_assert_ptr_null(op_find(NULL));
 }

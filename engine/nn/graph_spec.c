@@ -16,7 +16,9 @@ const graph_attr graph_attrs[] = {
 	A("k", k, 1, 64, 0, "conv2d, maxpool: the window's size"),
 	A("stride", stride, 1, 64, 1, "conv2d, maxpool: the step between windows"),
 	A("pad", pad, 0, 64, 0, "conv2d, maxpool: zeros around the input"),
-	A("relu", relu, 0, 1, 0, "dense, conv2d: a relu fused on the output (0 or 1)"),
+	A("relu", relu, 0, 1, 0, "dense, conv2d, batchnorm, shortcut: a relu fused on the output"),
+	A("no_bias", no_bias, 0, 1, 0, "conv2d: no bias (a batch norm follows)"),
+	A("he", he, 0, 1, 0, "conv2d, dense: He init though no relu follows (a batch norm does)"),
 	{NULL, 0, 0, 0, 0, NULL},
 };
 

@@ -63,6 +63,70 @@ seq(node_desc *d, int *n, const char *op, int units, int k, int stride, int pad)
 				.stride = stride, .pad = pad};
 }
 
+static void relu(node_desc *d, int n);
+
+/* The deepest resnet:N: 15 n + 4 nodes for N = 6 n + 2 */
+#define RESNET_MAX_N ((MODEL_MAX_NODES - 4) / 15)
+
+/* "resnet20" or "resnet:N" with N = 6 n + 2, n >= 1; its depth N. */
+static int
+parse_resnet(const char *spec, int *depth, char *err)
+{
+	if (!strcmp(spec, "resnet20")) {
+		*depth = 20;
+		return 0;
+	}
+	const char *p = spec + 7;
+	long v = 0;
+	while (isdigit((unsigned char)*p) && v < 100000)
+		v = v * 10 + (*p++ - '0');
+	if (p == spec + 7 || *p || v < 8 || (v - 2) % 6 || (v - 2) / 6 > RESNET_MAX_N)
+		return sl_fail(err, SL_EINVAL,
+			       "model: \"%s\": expected resnet:N with N = 6n + 2 "
+			       "(resnet:8, resnet:14, resnet:20, resnet:32, ..., resnet:%d)",
+			       spec, 6 * RESNET_MAX_N + 2);
+	*depth = (int)v;
+	return 0;
+}
+
+/* A conv 3x3, pad 1, no bias, He init, as a resnet has them. */
+static void
+resnet_conv(node_desc *d, int *n, int units, int stride)
+{
+	seq(d, n, "conv2d", units, 3, stride, 1);
+	d[*n - 1].no_bias = 1;
+	d[*n - 1].he = 1;
+}
+
+/* The CIFAR ResNet-(6 nb + 2) (model.h): stem, 3 stages of nb blocks,
+ * average pooling, the dense head. A block reading node `in` (its input):
+ * conv, bn + relu, conv, bn, shortcut (bn, in) + relu. */
+static void
+resnet_nodes(node_desc *d, int *n, int nb, int classes)
+{
+	resnet_conv(d, n, 16, 1);
+	seq(d, n, "batchnorm", 0, 0, 0, 0);
+	relu(d, *n);
+	for (int stage = 0; stage < 3; stage++) {
+		int units = 16 << stage;
+		for (int b = 0; b < nb; b++) {
+			int stride = stage > 0 && b == 0 ? 2 : 1;
+			int in = *n - 1;
+			resnet_conv(d, n, units, stride);
+			seq(d, n, "batchnorm", 0, 0, 0, 0);
+			relu(d, *n);
+			resnet_conv(d, n, units, 1);
+			seq(d, n, "batchnorm", 0, 0, 0, 0);
+			int bn = *n - 1;
+			d[(*n)++] = (node_desc){.op = "shortcut", .n_in = 2,
+						.inputs = {bn, in},
+						.stride = stride, .relu = 1};
+		}
+	}
+	seq(d, n, "avgpool", 0, 0, 0, 0);
+	seq(d, n, "dense", classes, 0, 0, 0);
+}
+
 /* A relu after the node before: fused into it (a spec's dense and conv
  * layers are always followed by their relu directly). */
 static void
@@ -125,9 +189,17 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 		seq(d, n, "dense", classes, 0, 0, 0);
 		return 0;
 	}
+	if (!strcmp(spec, "resnet20") || !strncmp(spec, "resnet:", 7)) {
+		int depth = 0, rc;
+		if ((rc = parse_resnet(spec, &depth, err)) < 0)
+			return rc;
+		input->cb = 1;
+		resnet_nodes(d, n, (depth - 2) / 6, classes);
+		return 0;
+	}
 	return sl_fail(err, SL_EINVAL,
 		       "model: unknown \"%s\" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, "
-		       "or {\"nodes\": [...]})",
+		       "resnet20, resnet:N, or {\"nodes\": [...]})",
 		       spec);
 }
 
@@ -209,13 +281,13 @@ build(model *m, const node_desc *desc, int n, char *err)
 		node *nd = &m->nodes[i];
 		const node_desc *d = &desc[i];
 		*nd = (node){.units = d->units, .k = d->k, .stride = d->stride,
-			     .pad = d->pad, .relu = d->relu};
+			     .pad = d->pad, .relu = d->relu, .no_bias = d->no_bias};
 		int rc = link_node(m, d, i, nd, err);
 		if (rc < 0)
 			return rc;
 		m->n_nodes = i + 1;
 		/* He init where a relu follows: fused, or a relu node reads it */
-		nd->he_init = nd->relu;
+		nd->he_init = nd->relu || d->he;
 		if (nd->op == relu_op && nd->inputs[0] >= 0)
 			m->nodes[nd->inputs[0]].he_init = 1;
 		if ((rc = nd->op->setup(nd, err)) < 0) {
@@ -225,6 +297,7 @@ build(model *m, const node_desc *desc, int n, char *err)
 			return sl_fail(err, -rc, "model.nodes[%d] (%s): %s", i, nd->op->name, why);
 		}
 		nd->p_off = off;
+		nd->s_off = m->n_state;
 		nd->act_floats = shape_size(nd->out);
 		off += nd->n_params;
 		m->n_state += nd->n_state;
@@ -265,6 +338,13 @@ alloc_buffers(model *m, char *err)
 	m->act[0] = balloc(m, sizeof(float) * B * m->in_dim);
 	m->dact[0] = balloc(m, sizeof(float) * B * m->in_dim);
 	m->labels = malloc(B);
+	if (m->n_state) {
+		if (!(m->state = balloc(m, sizeof(float) * m->n_state)))
+			return sl_fail(err, SL_ENOMEM, "model: out of memory");
+		for (int i = 0; i < m->n_nodes; i++)
+			if (m->nodes[i].n_state)
+				m->nodes[i].state = m->state + m->nodes[i].s_off;
+	}
 	if (!m->params || !m->grads || !m->act[0] || !m->dact[0] || !m->labels)
 		return sl_fail(err, SL_ENOMEM, "model: out of memory");
 	for (int i = 0; i < m->n_nodes; i++) {
@@ -274,7 +354,7 @@ alloc_buffers(model *m, char *err)
 		m->dact[i + 1] = balloc(m, sizeof(float) * sz);
 		if (!m->act[i + 1] || !m->dact[i + 1])
 			return sl_fail(err, SL_ENOMEM, "model: out of memory");
-		if (nd->op->scratch_bytes) {
+		if (nd->op->scratch_bytes && nd->op->scratch_bytes(nd)) {
 			nd->scratch = balloc(m, nd->op->scratch_bytes(nd) * B);
 			if (!nd->scratch)
 				return sl_fail(err, SL_ENOMEM, "model: out of memory");
@@ -317,6 +397,7 @@ model_create(const node_desc *desc, int n, shape input, int classes,
 		return rc;
 	}
 	model_init_params(m, seed);
+	model_reset_state(m);
 	*out = m;
 	return 0;
 }
@@ -361,6 +442,7 @@ model_free(model *m)
 	backend *be = m->be;
 	be->ops->free(be, m->params);
 	be->ops->free(be, m->grads);
+	be->ops->free(be, m->state);
 	for (int i = 0; i <= m->n_nodes; i++) {
 		be->ops->free(be, m->act[i]);
 		be->ops->free(be, m->dact[i]);
@@ -413,13 +495,20 @@ model_load_batch(model *m, const float *x, const uint8_t *y,
 	}
 }
 
-static double
-forward(model *m, const float *p, int batch, int *correct, int want_grad)
+/* batch norm's momentum in a step (torch's default) */
+#define BN_MOMENTUM 0.1f
+
+/* The nodes' forward in the mode given (training: the running statistics
+ * move by `momentum`). */
+static void
+run_nodes(model *m, const float *p, int batch, int training, float momentum)
 {
 	backend *be = m->be;
 	double t = m->profile ? sl_now() : 0;
 	for (int i = 0; i < m->n_nodes; i++) {
 		node *nd = &m->nodes[i];
+		nd->training = training;
+		nd->momentum = momentum;
 		const float *x[OP_MAX_IN];
 		for (int k = 0; k < nd->n_in; k++)
 			x[k] = m->act[nd->inputs[k] + 1];
@@ -431,6 +520,15 @@ forward(model *m, const float *p, int batch, int *correct, int want_grad)
 			t = t1;
 		}
 	}
+}
+
+static double
+forward(model *m, const float *p, int batch, int *correct, int want_grad,
+	int training)
+{
+	backend *be = m->be;
+	run_nodes(m, p, batch, training, BN_MOMENTUM);
+	double t = m->profile ? sl_now() : 0;
 	double loss = be->ops->softmax_xent(be, m->act[m->n_nodes], m->labels,
 					    want_grad ? m->dact[m->n_nodes] : NULL,
 					    batch, m->classes, correct);
@@ -442,7 +540,62 @@ forward(model *m, const float *p, int batch, int *correct, int want_grad)
 double
 model_forward(model *m, const float *params, int batch, int *correct)
 {
-	return forward(m, params ? params : m->params, batch, correct, 0);
+	return forward(m, params ? params : m->params, batch, correct, 0, 0);
+}
+
+double
+model_forward_mode(model *m, const float *params, int batch, int *correct,
+		   int training)
+{
+	return forward(m, params ? params : m->params, batch, correct, 0,
+		       training != 0);
+}
+
+size_t
+model_state_floats(const model *m)
+{
+	return m->n_state;
+}
+
+void
+model_reset_state(model *m)
+{
+	if (!m->n_state)
+		return;
+	float *host = calloc(m->n_state, sizeof(float));
+	SL_ASSERT(host != NULL);
+	/* each node's state: means (0), then variances (1), half each */
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		for (size_t k = nd->n_state / 2; k < nd->n_state; k++)
+			host[nd->s_off + k] = 1.0f;
+	}
+	m->be->ops->upload(m->be, m->state, host, sizeof(float) * m->n_state);
+	free(host);
+}
+
+void
+model_recompute_state(model *m, const float *params, const dataset *d,
+		      int nbatches)
+{
+	if (!m->n_state)
+		return;
+	const float *p = params ? params : m->params;
+	model_reset_state(m);
+	uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)m->batch_cap);
+	SL_ASSERT(idx != NULL);
+	uint32_t s = 0;
+	for (int k = 0; k < nbatches && s < d->n; k++) {
+		int b = (int)SL_MIN((uint32_t)m->batch_cap, d->n - s);
+		for (int i = 0; i < b; i++)
+			idx[i] = s + (uint32_t)i;
+		s += (uint32_t)b;
+		model_load_batch(m, d->x, d->y, idx, b);
+		/* momentum 1 / (k + 1): the running statistic after batch k is
+		 * the mean of batches 0..k (the first replaces the start) */
+		run_nodes(m, p, b, 1, (float)(1.0 / (k + 1)));
+	}
+	free(idx);
 }
 
 /* Index of the lowest node that must run backward for `depth`: the
@@ -497,7 +650,7 @@ double
 model_step(model *m, const float *params, int batch, int depth)
 {
 	const float *p = params ? params : m->params;
-	double loss = forward(m, p, batch, NULL, 1);
+	double loss = forward(m, p, batch, NULL, 1, 1);
 	int lo = stop_node(m, depth);
 	uint8_t written[MODEL_MAX_NODES] = {0};
 	for (int i = m->n_nodes - 1; i >= lo; i--) {

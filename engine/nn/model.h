@@ -13,7 +13,35 @@
  *   "mlp:784-256-128-10"     dense layers with relu between (any sizes)
  *   "lenet5"                 conv 5x5x6 pad 2, relu, maxpool 2, conv 5x5x16,
  *                            relu, maxpool 2, fc 400-120-84-10, relu between
- * A relu that follows a dense or conv layer is fused into it. */
+ *   "resnet20", "resnet:N"   the CIFAR ResNet of He et al. 2016 (section
+ *                            4.2), N = 6n + 2 (8, 14, 20, 32, 44, 56, ...):
+ *                            conv 3x3x16, bn, relu; 3 stages of n basic
+ *                            blocks (conv 3x3, bn, relu, conv 3x3, bn, the
+ *                            option-A shortcut added, relu) with 16, 32, 64
+ *                            channels, stride 2 at the first block of stages
+ *                            2 and 3; global average pooling; dense to the
+ *                            classes. Convs have no bias (the bn's beta is
+ *                            one) and Kaiming-normal init (fan_in, sd
+ *                            sqrt(2 / (cin k k)), as torch's kaiming_normal_
+ *                            default); the head Xavier as the other specs'.
+ *                            Any input size (32x32 -> 16 -> 8, 28 -> 14 -> 7).
+ *                            resnet20 on 32x32x3, 10 classes: 269,722
+ *                            parameters, 1,376 floats of state.
+ * A relu that follows a dense or conv layer is fused into it (for a resnet:
+ * into the bn, or the shortcut node that ends a block).
+ *
+ * Partial backprop depth counts parameterised nodes from the top: for a
+ * resnet a conv and a bn are one "layer" each (resnet20: 19 conv, 19 bn and
+ * the dense, 39), so a depth may end inside a block; depth k backprops
+ * into the top k of them only (the shortcut hands nothing to a block input
+ * below the stop). Depth at block granularity may come later.
+ *
+ * State: what is not trained (batch norm's running statistics) is one flat
+ * buffer of n_state floats (backend memory), node by node. A forward runs
+ * in training mode (batch statistics; the running ones updated, momentum
+ * 0.1) or evaluation mode (the running statistics): model_step trains,
+ * model_forward and model_evaluate evaluate. Models without state (every
+ * spec but resnet) compute the same either way. */
 #ifndef SL_MODEL_H
 #define SL_MODEL_H
 
@@ -25,7 +53,7 @@
 #include "rng.h"
 #include "sl.h"
 
-#define MODEL_MAX_NODES 128
+#define MODEL_MAX_NODES 512 /* resnet:N: 15 (N - 2) / 6 + 4 nodes */
 
 /* Static description of one node (what the cluster simulator and the
  * virtual clock need), as reported by model_node_info. */
@@ -46,12 +74,13 @@ typedef struct model {
 	shape input;
 	int in_dim, classes;
 	size_t n_params;
-	size_t n_state;   /* untrained state floats of all nodes (0 so far) */
+	size_t n_state;   /* untrained state floats of all nodes */
 	size_t mem_bytes; /* backend memory its buffers hold */
 	int batch_cap;
 	backend *be;
 	float *params;      /* own copy (backend memory); may be repointed */
 	float *grads;       /* backend memory */
+	float *state;       /* n_state floats, backend memory (NULL if none) */
 	/* act[0] = input batch, act[i + 1] = node i's output; dact their
 	 * gradients */
 	float *act[MODEL_MAX_NODES + 1];
@@ -96,11 +125,35 @@ void model_init_params(model *m, uint64_t seed);
 void model_load_batch(model *m, const float *x, const uint8_t *y,
 		      const uint32_t *idx, int batch);
 
-/* Forward on the loaded batch with parameters `params` (m->params if NULL).
+/* Forward on the loaded batch with parameters `params` (m->params if NULL),
+ * in evaluation mode (the running statistics; m->state unchanged).
  * Returns mean loss; *correct gets the hit count if non-NULL. */
 double model_forward(model *m, const float *params, int batch, int *correct);
+/* The same in the mode given: training 1 normalises with the batch's
+ * statistics and moves the running ones in m->state (momentum 0.1), as
+ * model_step's forward; 0 is model_forward. */
+double model_forward_mode(model *m, const float *params, int batch,
+			  int *correct, int training);
 
-/* Forward + backward. Gradients (mean over the batch) of the top `depth`
+/* Floats of untrained state (m->state, backend memory): 0 for a model
+ * without batch norm. What a checkpoint saves and a hash covers. */
+size_t model_state_floats(const model *m);
+/* Running statistics back to their start (means 0, variances 1). */
+void model_reset_state(model *m);
+/* Recompute the running statistics at `params` (m->params if NULL), as
+ * torch.optim.swa_utils.update_bn: reset them, then run training-mode
+ * forwards (no backward) on the first nbatches batches of d in order
+ * (batches of m->batch_cap samples from sample 0, fewer if d ends first;
+ * the last may be short), each with momentum 1 / (k + 1) for the k-th
+ * batch from 0, so each running statistic ends as the plain average of
+ * the batches' (the mean of batch means, the mean of unbiased batch
+ * variances). Deterministic for a backend. Leaves m's loaded batch
+ * replaced. No-op for a model without state. */
+struct dataset;
+void model_recompute_state(model *m, const float *params,
+			   const struct dataset *d, int nbatches);
+
+/* Forward (training mode) + backward. Gradients (mean over the batch) of the top `depth`
  * parameterised layers are written to m->grads (depth <= 0 or >=
  * n_param_layers: all). Returns the mean loss. */
 double model_step(model *m, const float *params, int batch, int depth);
@@ -115,9 +168,8 @@ double model_step_flops(const model *m, int depth);
 /* Fill info[0..n_nodes) (n_nodes returned; at most max). */
 int model_node_info(const model *m, node_info *info, int max);
 
-/* Evaluate on a whole set in batches of m->batch_cap: mean loss and
- * accuracy. */
-struct dataset;
+/* Evaluate on a whole set in batches of m->batch_cap (evaluation mode):
+ * mean loss and accuracy. */
 void model_evaluate(model *m, const float *params, const struct dataset *d,
 		    double *loss, double *acc);
 /* The same, calling between(ud) between two batches (a caller's chance

@@ -41,7 +41,11 @@ typedef struct node_desc {
 	int inputs[OP_MAX_IN];
 	int units;               /* dense: outputs; conv: output channels */
 	int k, stride, pad;      /* conv / pool */
-	int relu;                /* fused relu on the output (dense, conv) */
+	int relu;                /* fused relu on the output (dense, conv,
+				  * batchnorm, shortcut) */
+	int no_bias;             /* conv: no bias (one before a batch norm) */
+	int he;                  /* He init though no relu follows (a conv
+				  * before a batch norm) */
 } node_desc;
 
 typedef struct node node;
@@ -56,7 +60,8 @@ typedef struct op_class {
 	/* Initial parameters at params + n->p_off; NULL for an op without. */
 	void (*init)(const node *n, float *params, rng *r);
 	/* Bytes of per-sample scratch the forward keeps for the backward
-	 * (n->scratch, batch_cap samples); NULL for none. */
+	 * (n->scratch, batch_cap samples, zeroed backend memory); NULL for
+	 * none. */
 	size_t (*scratch_bytes)(const node *n);
 	void (*forward)(node *n, backend *be, const float *params,
 			const float *const *x, float *y, int batch);
@@ -73,14 +78,22 @@ struct node {
 	int n_in;
 	int inputs[OP_MAX_IN];   /* node indices; -1 the model's input */
 	shape in[OP_MAX_IN], out;
-	int units, k, stride, pad, relu;
+	int units, k, stride, pad, relu, no_bias;
 	int he_init;             /* He (a relu follows) or Xavier init */
 	conv_geom geom;
 	size_t n_params, n_weights; /* weights then bias */
 	size_t p_off;            /* offset in the flat buffers */
 	/* Floats of state that is not trained (batch norm's running
-	 * statistics); 0 for every op so far, and no buffer holds it yet. */
-	size_t n_state;
+	 * statistics), set by setup: s_off in the model's state buffer, and
+	 * state points there (NULL when n_state is 0). */
+	size_t n_state, s_off;
+	float *state;
+	/* The mode of the forward in progress, set by the model before each
+	 * node runs: training (batch statistics; the running statistics
+	 * updated as run = (1 - momentum) run + momentum batch) or 0,
+	 * evaluation (the running statistics, unchanged). */
+	int training;
+	float momentum;
 	size_t act_floats;       /* output floats per sample */
 	int n_out;               /* nodes reading this one's output */
 	void *scratch;           /* scratch_bytes per sample (maxpool's argmax) */

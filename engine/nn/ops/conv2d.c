@@ -1,6 +1,10 @@
 /* conv2d.c - a 2-D convolution on [C][H][W][B] maps: n->units output
  * channels, a k x k kernel, stride and zero padding, a relu fused on the
- * output when n->relu; weights [cout][cin][k][k], then bias. */
+ * output when n->relu; weights [cout][cin][k][k], then bias. With
+ * n->no_bias (a conv before a batch norm, whose beta is the bias) there is
+ * no bias parameter: the backend's conv is handed a bias of zeros (adding
+ * 0.0f changes no sum) and writes its bias gradient to a dump, both in the
+ * node's scratch (units floats each; the scratch is zeroed memory). */
 #include "ops.h"
 #include "sl.h"
 
@@ -27,7 +31,7 @@ conv_setup(node *n, char *err)
 	n->out = (shape){n->units, ho, wo, 1};
 	size_t K = (size_t)in.c * n->k * n->k;
 	n->n_weights = K * n->units;
-	n->n_params = n->n_weights + (size_t)n->units;
+	n->n_params = n->n_weights + (n->no_bias ? 0 : (size_t)n->units);
 	double mac = (double)K * n->units * ho * wo;
 	n->flops_fwd = 2.0 * mac;
 	n->flops_bwd_w = 2.0 * mac;
@@ -42,13 +46,20 @@ conv_init(const node *n, float *p, rng *r)
 	op_init_weights(n, p + n->p_off, n->in[0].c * k2, n->units * k2, r);
 }
 
+/* bytes per sample: with no bias, zeros and the bias gradient's dump */
+static size_t
+conv_scratch(const node *n)
+{
+	return n->no_bias ? 2 * sizeof(float) * (size_t)n->units : 0;
+}
+
 static void
 conv_forward(node *n, backend *be, const float *p, const float *const *x,
 	     float *y, int batch)
 {
 	const float *w = p + n->p_off;
-	be->ops->conv_fwd(be, &n->geom, x[0], w, w + n->n_weights, y, batch,
-			  n->relu);
+	const float *b = n->no_bias ? (const float *)n->scratch : w + n->n_weights;
+	be->ops->conv_fwd(be, &n->geom, x[0], w, b, y, batch, n->relu);
 }
 
 static void
@@ -57,8 +68,9 @@ conv_backward(node *n, backend *be, const float *p, const float *const *x,
 {
 	const float *w = p + n->p_off;
 	float *gw = g + n->p_off;
-	be->ops->conv_bwd(be, &n->geom, x[0], w, y, dy, dx[0], gw,
-			  gw + n->n_weights, batch, n->relu);
+	float *gb = n->no_bias ? (float *)n->scratch + n->units : gw + n->n_weights;
+	be->ops->conv_bwd(be, &n->geom, x[0], w, y, dy, dx[0], gw, gb, batch,
+			  n->relu);
 }
 
 const op_class op_conv2d = {
@@ -66,6 +78,7 @@ const op_class op_conv2d = {
 	.n_in = 1,
 	.setup = conv_setup,
 	.init = conv_init,
+	.scratch_bytes = conv_scratch,
 	.forward = conv_forward,
 	.backward = conv_backward,
 };

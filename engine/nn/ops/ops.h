@@ -6,7 +6,7 @@
 #include "op.h"
 
 extern const op_class op_dense, op_conv2d, op_maxpool, op_relu, op_flatten,
-	op_add;
+	op_add, op_batchnorm, op_avgpool, op_shortcut;
 
 /* A parameterised node's weights (n->n_weights at w) from r: He normal
  * when n->he_init, else Xavier uniform; then zero biases up to

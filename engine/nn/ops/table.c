@@ -11,6 +11,9 @@ const op_class *const op_table[] = {
 	&op_relu,
 	&op_flatten,
 	&op_add,
+	&op_batchnorm,
+	&op_avgpool,
+	&op_shortcut,
 	NULL,
 };
 

@@ -77,6 +77,9 @@ eval_between(void *p)
 	pthread_mutex_unlock(&r->mu);
 }
 
+/* batch norm's statistics for an evaluation: this many training samples */
+#define EVAL_BN_SAMPLES 2000
+
 /* evaluate the server's weights (lock held on entry and exit, dropped
  * while evaluating; on the wall clock workers are gated meanwhile) */
 void
@@ -111,6 +114,14 @@ report_evaluate(run *r)
 	 * the virtual clock nothing else steps; callers of run_lock get in */
 	pthread_mutex_unlock(&r->mu);
 	double loss, acc;
+	/* batch norm: the server's weights have no running statistics of
+	 * their own in an asynchronous run (each worker's replica moves its
+	 * own from its batches); they are recomputed at these weights on the
+	 * first EVAL_BN_SAMPLES training samples, SWA's update_bn, the same
+	 * for every rule (docs/rules.md, "Batch normalization") */
+	if (model_state_floats(r->evm))
+		model_recompute_state(r->evm, NULL, &r->data->train,
+				      (EVAL_BN_SAMPLES + r->evm->batch_cap - 1) / r->evm->batch_cap);
 	model_evaluate_with(r->evm, NULL, &r->data->test, &loss, &acc, eval_between, r);
 	pthread_mutex_lock(&r->mu);
 	if (!r->virt) {

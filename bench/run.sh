@@ -66,6 +66,13 @@ for r in $(seq 1 "$ROUNDS"); do
 			done
 		fi
 	done
+	# ResNet-20 (28x28x1, batch norm, option-A shortcuts): one worker on
+	# every core against the PyTorch twin on 3200 samples of an epoch
+	"$SL" bench -m resnet20 -S "$SECONDS_PER" | grep '^{' >>"$out/engine.jsonl"
+	if [ $have_peer = 1 ]; then
+		/usr/bin/python3 "$PEER" --model resnet20 --mode single --epochs 1 --samples 3200 \
+			--eval-every 0 --quiet >>"$out/peer.jsonl" 2>/dev/null || echo "bench: peer resnet20 failed"
+	fi
 done
 
 /usr/bin/python3 - "$out/engine.jsonl" "$out/peer.jsonl" <<'PY'
@@ -108,6 +115,14 @@ for spec, m in (("mlp:784-256-128-10", "mlp"), ("lenet5", "cnn")):
                       "torch_single": s, "ratio_single": round(e / s, 3) if s == s else None,
                       "asgd_2w": round(a2, 1), "torch_hogwild": h,
                       "ratio_hogwild": round(a2 / h, 3) if h == h else None}))
+es = [r["samples_per_s"] for r in eng if r["model"] == "resnet20"]
+ss = [r["samples_per_s_median"] for r in peer if r["model"] == "resnet20"]
+e, sp = med(es), med(ss)
+rs = [x / y for x, y in zip(es, ss)]
+print("%-22s %10.0f %10.0f %8.2f   per-round ratios %s"
+      % ("resnet20 (28x28x1)", e, sp, e / sp if sp == sp else float("nan"), ["%.2f" % x for x in rs]))
+print(json.dumps({"bench": "vs_peer", "model": "resnet20", "stalelab": round(e, 1),
+                  "torch_single": sp, "ratio_single": round(e / sp, 3) if sp == sp else None}))
 PY
 
 echo

@@ -56,6 +56,8 @@ def parse_args():
     ap.add_argument("--weight-decay", type=float, default=0.0)
     ap.add_argument("--schedule", choices=["constant", "cosine"], default="constant")
     ap.add_argument("--warmup", type=int, default=0, help="updates of linear warm-up")
+    ap.add_argument("--samples", type=int, default=0,
+                    help="train on this many samples of each epoch (0: all); samples/s counts them")
     ap.add_argument("--mode", choices=["single", "hogwild"], default="single")
     ap.add_argument("--procs", type=int, default=2, help="processes in hogwild mode")
     ap.add_argument("--threads", type=int, default=0,
@@ -258,7 +260,7 @@ def worker(rank, model, data, barrier, queue):
     torch.manual_seed(ARGS.seed + 1000 * (rank + 1))
     opt = make_optimizer(model)
     n, P, B = xtr.shape[0], ARGS.procs, ARGS.batch
-    total_updates = ARGS.epochs * ((n // P + B - 1) // B)
+    total_updates = ARGS.epochs * (((min(n, ARGS.samples) if ARGS.samples > 0 else n) // P + B - 1) // B)
     updates = 0
     eval_steps = max(1, ARGS.eval_every // (B * P)) if ARGS.eval_every > 0 else 0
 
@@ -289,6 +291,8 @@ def worker(rank, model, data, barrier, queue):
     t_resume = time.perf_counter()
     for epoch in range(ARGS.epochs):
         perm = torch.from_numpy(np.random.default_rng(ARGS.seed + epoch).permutation(n))
+        if ARGS.samples > 0:
+            perm = perm[:ARGS.samples]
         shard = perm[rank::P]
         steps = (shard.shape[0] + B - 1) // B
         t_epoch0 = train_time
@@ -311,7 +315,7 @@ def worker(rank, model, data, barrier, queue):
             epoch_times.append(train_time - t_epoch0)
             epoch_acc.append(acc)
             log(f"epoch {epoch + 1}: train {epoch_times[-1]:.2f} s, "
-                f"{n / epoch_times[-1]:.0f} samples/s, test acc {acc:.4f}")
+                f"{(min(n, ARGS.samples) if ARGS.samples > 0 else n) / epoch_times[-1]:.0f} samples/s, test acc {acc:.4f}")
     if rank == 0:
         queue.put(dict(evals=evals, epoch_times=epoch_times, epoch_acc=epoch_acc,
                        train_time=train_time, t_target=t_target, s_target=s_target,
@@ -350,7 +354,8 @@ def main():
                 raise SystemExit(f"worker exit code {p.exitcode}")
 
     n = xtr.shape[0]
-    sps = [n / t for t in res["epoch_times"]]
+    per_epoch = min(n, ARGS.samples) if ARGS.samples > 0 else n
+    sps = [per_epoch / t for t in res["epoch_times"]]
     out = dict(
         bench="peer_torch", model=ARGS.model, mode=ARGS.mode, procs=ARGS.procs,
         torch_threads=ARGS.threads, openblas_threads=os.environ.get("OPENBLAS_NUM_THREADS"),

@@ -133,6 +133,9 @@ run_yield(run *r)
 		run_timed_wait(r, 0.002);
 }
 
+/* the most memory an evaluation's activations (and their gradients) take */
+#define EVAL_MEM (128.0 * 1024 * 1024)
+
 /* ---- lifetime -------------------------------------------------------------- */
 
 int
@@ -190,6 +193,20 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 			     "(device %s does not)", rule->name, backend_name(r->be_ps));
 		goto fail;
 	}
+	/* the evaluation's batch: 500, or as many (a multiple of 16, at
+	 * least 16) as keep its activations and their gradients within
+	 * EVAL_MEM: a ResNet-20's would take 1.4 GB at 500 */
+	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, 1, cfg->seed,
+		       r->be_eval, &r->evm, err);
+	if (rc < 0)
+		goto fail;
+	double act = 0;
+	for (int i = 0; i < r->evm->n_nodes; i++)
+		act += (double)r->evm->nodes[i].act_floats;
+	model_free(r->evm);
+	r->evm = NULL;
+	if (act * 2 * sizeof(float) * eval_batch > EVAL_MEM)
+		eval_batch = SL_MAX(16, (int)(EVAL_MEM / (act * 2 * sizeof(float))) / 16 * 16);
 	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, eval_batch,
 		       cfg->seed, r->be_eval, &r->evm, err);
 	if (rc < 0)

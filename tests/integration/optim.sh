@@ -11,12 +11,14 @@ echo "integration: optimisers, schedules, clipping"
 
 small="--dataset synthetic:2000 --model mlp:784-32-10 --clock virtual --threads 1 -q"
 
-# every optimiser under every rule but hogwild (localsgd and easgd: at the
-# workers, each its own state)
+# adamw under every rule but hogwild (localsgd and easgd: at the workers,
+# each its own state), every optimiser under asgd and ssgd (each arrival;
+# a round's average)
 rules=$("$SL" run --rule none-such --steps 1 -q 2>&1 | sed -n 's/.*(expected \(.*\))$/\1/p' | tr -d ,)
 for r in $rules; do
-	case $r in hogwild) continue ;; esac
-	for o in sgd momentum nesterov adam adamw; do
+	case $r in hogwild) continue ;; asgd|ssgd) opts="sgd momentum nesterov adam adamw" ;;
+	*) opts=adamw ;; esac
+	for o in $opts; do
 		log=$TMP/$r-$o.jsonl
 		out=$(timeout 60 "$SL" run $small --rule "$r" --workers 2 --optimizer "$o" --momentum 0.9 \
 			--lr 0.01 --clip 5 --steps 12 --log "$log" 2>&1)

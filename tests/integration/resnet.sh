@@ -9,7 +9,7 @@
 SL=${1:-build/stalelab}
 echo "integration: residual nets"
 
-base="--dataset synthetic:600 --model resnet:8 --threads 1 --batch 16 --workers 2 -q"
+base="--dataset synthetic:300 --model resnet:8 --threads 1 --batch 16 --workers 2 -q"
 rules=$("$SL" run --rule none-such --steps 1 -q 2>&1 | sed -n 's/.*(expected \(.*\))$/\1/p' | tr -d ,)
 for r in $rules; do
 	clock=virtual opt=adamw

@@ -20,7 +20,7 @@ static const char bench_usage[] =
 	"own sgemm on the same shapes. Prints a table and one JSON line per figure.\n"
 	"\n"
 	"  -m, --model SPEC   only this model: any spec `stalelab run` takes (logreg,\n"
-	"                     mlp:784-64-10, lenet5; default: mlp:784-256-128-10\n"
+	"                     mlp:784-64-10, lenet5, resnet20; default: mlp:784-256-128-10\n"
 	"                     and lenet5)\n"
 	"  -t, --threads N    compute threads (default: all cores)\n"
 	"  -S, --seconds X    measuring time per figure (default 4)\n"

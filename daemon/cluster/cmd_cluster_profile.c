@@ -41,7 +41,7 @@ static const char profile_usage[] =
 	"memory the engine allocates, and the updates to a target accuracy against\n"
 	"full backprop's (asgd on the virtual clock, the median over seeds).\n"
 	"\n"
-	"  -m, --model SPEC       logreg | mlp:784-256-128-10 | lenet5 | ...\n"
+	"  -m, --model SPEC       logreg | mlp:784-256-128-10 | lenet5 | resnet20 | ...\n"
 	"  -d, --dataset SPEC     the data (default fashion-mnist)\n"
 	"      --device NAME      where the steps are timed (default cpu)\n"
 	"  -b, --batch N          per worker (default 64)\n"

@@ -58,7 +58,8 @@ report_fill(run *r, run_eval *e)
 	e->coherence_all = r->coh_all_n ? r->coh_all / r->coh_all_n : NAN;
 	e->coherence_all_n = r->coh_all_n;
 	const lr_sched *ls = &r->cfg.opt.sched;
-	e->lr = ls->kind != SCHED_CONSTANT || ls->warmup > 0 ? ps_lr(r->ps) : NAN;
+	e->lr = ls->kind != SCHED_CONSTANT || ls->warmup > 0
+			? r->cfg.lr * lr_sched_factor(ls, ps_version(r->ps)) : NAN;
 }
 
 /* between two batches of an evaluation (lock not held): the changes
@@ -235,7 +236,8 @@ build_snapshot(run *r)
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
 	s->best_acc = r->best_acc;
-	s->lr_now = ps_lr(r->ps);
+	/* in double, as the run object's lr (ps_lr is the float the update uses) */
+	s->lr_now = r->cfg.lr * lr_sched_factor(&r->cfg.opt.sched, ps_version(r->ps));
 	s->model = (model_summary){.nodes = r->evm->n_nodes,
 				   .param_layers = r->evm->n_param_layers,
 				   .params = r->n_params, .step_flops = r->full_flops};

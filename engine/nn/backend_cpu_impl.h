@@ -31,25 +31,7 @@
 #define SIMD_CLONES \
 	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
-#define SIMD_CLONES/* backend_cpu_norm.c: batch normalization, global average pooling, the
- * option-A shortcut */
-void cpu_bn_fwd(backend *be, const float *x, const float *gamma,
-		const float *beta, float *y, float *mean, float *invstd,
-		float *run_mean, float *run_var, int c, int p, int batch,
-		int training, float momentum, float eps, int relu);
-void cpu_bn_bwd(backend *be, const float *x, const float *gamma,
-		const float *mean, const float *invstd, const float *y,
-		float *dy, float *dx, float *dgamma, float *dbeta, int c, int p,
-		int batch, int training, int relu);
-void cpu_avgpool_fwd(backend *be, const float *x, float *y, int c, int p,
-		     int batch);
-void cpu_avgpool_bwd(backend *be, const float *dy, float *dx, int c, int p,
-		     int batch);
-void cpu_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h,
-		      int w, int cout, int stride, int batch, int acc);
-void cpu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h,
-		      int w, int cout, int stride, int batch, int acc);
-
+#define SIMD_CLONES
 #endif
 
 typedef struct cpu_ctx {

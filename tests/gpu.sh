@@ -8,7 +8,9 @@
 # device's FP32 peak, the server's update time, 1, 8 and 64 workers).
 # Everything it prints is also kept in $OUT/gpu.txt when OUT is set (the
 # device tool's output folder). It changes no device setting.
-#   tests/gpu.sh [BUILD_DIR]      (default build; SECONDS_PER=2 per figure)
+#   tests/gpu.sh [BUILD_DIR]      (default build; SECONDS_PER=2 per figure;
+#                                 PREBUILT=1 to run binaries carried in;
+#                                 SANITIZE=0 to skip compute-sanitizer)
 build=${1:-build}
 secs=${SECONDS_PER:-2}
 log=${OUT:-${TMPDIR:-/tmp}}/gpu.txt
@@ -31,8 +33,15 @@ if ! command -v nvcc >/dev/null 2>&1; then
 	say "gpu.sh: using the plugin already in $build"
 fi
 # the packages are there already on a prepared machine; make deps only
-# when one is missing (it needs the network)
-if ! make -s BUILD="$build" all "$build/tests/test_parity" "$build/tests/test_backend" \
+# when one is missing (it needs the network). PREBUILT=1: the binaries in
+# $build were built elsewhere and carried here (a GPU machine without our
+# -dev packages); nothing is built
+if [ "${PREBUILT:-0}" = 1 ]; then
+	for f in stalelab stalelab-cuda.so tests/test_parity tests/test_backend; do
+		[ -x "$build/$f" ] || { say "gpu.sh: PREBUILT=1 but $build/$f is missing"; exit 1; }
+	done
+	say "gpu.sh: using the binaries in $build as they are (PREBUILT=1)"
+elif ! make -s BUILD="$build" all "$build/tests/test_parity" "$build/tests/test_backend" \
 	>>"$log" 2>&1; then
 	say "gpu.sh: the build failed (the end of its output):"
 	tail -n 20 "$log"
@@ -56,7 +65,24 @@ NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
 run "$build/tests/test_backend" || fail=1
 
 say "== make bench-gpu"
-SECONDS_PER=$secs run make -s --no-print-directory BUILD="$build" bench-gpu || fail=1
+# what `make bench-gpu` runs, without make's rebuild check
+run "$build/stalelab" bench --device cuda -b 64,256 -S "$secs" || fail=1
+say "== the residual net (resnet20, 28x28x1)"
+run "$build/stalelab" bench --device cuda -m resnet20 -b 64,256 -S "$secs" || fail=1
+
+# a memory checker over a short residual-net run, where one works (it
+# does on some GPU machines' runtimes and not on others: it says so)
+if command -v compute-sanitizer >/dev/null 2>&1 && [ "${SANITIZE:-1}" = 1 ]; then
+	say "== compute-sanitizer (memcheck): resnet:8 with adam, 3 steps"
+	if run timeout 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		"$build/stalelab" run --device cuda -m resnet:8 -d synthetic:512 --steps 3 \
+		--optimizer adam --clip 1 --eval-every 0 -l /dev/null; then
+		say "gpu.sh: memcheck clean"
+	else
+		say "gpu.sh: memcheck found errors (above), or could not run here"
+		fail=1
+	fi
+fi
 
 if [ $fail = 0 ]; then say "gpu.sh: passed"; else say "gpu.sh: FAILED"; fi
 exit $fail

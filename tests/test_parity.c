@@ -558,11 +558,35 @@ END_TEST
 
 /* ---- whole runs ----------------------------------------------------------- */
 
+/* n floats of backend memory against ref's: the normalised squared error
+ * at most bound (the same bits on refdev) */
+static void
+near(backend *be, const float *x, backend *ref, const float *y, size_t n, double bound,
+     const char *spec, const char *what)
+{
+	if (!n)
+		return;
+	float *a = get(be, x, n), *r = get(ref, y, n);
+	double num = 0.0, den = 0.0;
+	for (size_t i = 0; i < n; i++) {
+		double e = (double)a[i] - r[i];
+		num += e * e;
+		den += (double)r[i] * r[i];
+	}
+	if (!strcmp(backend_name(be), "refdev"))
+		bound = 0;
+	ck_assert_msg(num <= bound * (den > 0 ? den : 1), "%s on %s: %s nmse %.3g > %.1g", spec,
+		      backend_name(be), what, den > 0 ? num / den : num, bound);
+	free(a);
+	free(r);
+}
+
 START_TEST(one_step_per_model)
 {
 	/* a training step's loss on each model, ref's to 1e-4 */
 	static const char *const devs[] = {"refdev", "cpu", "cuda"};
-	static const char *const models[] = {"mlp:784-256-128-10", "lenet5", "logreg"};
+	static const char *const models[] = {"mlp:784-256-128-10", "lenet5", "logreg", "resnet:8"};
+	const int n_models = (int)(sizeof(models) / sizeof(models[0]));
 	for (int d = 0; d < 3; d++) {
 		char why[SL_ERR_LEN];
 		backend *be = !strcmp(devs[d], "cuda") ? open_cuda(why) : NULL, *ref;
@@ -573,7 +597,7 @@ START_TEST(one_step_per_model)
 		if (!be)
 			ck_assert(backend_open(devs[d], 2, &be, why) == 0);
 		ck_assert(backend_open("ref", 1, &ref, why) == 0);
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < n_models; k++) {
 			model *a, *b;
 			const dataset *tr = &data.train;
 			ck_assert(model_new(models[k], tr->c, tr->h, tr->w, tr->classes, 16, 7, be, &a,
@@ -590,6 +614,14 @@ START_TEST(one_step_per_model)
 				      "%s on %s: loss %.9g, ref %.9g", models[k], devs[d], la, lb);
 			if (!strcmp(devs[d], "refdev"))
 				ck_assert(la == lb);
+			/* every gradient, the running statistics the step moved,
+			 * then an evaluation-mode forward on them */
+			near(be, a->grads, ref, b->grads, a->n_params, 1e-7, models[k], "gradient");
+			near(be, a->state, ref, b->state, a->n_state, 1e-7, models[k], "state");
+			la = model_forward(a, NULL, 16, NULL);
+			lb = model_forward(b, NULL, 16, NULL);
+			ck_assert_msg(fabs(la - lb) <= 1e-4 * fmax(1.0, fabs(lb)),
+				      "%s on %s: eval loss %.9g, ref %.9g", models[k], devs[d], la, lb);
 			model_free(a);
 			model_free(b);
 		}
@@ -635,6 +667,43 @@ START_TEST(staleness_counts_per_rule)
 		run_snapshot_put(s[0]);
 		run_snapshot_put(s[1]);
 	}
+	/* a residual net with batch norm under adam and a cosine schedule,
+	 * its evaluations on recomputed statistics: the same course on cuda as
+	 * on cpu (cpu's ops are held to ref's above; ref itself would take a
+	 * minute here) */
+	run_config c = base("asgd", 3);
+	snprintf(c.model, sizeof(c.model), "resnet:8");
+	c.opt.kind = OPT_ADAM;
+	c.opt.clip = 1.0;
+	c.opt.sched.kind = SCHED_COSINE;
+	c.opt.sched.decay_updates = 40;
+	c.lr = 1e-3;
+	c.stop_steps = 40;
+	c.eval_every = 20;
+	c.delay.dist = DELAY_EXP;
+	c.delay.mean_ms = 3;
+	run_snapshot *s[2];
+	rec ev[2];
+	memset(ev, 0, sizeof(ev));
+	const char *devs[] = {"cpu", "cuda"};
+	for (int d = 0; d < 2; d++) {
+		snprintf(c.device, sizeof(c.device), "%s", devs[d]);
+		s[d] = go(&c, NULL, 0, &ev[d]);
+	}
+	ck_assert_msg(!memcmp(&s[0]->stale, &s[1]->stale, sizeof(stale_hist)),
+		      "resnet: staleness differs on cuda");
+	ck_assert_int_eq(ev[0].n, ev[1].n);
+	for (int i = 0; i < ev[0].n; i++) {
+		ck_assert_msg(fabs(ev[0].ev[i].test_acc - ev[1].ev[i].test_acc) <= 0.02,
+			      "resnet eval %d: accuracy %g on cuda, %g on cpu", i,
+			      ev[1].ev[i].test_acc, ev[0].ev[i].test_acc);
+		ck_assert_msg(fabs(ev[0].ev[i].train_loss - ev[1].ev[i].train_loss) <=
+				      1e-2 * fmax(1, ev[0].ev[i].train_loss),
+			      "resnet eval %d: loss %g on cuda, %g on cpu", i,
+			      ev[1].ev[i].train_loss, ev[0].ev[i].train_loss);
+	}
+	run_snapshot_put(s[0]);
+	run_snapshot_put(s[1]);
 }
 END_TEST
 

@@ -62,13 +62,25 @@ say "gpu.sh: a two-step run on cuda passed"
 say "== parity: every op against ref, a step per model, a run per rule"
 # FP32 as written: no TF32 behind the tests' back
 NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
+say "== parity again, every convolution in bands of one output row (a 64-float column cap)"
+STALELAB_CUDA_CONV_FLOATS=64 NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
 run "$build/tests/test_backend" || fail=1
 
 say "== make bench-gpu"
 # what `make bench-gpu` runs, without make's rebuild check
 run "$build/stalelab" bench --device cuda -b 64,256 -S "$secs" || fail=1
-say "== the residual net (resnet20, 28x28x1)"
-run "$build/stalelab" bench --device cuda -m resnet20 -b 64,256 -S "$secs" || fail=1
+say "== the residual net (resnet20, 28x28x1), each node's time at batch 128"
+run "$build/stalelab" bench --device cuda -m resnet20 -b 128 -L -S "$secs" || fail=1
+
+# the PyTorch twin on the same GPU, FP32 (no TF32), batch 128, where the
+# machine's python3 has torch with CUDA
+if python3 -c 'import torch, numpy; assert torch.cuda.is_available()' 2>/dev/null; then
+	say "== PyTorch's ResNet-20 on the same GPU, batch 128, FP32, 2 epochs"
+	run python3 bench/peers/torch_fmnist.py --device cuda --model resnet20 --batch 128 \
+		--epochs 2 --lr 0.05 --momentum 0.9 || fail=1
+else
+	say "gpu.sh: no python3 with CUDA torch here: the PyTorch comparison is skipped"
+fi
 
 # a memory checker over a short residual-net run, where one works (it
 # does on some GPU machines' runtimes and not on others: it says so)

@@ -230,9 +230,10 @@ static void
 convs(pair *p)
 {
 	const conv_geom gs[] = {geom(1, 28, 28, 6, 5, 1, 2), geom(6, 14, 14, 16, 5, 1, 0),
-				geom(3, 9, 7, 4, 3, 2, 1), geom(2, 5, 6, 3, 3, 1, 4)};
+				geom(3, 9, 7, 4, 3, 2, 1), geom(2, 5, 6, 3, 3, 1, 4),
+				geom(16, 28, 28, 32, 3, 2, 1)};
 	const int batches[] = {64, 5};
-	for (int s = 0; s < 4; s++)
+	for (int s = 0; s < (int)(sizeof(gs) / sizeof(gs[0])); s++)
 		for (int bi = 0; bi < 2; bi++) {
 			const conv_geom *g = &gs[s];
 			const int B = batches[bi];

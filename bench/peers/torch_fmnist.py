@@ -76,6 +76,11 @@ def parse_args():
     ap.add_argument("--data-dir", default=os.environ.get("FASHION_MNIST_DIR",
                                                          "/usr/share/datasets/fashion-mnist"))
     ap.add_argument("--quiet", action="store_true", help="only the final JSON line")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                    help="cuda: model and data on the GPU (single mode), FP32 as stalelab's "
+                         "cuda backend runs (no TF32 unless --tf32)")
+    ap.add_argument("--tf32", action="store_true", help="with --device cuda: let cuDNN and "
+                    "matmuls use TF32 tensor cores")
     return ap.parse_args()
 
 
@@ -120,6 +125,11 @@ import time
 import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+
+
+DEV = torch.device(ARGS.device)
+if DEV.type == "cuda" and ARGS.mode != "single":
+    raise SystemExit("--device cuda runs in single mode only")
 
 
 def log(*a):
@@ -275,6 +285,8 @@ def worker(rank, model, data, barrier, queue):
     def checkpoint(do_eval):
         # Stop the clock (all processes at the barrier), optionally evaluate.
         nonlocal train_time, t_resume, t_target, s_target
+        if DEV.type == "cuda":
+            torch.cuda.synchronize()
         sync()
         train_time += time.perf_counter() - t_resume
         acc = None
@@ -290,7 +302,7 @@ def worker(rank, model, data, barrier, queue):
     sync()
     t_resume = time.perf_counter()
     for epoch in range(ARGS.epochs):
-        perm = torch.from_numpy(np.random.default_rng(ARGS.seed + epoch).permutation(n))
+        perm = torch.from_numpy(np.random.default_rng(ARGS.seed + epoch).permutation(n)).to(DEV)
         if ARGS.samples > 0:
             perm = perm[:ARGS.samples]
         shard = perm[rank::P]
@@ -329,8 +341,11 @@ def main():
     xte, yte = load_split(ARGS.data_dir, "t10k")
     t_load = time.perf_counter() - t0
     torch.manual_seed(ARGS.seed)
-    model = {"mlp": MLP, "cnn": LeNet5, "resnet20": ResNet20}[ARGS.model]()
-    data = (xtr, ytr, xte, yte)
+    model = {"mlp": MLP, "cnn": LeNet5, "resnet20": ResNet20}[ARGS.model]().to(DEV)
+    data = tuple(t.to(DEV) for t in (xtr, ytr, xte, yte))
+    if DEV.type == "cuda":
+        torch.backends.cudnn.allow_tf32 = ARGS.tf32
+        torch.backends.cuda.matmul.allow_tf32 = ARGS.tf32
     log(f"loaded {xtr.shape[0]}+{xte.shape[0]} images in {t_load:.2f} s; "
         f"model {ARGS.model}, mode {ARGS.mode}, procs {ARGS.procs}, threads {ARGS.threads}, "
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS')}")
@@ -375,7 +390,9 @@ def main():
         train_time_s=round(res["train_time"], 3), load_s=round(t_load, 3),
         wall_s=round(time.perf_counter() - t0, 3), evals=res["evals"],
         torch=torch.__version__, numpy=np.__version__, python=platform.python_version(),
-        cores=NCORES,
+        cores=NCORES, device=ARGS.device,
+        gpu=torch.cuda.get_device_name(0) if DEV.type == "cuda" else None,
+        tf32=ARGS.tf32 if DEV.type == "cuda" else None,
     )
     print(json.dumps(out), flush=True)
 

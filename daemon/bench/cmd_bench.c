@@ -25,7 +25,8 @@ static const char bench_usage[] =
 	"  -t, --threads N    compute threads (default: all cores)\n"
 	"  -S, --seconds X    measuring time per figure (default 4)\n"
 	"  -d, --dataset SPEC data (default fashion-mnist)\n"
-	"  -L, --layers       also time each layer's forward and backward pass\n"
+	"  -L, --layers       also time each layer's forward and backward pass (with\n"
+	"                     --device: on the device, at each batch)\n"
 	"  -A, --async        also: asgd throughput with 1, 2, 4 workers (wall\n"
 	"                     clock, no delay) and the parameter server's apply\n"
 	"                     rate alone\n"
@@ -158,9 +159,11 @@ bench_async_rate(const dataset_pair *d, const char *spec, const char *device, in
 	}
 	run_exec(r);
 	run_snapshot *s = run_snapshot_get(r);
-	printf("  asgd %d worker%s: %9.0f samples/s  %8.0f updates/s  staleness %.2f\n",
+	printf("  asgd %d worker%s: %9.0f samples/s  %8.0f updates/s  staleness %.2f%s\n",
 	       nw, nw == 1 ? " " : "s", s->samples_per_s, s->updates_per_s,
-	       stale_mean(&s->stale));
+	       stale_mean(&s->stale),
+	       s->v < 2 * (uint64_t)nw ? "  (under 2 updates per worker in the window: the "
+					   "workers' start dominates; raise -S)" : "");
 	printf("{\"bench\":\"async\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%d,"
 	       "\"rule\":\"asgd\",\"workers\":%d,\"samples_per_s\":%.1f,"
 	       "\"updates_per_s\":%.1f,\"staleness_mean\":%.3f}\n",
@@ -171,9 +174,11 @@ bench_async_rate(const dataset_pair *d, const char *spec, const char *device, in
 	run_free(r);
 }
 
-/* Per-layer time of one step, from a profiled run of ~seconds/2. */
-static void
-print_layers(model *m, double seconds, int team_threads)
+/* Per-layer time of one step, from a profiled run of ~seconds/2 (each
+ * node's time with the device drained after it); with sgemm_refs (the cpu
+ * backend) also each convolution pass per core against sgemm. */
+void
+bench_layers(model *m, double seconds, int team_threads, int sgemm_refs)
 {
 	memset(m->prof_fwd, 0, sizeof(m->prof_fwd));
 	memset(m->prof_bwd, 0, sizeof(m->prof_bwd));
@@ -206,7 +211,7 @@ print_layers(model *m, double seconds, int team_threads)
 	int threads = team_threads;
 	for (int i = 0; i < m->n_nodes; i++) {
 		const node *l = &m->nodes[i];
-		if (l->op != op_find("conv2d"))
+		if (l->op != op_find("conv2d") || !sgemm_refs)
 			continue;
 		if (sq == 0)
 			sq = backend_cpu_sgemm_gflops(1024, 1024, 1024, 1, seconds / 8);
@@ -441,7 +446,7 @@ cmd_bench(int argc, char **argv)
 	}
 	if (device && strcmp(device, "cpu")) {
 		code = bench_device(device, &d, models, n_models, o.batches, o.n_batches, threads,
-				    seconds);
+				    seconds, layers);
 		ds_pair_free(&d);
 		return code;
 	}
@@ -507,7 +512,7 @@ cmd_bench(int argc, char **argv)
 		       "\"step_mflop_per_sample\":%.4f,\"gemm_ceiling_samples_per_s\":%.1f}\n",
 		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6, ceil_sps);
 		if (layers)
-			print_layers(m, seconds, threads);
+			bench_layers(m, seconds, threads, 1);
 		if (async) {
 			bench_ps_rate(m, "cpu", seconds, 0);
 			for (int nw = 1; nw <= 4; nw *= 2)

@@ -25,6 +25,8 @@ void bench_async_rate(const dataset_pair *d, const char *spec, const char *devic
  * the server's update time, asgd with 1, 8, 64 workers. 0, or the exit
  * status of a failure (its line printed). */
 int bench_device(const char *device, const dataset_pair *d, const char *const *models,
-		 int n_models, const int *batches, int n_batches, int threads, double seconds);
+		 int n_models, const int *batches, int n_batches, int threads, double seconds,
+		 int layers);
+void bench_layers(model *m, double seconds, int team_threads, int sgemm_refs);
 
 #endif

@@ -27,7 +27,8 @@ one_worker(backend *be, const dataset_pair *d, const char *spec, int B, double s
 
 int
 bench_device(const char *device, const dataset_pair *d, const char *const *models,
-	     int n_models, const int *batches, int n_batches, int threads, double seconds)
+	     int n_models, const int *batches, int n_batches, int threads, double seconds,
+	     int layers)
 {
 	backend *dev, *cpu;
 	char err[SL_ERR_LEN], about[256] = "";
@@ -88,6 +89,11 @@ bench_device(const char *device, const dataset_pair *d, const char *const *model
 				       "\"updates_per_s\":%.1f}\n", backend_name(dev), m->spec, ups);
 			}
 			model_free(m);
+			if (layers && model_new(models[i], d->train.c, d->train.h, d->train.w,
+						d->train.classes, B, 1, dev, &m, err) == 0) {
+				bench_layers(m, seconds, 1, 0);
+				model_free(m);
+			}
 			fflush(stdout);
 		}
 		/* many workers on one device, a stream each */

@@ -62,7 +62,14 @@ typedef struct cuda_ctx {
 	double *part; /* sumsq: one partial sum per block */
 	double *h_loss;
 	int *h_hit;
+	/* convolution: the column buffer (col_n floats, grown on demand) and
+	 * the most floats one band may take (STALELAB_CUDA_CONV_FLOATS, else
+	 * CONV_FLOATS) */
+	float *col;
+	size_t col_n, col_cap;
 } cuda_ctx;
+
+#define CONV_FLOATS ((size_t)16 << 20) /* 64 MiB of columns per backend */
 
 #define CTX(be) ((cuda_ctx *)(be)->ctx)
 #define ST(be) (CTX(be)->st)
@@ -182,35 +189,106 @@ cu_linear_bwd(backend *be, const float *x, const float *w, const float *y,
 
 /* ---- convolution and pooling ---------------------------------------------- */
 
+/* The column buffer for n floats: grown (the stream drained first, as
+ * cudaFree of a buffer in use must not be), or NULL when the device has
+ * no memory left, which is fatal inside an op */
+static float *
+col_buf(backend *be, size_t n)
+{
+	cuda_ctx *c = CTX(be);
+	if (n > c->col_n) {
+		CK(cudaStreamSynchronize(c->st));
+		CK(cudaFree(c->col));
+		c->col = NULL;
+		c->col_n = 0;
+		CK(cudaMalloc(&c->col, sizeof(float) * n));
+		c->col_n = n;
+	}
+	return c->col;
+}
+
+/* output rows per band: as many as fit the column cap, at least one */
+static int
+band_rows(backend *be, const conv_geom *g, int batch)
+{
+	const size_t per = (size_t)g->cin * g->k * g->k * g->wo * batch;
+	size_t r = per ? CTX(be)->col_cap / per : (size_t)g->ho;
+	return r < 1 ? 1 : r > (size_t)g->ho ? g->ho : (int)r;
+}
+
+/* y (cout x N, N = ho wo B) = w (cout x K) col (K x N), K = cin k k, band by
+ * band; then the bias and the relu */
 static void
 cu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	    const float *b, float *y, int batch, int relu)
 {
-	size_t n = (size_t)g->cout * g->ho * g->wo * batch;
-	k_conv_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(*g, x, w, b, y, batch, relu);
+	const int K = g->cin * g->k * g->k, N = g->ho * g->wo * batch;
+	if (N <= 0 || g->cout <= 0)
+		return;
+	const int rows = band_rows(be, g, batch);
+	float *col = col_buf(be, (size_t)K * rows * g->wo * batch);
+	for (int oh0 = 0; oh0 < g->ho; oh0 += rows) {
+		const int nr = g->ho - oh0 < rows ? g->ho - oh0 : rows, nb = nr * g->wo * batch;
+		const size_t off = (size_t)oh0 * g->wo * batch;
+		k_im2col<<<grid_for((size_t)K * nb), TPB, 0, ST(be)>>>(*g, x, col, batch, oh0, nr);
+		LAUNCHED();
+		cu_gemm(be, 0, 0, g->cout, nb, K, 1.0f, w, K, col, nb, 0.0f, y + off, N);
+	}
+	const size_t n = (size_t)g->cout * N;
+	k_bias_chan<<<grid_for(n), TPB, 0, ST(be)>>>(y, b, (size_t)N, n, relu);
 	LAUNCHED();
 }
 
+/* dw (cout x K) = dy (cout x N) col^T, summed over the bands; the column
+ * gradient w^T dy of each band (in the same buffer, once dw has read it)
+ * back onto the inputs it came from */
 static void
 cu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	    const float *y, float *dy, float *dx, float *dw, float *db,
 	    int batch, int relu)
 {
-	const size_t P = (size_t)g->ho * g->wo, n = (size_t)g->cout * P * batch;
+	const int K = g->cin * g->k * g->k, N = g->ho * g->wo * batch;
+	const size_t n = (size_t)g->cout * N;
 	if (relu) {
 		k_relu_mask<<<grid_for(n), TPB, 0, ST(be)>>>(dy, y, n);
 		LAUNCHED();
 	}
-	unsigned nw = (unsigned)((size_t)g->cout * g->cin * g->k * g->k);
-	if (nw > 0) { /* one block per channel, and per weight */
-		k_seg_sums<<<g->cout, TPB, 0, ST(be)>>>(dy, db, P * batch);
-		LAUNCHED();
-		k_conv_dw<<<nw, TPB, 0, ST(be)>>>(*g, x, dy, dw, batch);
-		LAUNCHED();
+	if (g->cout <= 0)
+		return;
+	k_seg_sums<<<g->cout, 1024, 0, ST(be)>>>(dy, db, (size_t)N);
+	LAUNCHED();
+	if (N <= 0) { /* no outputs: no gradient reaches anything */
+		CK(cudaMemsetAsync(dw, 0, sizeof(float) * g->cout * K, ST(be)));
+		if (dx)
+			CK(cudaMemsetAsync(dx, 0, sizeof(float) * g->cin * g->h * g->w * batch,
+					   ST(be)));
+		return;
 	}
-	if (dx) {
-		size_t nx = (size_t)g->cin * g->h * g->w * batch;
-		k_conv_dx<<<grid_for(nx), TPB, 0, ST(be)>>>(*g, w, dy, dx, batch);
+	const int rows = band_rows(be, g, batch), one = rows >= g->ho;
+	float *col = col_buf(be, (size_t)K * rows * g->wo * batch);
+	if (dx && !one)
+		CK(cudaMemsetAsync(dx, 0, sizeof(float) * g->cin * g->h * g->w * batch, ST(be)));
+	for (int oh0 = 0; oh0 < g->ho; oh0 += rows) {
+		const int nr = g->ho - oh0 < rows ? g->ho - oh0 : rows, nb = nr * g->wo * batch;
+		const size_t off = (size_t)oh0 * g->wo * batch;
+		k_im2col<<<grid_for((size_t)K * nb), TPB, 0, ST(be)>>>(*g, x, col, batch, oh0, nr);
+		LAUNCHED();
+		cu_gemm(be, 0, 1, g->cout, K, nb, 1.0f, dy + off, N, col, nb, oh0 ? 1.0f : 0.0f, dw,
+			K);
+		if (!dx)
+			continue;
+		cu_gemm(be, 1, 0, K, nb, g->cout, 1.0f, w, K, dy + off, N, 0.0f, col, nb);
+		/* the input rows this band's taps reach (all of them for one band) */
+		int ih0 = oh0 * g->stride - g->pad, ih1 = (oh0 + nr - 1) * g->stride - g->pad + g->k;
+		if (one || ih0 < 0)
+			ih0 = 0;
+		if (one || ih1 > g->h)
+			ih1 = g->h;
+		if (ih1 <= ih0)
+			continue;
+		const size_t ni = (size_t)g->cin * (ih1 - ih0) * g->w * batch;
+		k_col2im<<<grid_for(ni), TPB, 0, ST(be)>>>(*g, col, dx, batch, oh0, nr, ih0,
+							    ih1 - ih0, !one);
 		LAUNCHED();
 	}
 }
@@ -276,7 +354,7 @@ cu_bn_fwd(backend *be, const float *x, const float *gamma, const float *beta,
 {
 	if (c <= 0)
 		return;
-	k_bn_fwd<<<c, TPB, 0, ST(be)>>>(x, gamma, beta, y, mean, invstd, run_mean, run_var,
+	k_bn_fwd<<<c, 1024, 0, ST(be)>>>(x, gamma, beta, y, mean, invstd, run_mean, run_var,
 					 (size_t)p * batch, training, momentum, eps, relu);
 	LAUNCHED();
 }
@@ -289,7 +367,7 @@ cu_bn_bwd(backend *be, const float *x, const float *gamma, const float *mean,
 {
 	if (c <= 0)
 		return;
-	k_bn_bwd<<<c, TPB, 0, ST(be)>>>(x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta,
+	k_bn_bwd<<<c, 1024, 0, ST(be)>>>(x, gamma, mean, invstd, y, dy, dx, dgamma, dbeta,
 					 (size_t)p * batch, training, relu);
 	LAUNCHED();
 }
@@ -518,6 +596,7 @@ cu_destroy(backend *be)
 	cudaFree(c->row_hit);
 	cudaFree(c->flag);
 	cudaFree(c->part);
+	cudaFree(c->col);
 	cudaStreamDestroy(c->st);
 	free(c->h_loss);
 	free(c->h_hit);
@@ -584,8 +663,12 @@ cu_open(int nthreads, backend **out)
 	cudaError_t e = cudaSuccess;
 	cublasStatus_t bs = CUBLAS_STATUS_SUCCESS;
 	int rc = -SL_ENOMEM;
+	/* the column cap: tests set it small so that layers run in bands */
+	const char *cap = getenv("STALELAB_CUDA_CONV_FLOATS");
 	if (!be || !c)
 		goto fail;
+	c->col_cap = cap && strtoull(cap, NULL, 10) > 0 ? (size_t)strtoull(cap, NULL, 10)
+							 : CONV_FLOATS;
 	if ((e = cudaSetDevice(0)) != cudaSuccess ||
 	    (e = cudaStreamCreateWithFlags(&c->st, cudaStreamNonBlocking)) != cudaSuccess)
 		goto fail;

@@ -4,9 +4,9 @@
  * the batch innermost, so the threads of a warp take consecutive images of
  * one pixel and every load is coalesced. Elementwise and update
  * arithmetic uses the _rn intrinsics, which the compiler never fuses into
- * a multiply-add, so those ops give ref's bits exactly; convolution sums
- * run in float in ref's tap order (ref sums in double), reductions in
- * double. Included once, by backend_cuda.cu. */
+ * a multiply-add, so those ops give ref's bits exactly; a convolution is
+ * cuBLAS's GEMM over a column buffer (so its sums run in cuBLAS's order),
+ * reductions run in double. Included once, by backend_cuda.cu. */
 #ifndef SL_CUDA_KERNELS_CUH
 #define SL_CUDA_KERNELS_CUH
 
@@ -137,59 +137,37 @@ pix_of(size_t i, int H, int W, int B)
 	return p;
 }
 
-/* one thread per output (co, oh, ow, b) */
+/* A convolution is one GEMM on this layout (backend_cuda.cu): the column
+ * matrix col[(ci, ki, kj)][(oh, ow, b)] holds the input each tap meets
+ * (zero in the padding), K = cin k k rows by N = ho wo B columns, so that
+ * y[co][(oh, ow, b)] = sum over K of w[co][K] col[K][(oh, ow, b)]. A band
+ * of nr output rows from oh0 is a contiguous range of columns: the kernels
+ * below fill or read the columns of one band (nr = ho: all of them). */
 __global__ void
-k_conv_fwd(conv_geom g, const float *x, const float *w, const float *bias,
-	   float *y, int B, int relu)
+k_im2col(conv_geom g, const float *x, float *col, int B, int oh0, int nr)
 {
 	const int k = g.k, s = g.stride, pad = g.pad;
-	FOR_N(o, (size_t)g.cout * g.ho * g.wo * B) {
-		const pix q = pix_of(o, g.ho, g.wo, B);
-		const int co = q.c, oh = q.h, ow = q.w, b = q.b;
-		float acc = 0.0f;
-		for (int ci = 0; ci < g.cin; ci++) {
-			const float *wk = w + ((size_t)co * g.cin + ci) * k * k;
-			for (int ki = 0; ki < k; ki++) {
-				const int ih = oh * s - pad + ki;
-				if (ih < 0 || ih >= g.h)
-					continue;
-				for (int kj = 0; kj < k; kj++) {
-					const int iw = ow * s - pad + kj;
-					if (iw < 0 || iw >= g.w)
-						continue;
-					acc = fmaf(wk[ki * k + kj], x[AT(ci, ih, iw, g.h, g.w, B, b)], acc);
-				}
-			}
-		}
-		const float v = acc + bias[co];
-		y[o] = relu && !(v > 0.0f) ? 0.0f : v;
+	const size_t nb = (size_t)nr * g.wo * B;
+	FOR_N(i, (size_t)g.cin * k * k * nb) {
+		const size_t r = i / nb, j = i % nb;
+		const int kj = (int)(r % k), ki = (int)(r / k % k), ci = (int)(r / ((size_t)k * k));
+		const int b = (int)(j % B);
+		const size_t p = j / B;
+		const int ow = (int)(p % g.wo), oh = oh0 + (int)(p / g.wo);
+		const int ih = oh * s - pad + ki, iw = ow * s - pad + kj;
+		col[i] = ih >= 0 && ih < g.h && iw >= 0 && iw < g.w ? x[AT(ci, ih, iw, g.h, g.w, B, b)]
+								    : 0.0f;
 	}
 }
 
-/* one block per weight (co, ci, ki, kj): the sum over images and output
- * pixels of dy times the input the tap met */
+/* y[c][i] += bias[c] over planes of `per` values, then the relu */
 __global__ void
-k_conv_dw(conv_geom g, const float *x, const float *dy, float *dw, int B)
+k_bias_chan(float *y, const float *bias, size_t per, size_t n, int relu)
 {
-	const int k = g.k, s = g.stride, pad = g.pad;
-	size_t wi = blockIdx.x;
-	const int kj = (int)(wi % k), ki = (int)(wi / k % k);
-	const int ci = (int)(wi / ((size_t)k * k) % g.cin), co = (int)(wi / ((size_t)k * k * g.cin));
-	const size_t P = (size_t)g.ho * g.wo, n = P * B;
-	double acc = 0.0;
-	for (size_t t = threadIdx.x; t < n; t += blockDim.x) {
-		const int b = (int)(t % B);
-		const size_t p = t / B;
-		const int oh = (int)(p / g.wo), ow = (int)(p % g.wo);
-		const int ih = oh * s - pad + ki, iw = ow * s - pad + kj;
-		if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w)
-			continue;
-		acc += (double)dy[((size_t)co * P + p) * B + b] *
-		       (double)x[AT(ci, ih, iw, g.h, g.w, B, b)];
+	FOR_N(i, n) {
+		const float v = __fadd_rn(y[i], bias[i / per]);
+		y[i] = relu && !(v > 0.0f) ? 0.0f : v;
 	}
-	acc = block_sum(acc);
-	if (threadIdx.x == 0)
-		dw[wi] = (float)acc;
 }
 
 /* output index along one axis that input index i meets through tap t, or
@@ -203,30 +181,34 @@ conv_src(int i, int t, int s, int pad, int n_out)
 	return num / s < n_out ? num / s : -1;
 }
 
-/* one thread per input (ci, ih, iw, b) */
+/* The input gradient from the column gradient dcol (K x nb, one band):
+ * one thread per input (ci, ih, iw, b) of rows [ih0, ih0 + nih), the sum
+ * of the columns of the band that met it, written (acc 0) or added
+ * (acc 1: bands that share input rows run in turn) */
 __global__ void
-k_conv_dx(conv_geom g, const float *w, const float *dy, float *dx, int B)
+k_col2im(conv_geom g, const float *dcol, float *dx, int B, int oh0, int nr, int ih0, int nih,
+	 int acc)
 {
 	const int k = g.k, s = g.stride, pad = g.pad;
-	FOR_N(i, (size_t)g.cin * g.h * g.w * B) {
-		const pix q = pix_of(i, g.h, g.w, B);
-		const int ci = q.c, ih = q.h, iw = q.w, b = q.b;
-		float acc = 0.0f;
-		for (int co = 0; co < g.cout; co++) {
-			const float *wk = w + ((size_t)co * g.cin + ci) * k * k;
-			for (int ki = 0; ki < k; ki++) {
-				const int oh = conv_src(ih, ki, s, pad, g.ho);
-				if (oh < 0)
+	const size_t nb = (size_t)nr * g.wo * B;
+	FOR_N(i, (size_t)g.cin * nih * g.w * B) {
+		const pix q = pix_of(i, nih, g.w, B);
+		const int ci = q.c, ih = ih0 + q.h, iw = q.w, b = q.b;
+		float sum = 0.0f;
+		for (int ki = 0; ki < k; ki++) {
+			const int oh = conv_src(ih, ki, s, pad, g.ho);
+			if (oh < oh0 || oh >= oh0 + nr)
+				continue; /* also oh = -1: no output row */
+			for (int kj = 0; kj < k; kj++) {
+				const int ow = conv_src(iw, kj, s, pad, g.wo);
+				if (ow < 0)
 					continue;
-				for (int kj = 0; kj < k; kj++) {
-					const int ow = conv_src(iw, kj, s, pad, g.wo);
-					if (ow < 0)
-						continue;
-					acc = fmaf(wk[ki * k + kj], dy[AT(co, oh, ow, g.ho, g.wo, B, b)], acc);
-				}
+				sum += dcol[(((size_t)ci * k + ki) * k + kj) * nb +
+					    ((size_t)(oh - oh0) * g.wo + ow) * B + b];
 			}
 		}
-		dx[i] = acc;
+		float *d = &dx[AT(ci, ih, iw, g.h, g.w, B, b)];
+		*d = acc ? *d + sum : sum;
 	}
 }
 

@@ -368,6 +368,55 @@ elementwise(pair *p)
 	}
 }
 
+/* a residual block's end the unfused way (ref's, and any backend without
+ * residual_fwd/bwd): copy, shortcut_fwd, relu_fwd; relu_bwd, copy,
+ * shortcut_bwd */
+static void
+res_unfused(backend *be, const float *a, const float *x, float *y, float *dy, float *da,
+	    float *dx, const int *g, int relu)
+{
+	const int cin = g[0], cout = g[1], h = g[2], w = g[3], st = g[4], B = g[5];
+	const size_t ny = (size_t)cout * shortcut_out_dim(h, st) * shortcut_out_dim(w, st) * B;
+	be->ops->copy(be, y, a, sizeof(float) * ny);
+	be->ops->shortcut_fwd(be, x, y, cin, h, w, cout, st, B, 1);
+	if (relu) {
+		be->ops->relu_fwd(be, y, y, ny);
+		be->ops->relu_bwd(be, y, dy, dy, ny);
+	}
+	if (da)
+		be->ops->copy(be, da, dy, sizeof(float) * ny);
+	if (dx)
+		be->ops->shortcut_bwd(be, dy, dx, cin, h, w, cout, st, B, 0);
+}
+
+/* the fused residual ops where a backend has them: ref's bits exactly */
+static void
+residual_ops(pair *p, const int (*sc)[6], int n)
+{
+	if (!p->d->ops->residual_fwd)
+		return;
+	for (int s = 0; s < n; s++)
+		for (int v = 0; v < 3; v++) { /* relu; no relu; relu with no dx */
+			const int *g = sc[s], relu = v != 1;
+			const int cin = g[0], cout = g[1], h = g[2], w = g[3], st = g[4], B = g[5];
+			const size_t nx = (size_t)cin * h * w * B,
+				     ny = (size_t)cout * shortcut_out_dim(h, st) * shortcut_out_dim(w, st) * B;
+			both a = rnd2(p, ny), x = rnd2(p, nx), y = rnd2(p, ny), dy = rnd2(p, ny);
+			both da = rnd2(p, ny), dx = rnd2(p, nx);
+			p->d->ops->residual_fwd(p->d, a.d, x.d, y.d, cin, h, w, cout, st, B, relu);
+			p->d->ops->residual_bwd(p->d, y.d, dy.d, da.d, v == 2 ? NULL : dx.d, cin, h, w,
+						cout, st, B, relu);
+			res_unfused(p->r, a.r, x.r, y.r, dy.r, da.r, v == 2 ? NULL : dx.r, g, relu);
+			cmp(p, "residual_fwd", y.d, y.r, ny, 0);
+			cmp(p, "residual_bwd da", da.d, da.r, ny, 0);
+			if (v != 2)
+				cmp(p, "residual_bwd dx", dx.d, dx.r, nx, 0);
+			both *all[] = {&a, &x, &y, &dy, &da, &dx};
+			for (int i = 0; i < 6; i++)
+				free2(p, all[i]);
+		}
+}
+
 /* ResNet's ops: batch normalization (training and eval, with and without
  * its relu), global average pooling and the option-A shortcut, on the
  * first stage's shape (16 x 32 x 32), the last's (64 x 8 x 8) and odd
@@ -455,6 +504,7 @@ resnet_ops(pair *p)
 			free2(p, &y);
 			free2(p, &dx);
 		}
+	residual_ops(p, sc, 4);
 }
 
 static void

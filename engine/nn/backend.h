@@ -168,6 +168,19 @@ typedef struct backend_ops {
 	void (*shortcut_bwd)(backend *, const float *dy, float *dx, int cin,
 			     int h, int w, int cout, int stride, int batch,
 			     int acc);
+	/* Optional (NULL: the shortcut node runs copy, shortcut_fwd and
+	 * relu_fwd in turn, whose bits these must give): a residual block's
+	 * end in one pass. Forward: y = a + S(x) on the channels x reaches,
+	 * y = a on the zero-padded ones, then y = (y > 0 ? y : 0) when relu.
+	 * Backward: d = (y > 0 ? dy : 0) when relu, else dy; da = d (when da);
+	 * dx = S^T d, written (when dx). a, y, dy, da are [Cout][Ho][Wo][B],
+	 * x and dx [Cin][H][W][B]. */
+	void (*residual_fwd)(backend *, const float *a, const float *x, float *y,
+			     int cin, int h, int w, int cout, int stride, int batch,
+			     int relu);
+	void (*residual_bwd)(backend *, const float *y, const float *dy, float *da,
+			     float *dx, int cin, int h, int w, int cout, int stride,
+			     int batch, int relu);
 
 	/* The batch's input, gathered from the dataset's images x[i * dim]
 	 * for i = idx[0..batch) into host memory dst: [B][dim], or with

@@ -97,5 +97,11 @@ void cpu_shortcut_fwd(backend *be, const float *x, float *y, int cin, int h,
 		      int w, int cout, int stride, int batch, int acc);
 void cpu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h,
 		      int w, int cout, int stride, int batch, int acc);
+void cpu_residual_fwd(backend *be, const float *a, const float *x, float *y, int cin, int h,
+		      int w, int cout, int stride, int batch, int relu);
+void cpu_residual_bwd(backend *be, const float *y, const float *dy, float *da, float *dx,
+		      int cin, int h, int w, int cout, int stride, int batch, int relu);
+void cpu_relu_fwd(backend *be, const float *x, float *y, size_t n);
+void cpu_relu_bwd(backend *be, const float *y, const float *dy, float *dx, size_t n);
 
 #endif

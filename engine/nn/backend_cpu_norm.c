@@ -246,3 +246,163 @@ cpu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 			      .w = w, .cout = cout, .s = stride, .acc = acc, .op = 3};
 	team_run(CTX(be)->team, chan_part, &a);
 }
+
+/* ---- a residual block's end in one pass (backend.h residual_fwd/bwd) ----
+ * Split by output channel; each vector of B images is one expression, the
+ * one copy + shortcut_fwd + relu_fwd give (a + s rounds once; a padded
+ * channel is a itself), so the bits are ref's for any thread count. */
+
+struct res_args {
+	const float *a, *x, *y, *dy;
+	float *out, *da, *dx;
+	int cin, h, w, cout, s, batch, relu;
+};
+
+static inline float
+relu_if(float v, int relu)
+{
+	return relu && !(v > 0.0f) ? 0.0f : v;
+}
+
+SIMD_CLONES static void
+res_fwd_part(void *arg, int tid, int nt)
+{
+	const struct res_args *r = arg;
+	const int ho = shortcut_out_dim(r->h, r->s), wo = shortcut_out_dim(r->w, r->s);
+	const int pad = (r->cout - r->cin) / 2, relu = r->relu;
+	const size_t B = (size_t)r->batch, plane = (size_t)ho * wo * B;
+	long c0, c1;
+	team_split(r->cout, tid, nt, &c0, &c1);
+	for (long co = c0; co < c1; co++) {
+		const float *a = r->a + (size_t)co * plane;
+		float *y = r->out + (size_t)co * plane;
+		const long ci = co - pad;
+		if (ci < 0 || ci >= r->cin) {
+			for (size_t i = 0; i < plane; i++)
+				y[i] = relu_if(a[i], relu);
+			continue;
+		}
+		for (int oh = 0; oh < ho; oh++)
+			for (int ow = 0; ow < wo; ow++) {
+				const size_t o = ((size_t)oh * wo + ow) * B;
+				const float *x = r->x + (((size_t)ci * r->h + (size_t)oh * r->s) * r->w +
+							 (size_t)ow * r->s) * B;
+				for (size_t b = 0; b < B; b++)
+					y[o + b] = relu_if(a[o + b] + x[b], relu);
+			}
+	}
+}
+
+/* one row of B images of the masked gradient: into da and, when dx, dx */
+static inline void
+res_bwd_row(const float *y, const float *dy, float *da, float *dx, size_t B, int relu)
+{
+	for (size_t b = 0; b < B; b++) {
+		const float d = relu && !(y[b] > 0.0f) ? 0.0f : dy[b];
+		if (da)
+			da[b] = d;
+		if (dx)
+			dx[b] = d;
+	}
+}
+
+SIMD_CLONES static void
+res_bwd_part(void *arg, int tid, int nt)
+{
+	const struct res_args *r = arg;
+	const int s = r->s, ho = shortcut_out_dim(r->h, s), wo = shortcut_out_dim(r->w, s);
+	const int pad = (r->cout - r->cin) / 2;
+	const size_t B = (size_t)r->batch, plane = (size_t)ho * wo * B;
+	long c0, c1;
+	team_split(r->cout, tid, nt, &c0, &c1);
+	for (long co = c0; co < c1; co++) {
+		const size_t off = (size_t)co * plane;
+		float *da = r->da ? r->da + off : NULL;
+		const long ci = co - pad;
+		if (ci < 0 || ci >= r->cin || !r->dx) {
+			if (da)
+				res_bwd_row(r->y + off, r->dy + off, da, NULL, plane, r->relu);
+			continue;
+		}
+		for (int ih = 0; ih < r->h; ih++)
+			for (int iw = 0; iw < r->w; iw++) {
+				float *dx = r->dx + (((size_t)ci * r->h + ih) * r->w + iw) * B;
+				if (ih % s || iw % s) {
+					memset(dx, 0, sizeof(float) * B);
+					continue;
+				}
+				const size_t o = off + ((size_t)(ih / s) * wo + iw / s) * B;
+				res_bwd_row(r->y + o, r->dy + o, da ? r->da + o : NULL, dx, B, r->relu);
+			}
+	}
+}
+
+void
+cpu_residual_fwd(backend *be, const float *a, const float *x, float *y, int cin, int h,
+		 int w, int cout, int stride, int batch, int relu)
+{
+	struct res_args r = {.a = a, .x = x, .out = y, .cin = cin, .h = h, .w = w,
+			     .cout = cout, .s = stride, .batch = batch, .relu = relu};
+	team_run(CTX(be)->team, res_fwd_part, &r);
+}
+
+void
+cpu_residual_bwd(backend *be, const float *y, const float *dy, float *da, float *dx,
+		 int cin, int h, int w, int cout, int stride, int batch, int relu)
+{
+	struct res_args r = {.y = y, .dy = dy, .da = da, .dx = dx, .cin = cin, .h = h,
+			     .w = w, .cout = cout, .s = stride, .batch = batch, .relu = relu};
+	team_run(CTX(be)->team, res_bwd_part, &r);
+}
+
+/* ---- relu: branch-free vectors, split over the team when large -------- */
+
+struct relu_args {
+	const float *x, *y, *dy;
+	float *out;
+	size_t n;
+};
+
+#define RELU_TEAM 65536 /* below this many floats one thread does it */
+
+SIMD_CLONES static void
+relu_fwd_part(void *arg, int tid, int nt)
+{
+	const struct relu_args *r = arg;
+	long lo, hi;
+	team_split((long)((r->n + 15) / 16), tid, nt, &lo, &hi);
+	const size_t i0 = SL_MIN((size_t)lo * 16, r->n), i1 = SL_MIN((size_t)hi * 16, r->n);
+	for (size_t i = i0; i < i1; i++)
+		r->out[i] = r->x[i] > 0.0f ? r->x[i] : 0.0f;
+}
+
+SIMD_CLONES static void
+relu_bwd_part(void *arg, int tid, int nt)
+{
+	const struct relu_args *r = arg;
+	long lo, hi;
+	team_split((long)((r->n + 15) / 16), tid, nt, &lo, &hi);
+	const size_t i0 = SL_MIN((size_t)lo * 16, r->n), i1 = SL_MIN((size_t)hi * 16, r->n);
+	for (size_t i = i0; i < i1; i++)
+		r->out[i] = r->y[i] > 0.0f ? r->dy[i] : 0.0f;
+}
+
+void
+cpu_relu_fwd(backend *be, const float *x, float *y, size_t n)
+{
+	struct relu_args r = {.x = x, .out = y, .n = n};
+	if (n < RELU_TEAM)
+		relu_fwd_part(&r, 0, 1);
+	else
+		team_run(CTX(be)->team, relu_fwd_part, &r);
+}
+
+void
+cpu_relu_bwd(backend *be, const float *y, const float *dy, float *dx, size_t n)
+{
+	struct relu_args r = {.y = y, .dy = dy, .out = dx, .n = n};
+	if (n < RELU_TEAM)
+		relu_bwd_part(&r, 0, 1);
+	else
+		team_run(CTX(be)->team, relu_bwd_part, &r);
+}

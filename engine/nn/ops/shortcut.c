@@ -5,7 +5,9 @@
  * n->stride-th row and column (x[:, :, ::s, ::s]), the (Cout - Cin) / 2
  * new channels before and the rest after zero (backend shortcut_fwd). A
  * relu is fused on the sum when n->relu (the block's last relu). The
- * backward: da = dy (masked by the relu), dx = S^T dy. */
+ * backward: da = dy (masked by the relu), dx = S^T dy. A backend with
+ * residual_fwd/bwd (cpu) does each in one pass over the maps, to the same
+ * bits. */
 #include "ops.h"
 #include "sl.h"
 
@@ -40,6 +42,11 @@ shortcut_forward(node *n, backend *be, const float *p, const float *const *x,
 	(void)p;
 	shape in = n->in[1];
 	size_t len = shape_size(n->out) * (size_t)batch;
+	if (be->ops->residual_fwd) { /* one pass, the same bits */
+		be->ops->residual_fwd(be, x[0], x[1], y, in.c, in.h, in.w, n->out.c, n->stride,
+				      batch, n->relu);
+		return;
+	}
 	be->ops->copy(be, y, x[0], sizeof(float) * len);
 	be->ops->shortcut_fwd(be, x[1], y, in.c, in.h, in.w, n->out.c,
 			      n->stride, batch, 1);
@@ -54,6 +61,11 @@ shortcut_backward(node *n, backend *be, const float *p, const float *const *x,
 	(void)p, (void)x, (void)g;
 	shape in = n->in[1];
 	size_t len = shape_size(n->out) * (size_t)batch;
+	if (be->ops->residual_bwd) {
+		be->ops->residual_bwd(be, y, dy, dx[0], dx[1], in.c, in.h, in.w, n->out.c,
+				      n->stride, batch, n->relu);
+		return;
+	}
 	if (n->relu)
 		be->ops->relu_bwd(be, y, dy, dy, len);
 	if (dx[0])

@@ -2,8 +2,10 @@
  * of: finite differences of a resnet:8's gradients in training mode (batch
  * statistics as functions of the input), parameter counts, batch norm's
  * evaluation mode and running statistics by hand, model_recompute_state
- * against the batches' own statistics, cpu against ref, a few SGD steps
- * lowering the loss, and the specs refused. */
+ * against the batches' own statistics, partial backprop at every depth
+ * (bit for bit the full backward's tail, nothing below it written, its
+ * FLOPs), cpu against ref, a few SGD steps lowering the loss, and the
+ * specs refused. */
 #include <math.h>
 
 #include "backend.h"
@@ -466,6 +468,96 @@ START_TEST(resnet_state_modes)
 }
 END_TEST
 
+/* ---- partial depth ---------------------------------------------------- */
+
+/* model_step at every depth 1..n_param_layers - 1 on m (ref backend,
+ * loaded): the tail of the top `depth` layers bit for bit the full
+ * backward's, every parameter below it untouched (poisoned with a NaN
+ * pattern before the step, so a write of any value shows). */
+static void
+depths_match_full(model *m, int batch)
+{
+	model_step(m, NULL, batch, 0);
+	size_t n = m->n_params;
+	float *full = malloc(sizeof(float) * n);
+	memcpy(full, m->grads, sizeof(float) * n);
+	const uint32_t poison = 0x7fc0dead;
+	for (int k = 1; k < m->n_param_layers; k++) {
+		for (size_t i = 0; i < n; i++)
+			memcpy(&m->grads[i], &poison, sizeof poison);
+		model_step(m, NULL, batch, k);
+		size_t off = model_tail_offset(m, k);
+		ck_assert_msg(off > 0 && off < n, "depth %d: tail at %zu of %zu", k, off, n);
+		ck_assert_msg(!memcmp(m->grads + off, full + off, sizeof(float) * (n - off)),
+			      "depth %d: the tail differs from full backprop's", k);
+		for (size_t i = 0; i < off; i++)
+			ck_assert_msg(!memcmp(&m->grads[i], &poison, sizeof poison),
+				      "depth %d wrote param %zu below its tail", k, i);
+	}
+	free(full);
+}
+
+START_TEST(partial_depth_exact)
+{
+	/* a suffix of the nodes is closed under "reads": every reader of a
+	 * node at or above the stop runs backward too, in the full
+	 * backward's order, so each tail layer's gradient is summed from the
+	 * same terms in the same order. A depth inside a block (its shortcut
+	 * hands nothing to the block's input, below the stop) is as exact as
+	 * one at a block boundary. resnet:8 at every depth, resnet20 (3 x 8 x
+	 * 8) at every depth too. */
+	static const char *const specs[] = {"resnet:8", "resnet20"};
+	backend *be = open_be("ref", 1);
+	for (int s = 0; s < 2; s++) {
+		model *m = resnet(specs[s], 3, 8, 8, 3, 4 - s, 21 + 2 * (uint64_t)s, be);
+		load_random(m, 4 - s, 22 + 2 * (uint64_t)s);
+		depths_match_full(m, 4 - s);
+		model_free(m);
+	}
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(partial_depth_flops)
+{
+	model *m = resnet("resnet:8", 3, 8, 8, 3, 2, 21, open_be("ref", 1));
+	/* resnet:8's nodes: 0 conv, 1 bn (the stem); blocks at 2-6, 7-11,
+	 * 12-16 (conv, bn, conv, bn, shortcut); 17 avgpool, 18 dense. Depth
+	 * d's step costs the forward, every weight gradient from its stop
+	 * up, and each input gradient toward a node at or above the stop. */
+	const node *nd = m->nodes;
+	double fwd = 0;
+	for (int i = 0; i < m->n_nodes; i++)
+		fwd += nd[i].flops_fwd;
+	/* depth 1: the dense layer's weights; its input's gradient is not
+	 * needed */
+	ck_assert_double_eq_tol(model_step_flops(m, 1), fwd + nd[18].flops_bwd_w, 1e-6);
+	/* depth 2 stops at the last bn (15): the shortcut hands the bn its
+	 * gradient (a copy, no FLOPs) and the block's input (11) none */
+	ck_assert_double_eq_tol(model_step_flops(m, 2) - model_step_flops(m, 1),
+				nd[15].flops_bwd_w + nd[17].flops_bwd_x + nd[18].flops_bwd_x,
+				1e-6);
+	/* depth 5 (the last block, from its first conv) to depth 6 (into the
+	 * block below, its second bn): that bn's weights, the last block's
+	 * first conv's input gradient, and the shortcut's to the block's
+	 * input */
+	ck_assert_double_eq_tol(model_step_flops(m, 6) - model_step_flops(m, 5),
+				nd[10].flops_bwd_w + nd[12].flops_bwd_x + nd[16].flops_bwd_x,
+				1e-6);
+	/* full backprop over depth 14 (from the stem's bn): the stem conv's
+	 * weights and the bn's input gradient; never the model's input's */
+	ck_assert_double_eq_tol(model_step_flops(m, 0) - model_step_flops(m, 14),
+				nd[0].flops_bwd_w + nd[1].flops_bwd_x, 1e-6);
+	for (int k = 1; k < m->n_param_layers; k++)
+		ck_assert_msg(model_step_flops(m, k) < model_step_flops(m, k + 1),
+			      "depth %d costs no less than %d", k + 1, k);
+	ck_assert_double_eq(model_step_flops(m, 0), model_step_flops(m, 15));
+	backend *be = m->be;
+	model_free(m);
+	backend_free(be);
+}
+END_TEST
+
 /* ---- cpu against ref; learning ---------------------------------------- */
 
 START_TEST(cpu_matches_ref)
@@ -593,6 +685,8 @@ resnet_suite(void)
 	tcase_add_test(tc, eval_uses_running_stats);
 	tcase_add_test(tc, recompute_is_batch_average);
 	tcase_add_test(tc, resnet_state_modes);
+	tcase_add_test(tc, partial_depth_exact);
+	tcase_add_test(tc, partial_depth_flops);
 	tcase_add_test(tc, cpu_matches_ref);
 	tcase_add_test(tc, sgd_lowers_loss);
 	tcase_add_test(tc, spec_refusals);

@@ -670,14 +670,18 @@ model_tail_offset(const model *m, int depth)
 	return m->nodes[stop_node(m, depth)].p_off;
 }
 
-/* Does node i compute an input gradient when the backward stops at lo? */
-static int
-needs_dx(const node *nd, int lo)
+/* FLOPs of node nd's input gradients when the backward stops at lo: only
+ * those toward a node at or above lo are computed. */
+static double
+dx_flops(const node *nd, int lo)
 {
-	for (int k = 0; k < nd->n_in; k++)
+	double f = 0.0;
+	for (int k = 0; k < nd->n_in; k++) {
+		double part = k == 1 ? nd->flops_bwd_x1 : nd->flops_bwd_x - nd->flops_bwd_x1;
 		if (nd->inputs[k] >= lo)
-			return 1;
-	return 0;
+			f += part;
+	}
+	return f;
 }
 
 double
@@ -689,9 +693,7 @@ model_step_flops(const model *m, int depth)
 		const node *nd = &m->nodes[i];
 		f += nd->flops_fwd;
 		if (i >= lo)
-			f += nd->flops_bwd_w;
-		if (i >= lo && needs_dx(nd, lo))
-			f += nd->flops_bwd_x;
+			f += nd->flops_bwd_w + dx_flops(nd, lo);
 	}
 	return f;
 }

@@ -518,6 +518,48 @@ START_TEST(partial_depth_exact)
 }
 END_TEST
 
+START_TEST(block_depths)
+{
+	/* resnet:(6n + 2)'s cut depths: the head (1), each of its 3n blocks
+	 * from its first conv (1 + 4 b), and the stem's bn (its conv's
+	 * output alone crosses); a depth inside a block has the block's
+	 * input crossing beside the branch. Built and from the spec alike. */
+	backend *be = open_be("ref", 1);
+	static const struct {
+		const char *spec;
+		int layers, blocks;
+	} want[] = {{"resnet:8", 15, 3}, {"resnet20", 39, 9}, {"resnet:32", 63, 15}};
+	for (int s = 0; s < 3; s++) {
+		model *m = resnet(want[s].spec, 3, 8, 8, 3, 1, 1, be);
+		int got[64], spec_got[64], k = model_cut_depths(m, got, 64);
+		ck_assert_int_eq(k, want[s].blocks + 2);
+		ck_assert_int_eq(model_spec_cut_depths(want[s].spec, spec_got, 64), k);
+		ck_assert_mem_eq(got, spec_got, sizeof(int) * (size_t)k);
+		for (int b = 0; b <= want[s].blocks; b++)
+			ck_assert_int_eq(got[b], 1 + 4 * b);
+		ck_assert_int_eq(got[k - 1], want[s].layers - 1);
+		/* a cut's stop node: a block's first conv, the head, the stem bn */
+		for (int i = 0; i < k; i++) {
+			size_t off = model_tail_offset(m, got[i]);
+			int at = 0;
+			while (m->nodes[at].p_off != off || !m->nodes[at].n_params)
+				at++;
+			const char *op = m->nodes[at].op->name;
+			ck_assert_msg(!strcmp(op, i == 0 ? "dense" : i == k - 1 ? "batchnorm" : "conv2d") &&
+					      (i == 0 || i == k - 1 || !strcmp(m->nodes[at - 1].op->name, "shortcut") ||
+					       at == 2),
+				      "%s: depth %d stops at node %d (%s)", want[s].spec, got[i], at, op);
+		}
+		model_free(m);
+	}
+	char buf[64];
+	int d[16], k = model_spec_cut_depths("resnet20", d, 16);
+	ck_assert_str_eq(model_depths_str(d, k, buf, sizeof buf),
+			 "1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38");
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(partial_depth_flops)
 {
 	model *m = resnet("resnet:8", 3, 8, 8, 3, 2, 21, open_be("ref", 1));
@@ -687,6 +729,7 @@ resnet_suite(void)
 	tcase_add_test(tc, resnet_state_modes);
 	tcase_add_test(tc, partial_depth_exact);
 	tcase_add_test(tc, partial_depth_flops);
+	tcase_add_test(tc, block_depths);
 	tcase_add_test(tc, cpu_matches_ref);
 	tcase_add_test(tc, sgd_lowers_loss);
 	tcase_add_test(tc, spec_refusals);

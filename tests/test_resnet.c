@@ -11,6 +11,7 @@
 #include "backend.h"
 #include "dataset.h"
 #include "model.h"
+#include "run.h"
 #include "testutil.h"
 
 static backend *
@@ -560,6 +561,64 @@ START_TEST(block_depths)
 }
 END_TEST
 
+START_TEST(spb_depth_at_blocks)
+{
+	/* a run of resnet:8 takes spb_depth at its block boundaries (and 0,
+	 * and 15, full backprop too): in the run object, in its schedule
+	 * and as a change mid-run, each refused naming the field, the model
+	 * and the depths; the snapshot's model_summary lists them. A
+	 * sequential model takes every depth. */
+	char err[SL_ERR_LEN];
+	static const int ok[] = {0, 1, 5, 9, 13, 14, 15};
+	for (int i = 0; i < 7; i++)
+		ck_assert_msg(config_spb_fits("spb_depth", ok[i], "resnet:8", err) == 0, "%s", err);
+	ck_assert_int_eq(config_spb_fits("worker_overrides[1].spb_depth", 3, "resnet:8", err),
+			 -SL_EINVAL);
+	ck_assert_str_eq(err, "worker_overrides[1].spb_depth: 3 ends inside a block of resnet:8: "
+			      "expected 0 (full backprop) or a block boundary: 1, 5, 9, 13, 14 (the "
+			      "nearest: 1 and 5)");
+	ck_assert_int_eq(config_spb_fits("spb_depth", 16, "resnet:8", err), -SL_EINVAL);
+	ck_assert_str_eq(err, "spb_depth: must be in [0, 15] (\"resnet:8\" has 15 parameterised "
+			      "layers), got 16");
+	for (int k = 0; k <= 3; k++)
+		ck_assert_int_eq(config_spb_fits("spb_depth", k, "mlp:784-256-128-10", err), 0);
+	dataset_pair d;
+	ck_assert_msg(ds_load("synthetic:64", 1, &d, err) == 0, "%s", err);
+	run_config c;
+	config_defaults(&c);
+	c.stop_steps = 3; /* 2 workers of batch 8, virtual clock, one thread */
+	c.threads = 1;
+	snprintf(c.model, sizeof(c.model), "resnet:8");
+	c.workers = 2;
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	c.batch = 8;
+	run_sched s = {.by_version = 1, .v = 1,
+		       .cmd = {.worker = 1, .fields = CMD_SPB, .spb_depth = 6}};
+	run *r;
+	ck_assert_int_eq(run_new(&c, &d, &s, 1, NULL, &r, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "schedule[0].set.spb_depth: 6 ends inside a block of resnet:8: "
+			      "expected 0 (full backprop) or a block boundary: 1, 5, 9, 13, 14 (the "
+			      "nearest: 5 and 9)");
+	s.cmd.spb_depth = 9;
+	ck_assert_msg(run_new(&c, &d, &s, 1, NULL, &r, err) == 0, "%s", err);
+	run_cmd mid = {.worker = 0, .fields = CMD_SPB, .spb_depth = 12};
+	ck_assert_int_eq(run_command(r, &mid, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "spb_depth: 12 ends inside a block of resnet:8: expected 0 (full "
+			      "backprop) or a block boundary: 1, 5, 9, 13, 14 (the nearest: 9 and 13)");
+	mid.spb_depth = 13;
+	ck_assert_msg(run_command(r, &mid, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *snap = run_snapshot_get(r);
+	static const int depths[] = {0, 1, 5, 9, 13, 14};
+	ck_assert_int_eq(snap->model.n_spb_depths, 6);
+	ck_assert_mem_eq(snap->model.spb_depths, depths, sizeof(depths));
+	ck_assert(snap->workers[0].spb_depth == 13 && snap->workers[1].spb_depth == 9);
+	run_snapshot_put(snap);
+	run_free(r);
+	ds_pair_free(&d);
+}
+END_TEST
+
 START_TEST(partial_depth_flops)
 {
 	model *m = resnet("resnet:8", 3, 8, 8, 3, 2, 21, open_be("ref", 1));
@@ -730,6 +789,7 @@ resnet_suite(void)
 	tcase_add_test(tc, partial_depth_exact);
 	tcase_add_test(tc, partial_depth_flops);
 	tcase_add_test(tc, block_depths);
+	tcase_add_test(tc, spb_depth_at_blocks);
 	tcase_add_test(tc, cpu_matches_ref);
 	tcase_add_test(tc, sgd_lowers_loss);
 	tcase_add_test(tc, spec_refusals);

@@ -154,6 +154,10 @@ static const struct {
 	 "worker_overrides[0].spb_depth: must be in [0, 2] (\"mlp:784-64-10\" has 2 parameterised layers), got 3"},
 	{"{\"model\": \"lenet5\", \"workers\": 2, \"worker_overrides\": [{\"id\": 1, \"spb_depth\": 6}]}",
 	 "worker_overrides[0].spb_depth: must be in [0, 5]"},
+	/* a residual net's depths end at a block boundary */
+	{"{\"model\": \"resnet20\", \"workers\": 2, \"worker_overrides\": [{\"id\": 1, \"spb_depth\": 3}]}",
+	 "worker_overrides[0].spb_depth: 3 ends inside a block of resnet20: expected 0 (full backprop) "
+	 "or a block boundary: 1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38 (the nearest: 1 and 5)"},
 	{"{\"schedule\": [{\"at\": {\"x\": 1}, \"set\": {}}]}", "schedule[0].at: expected"},
 	{"{\"schedule\": [{\"at\": {\"v\": 1}}]}", "schedule[0].set: expected an object"},
 	/* silently accepted before (seen while writing tests/fuzz/schedule_fuzz.c) */

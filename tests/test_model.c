@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "dataset.h"
+#include "graph_spec.h"
 #include "model.h"
 #include "testutil.h"
 
@@ -689,6 +690,77 @@ START_TEST(graph_partial_depth)
 }
 END_TEST
 
+/* the cut depths of m, of its spec written as a graph, checked equal,
+ * into got (at most 8) */
+static int
+cuts_both(const model *m, const node_desc *d, int n, int *got)
+{
+	char spec[1024] = GRAPH_PREFIX;
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(graph_spec_append(spec, sizeof spec, &d[i]), 0);
+	int from_spec[8], k = model_cut_depths(m, got, 8);
+	ck_assert_int_eq(model_spec_cut_depths(spec, from_spec, 8), k);
+	ck_assert_mem_eq(got, from_spec, sizeof(int) * (size_t)k);
+	return k;
+}
+
+START_TEST(cut_depths)
+{
+	/* sequential specs: every depth but full backprop's */
+	const char *specs[] = {"logreg", "mlp:784-256-128-10", "lenet5"};
+	const int layers[] = {1, 3, 5};
+	int got[70];
+	for (int s = 0; s < 3; s++) {
+		int k = model_spec_cut_depths(specs[s], got, 70);
+		ck_assert_int_eq(k, layers[s] - 1);
+		for (int i = 0; i < k; i++)
+			ck_assert_int_eq(got[i], i + 1);
+	}
+	ck_assert_int_eq(model_spec_cut_depths("nosuch", got, 70), -1);
+	/* a block of two dense layers with a skip: 0, 1, 2 (dense), 3 add
+	 * (2, 0), 4 dense. Depth 2 stops at node 2 with node 0's output
+	 * crossing beside node 1's: no cut; depth 3 starts the block (node
+	 * 0's output alone crosses, read twice) */
+	backend *be = cpu(1);
+	node_desc b[] = {L("dense", 5, 0, 0, 0), L("dense", 5, 0, 0, 0), L("dense", 5, 0, 0, 0),
+			 {.op = "add", .n_in = 2, .inputs = {2, 0}}, L("dense", 3, 0, 0, 0)};
+	b[0].relu = b[1].relu = 1;
+	model *m = mk_model(b, 5, (shape){1, 1, 6, 0}, 3, 2, be);
+	ck_assert_int_eq(cuts_both(m, b, 5, got), 2);
+	ck_assert(got[0] == 1 && got[1] == 3);
+	model_free(m);
+	/* a boundary below the stop: 0 dense, 1 and 2 relus of it, 3 dense
+	 * (reads 1), 4 add (3, 2), 5 dense. Depth 2 stops at node 3, where
+	 * nodes 1 and 2 cross, as before node 2 (1 and 0); before node 1
+	 * only node 0's output crosses: a cut */
+	node_desc e[] = {L("dense", 5, 0, 0, 0), L("relu", 0, 0, 0, 0),
+			 {.op = "relu", .n_in = 1, .inputs = {0}}, {.op = "dense", .n_in = 1, .inputs = {1}, .units = 5},
+			 {.op = "add", .n_in = 2, .inputs = {3, 2}}, L("dense", 3, 0, 0, 0)};
+	m = mk_model(e, 6, (shape){1, 1, 6, 0}, 3, 2, be);
+	ck_assert_int_eq(cuts_both(m, e, 6, got), 2);
+	ck_assert(got[0] == 1 && got[1] == 2);
+	model_free(m);
+	backend_free(be);
+	/* more than max: the count, max written */
+	ck_assert_int_eq(model_spec_cut_depths("mlp:784-256-128-10", got, 1), 2);
+	ck_assert_int_eq(got[0], 1);
+}
+END_TEST
+
+START_TEST(depths_str)
+{
+	char buf[64];
+	const int r20[] = {1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38};
+	ck_assert_str_eq(model_depths_str(r20, 11, buf, sizeof buf),
+			 "1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38");
+	/* too long for 24 bytes: the run of one step shortened */
+	ck_assert_str_eq(model_depths_str(r20, 11, buf, 24), "1, 5, ..., 37, 38");
+	const int few[] = {1, 2, 3, 4, 9};
+	ck_assert_str_eq(model_depths_str(few, 5, buf, 8), "1, 2, 3");
+	ck_assert_str_eq(model_depths_str(few, 0, buf, 8), "");
+}
+END_TEST
+
 START_TEST(add_forward_backward)
 {
 	/* y = a + b exactly; the backward hands dy to both inputs, summed
@@ -751,6 +823,8 @@ model_suite(void)
 	tcase_add_test(gr, node_checks);
 	tcase_add_loop_test(gr, fd_graphs, 0, N_DEVICES);
 	tcase_add_loop_test(gr, graph_partial_depth, 0, N_DEVICES);
+	tcase_add_test(gr, cut_depths);
+	tcase_add_test(gr, depths_str);
 	tcase_add_loop_test(gr, add_forward_backward, 0, N_DEVICES);
 	suite_add_tcase(s, gr);
 	return s;

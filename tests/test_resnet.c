@@ -2,13 +2,16 @@
  * of: finite differences of a resnet:8's gradients in training mode (batch
  * statistics as functions of the input), parameter counts, batch norm's
  * evaluation mode and running statistics by hand, model_recompute_state
- * against the batches' own statistics, cpu against ref, a few SGD steps
- * lowering the loss, and the specs refused. */
+ * against the batches' own statistics, partial backprop at every depth
+ * (bit for bit the full backward's tail, nothing below it written, its
+ * FLOPs), cpu against ref, a few SGD steps lowering the loss, and the
+ * specs refused. */
 #include <math.h>
 
 #include "backend.h"
 #include "dataset.h"
 #include "model.h"
+#include "run.h"
 #include "testutil.h"
 
 static backend *
@@ -466,6 +469,196 @@ START_TEST(resnet_state_modes)
 }
 END_TEST
 
+/* ---- partial depth ---------------------------------------------------- */
+
+/* model_step at every depth 1..n_param_layers - 1 on m (ref backend,
+ * loaded): the tail of the top `depth` layers bit for bit the full
+ * backward's, every parameter below it untouched (poisoned with a NaN
+ * pattern before the step, so a write of any value shows). */
+static void
+depths_match_full(model *m, int batch)
+{
+	model_step(m, NULL, batch, 0);
+	size_t n = m->n_params;
+	float *full = malloc(sizeof(float) * n);
+	memcpy(full, m->grads, sizeof(float) * n);
+	const uint32_t poison = 0x7fc0dead;
+	for (int k = 1; k < m->n_param_layers; k++) {
+		for (size_t i = 0; i < n; i++)
+			memcpy(&m->grads[i], &poison, sizeof poison);
+		model_step(m, NULL, batch, k);
+		size_t off = model_tail_offset(m, k);
+		ck_assert_msg(off > 0 && off < n, "depth %d: tail at %zu of %zu", k, off, n);
+		ck_assert_msg(!memcmp(m->grads + off, full + off, sizeof(float) * (n - off)),
+			      "depth %d: the tail differs from full backprop's", k);
+		for (size_t i = 0; i < off; i++)
+			ck_assert_msg(!memcmp(&m->grads[i], &poison, sizeof poison),
+				      "depth %d wrote param %zu below its tail", k, i);
+	}
+	free(full);
+}
+
+START_TEST(partial_depth_exact)
+{
+	/* a suffix of the nodes is closed under "reads": every reader of a
+	 * node at or above the stop runs backward too, in the full
+	 * backward's order, so each tail layer's gradient is summed from the
+	 * same terms in the same order. A depth inside a block (its shortcut
+	 * hands nothing to the block's input, below the stop) is as exact as
+	 * one at a block boundary. resnet:8 at every depth, resnet20 (3 x 8 x
+	 * 8) at every depth too. */
+	static const char *const specs[] = {"resnet:8", "resnet20"};
+	backend *be = open_be("ref", 1);
+	for (int s = 0; s < 2; s++) {
+		model *m = resnet(specs[s], 3, 8, 8, 3, 4 - s, 21 + 2 * (uint64_t)s, be);
+		load_random(m, 4 - s, 22 + 2 * (uint64_t)s);
+		depths_match_full(m, 4 - s);
+		model_free(m);
+	}
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(block_depths)
+{
+	/* resnet:(6n + 2)'s cut depths: the head (1), each of its 3n blocks
+	 * from its first conv (1 + 4 b), and the stem's bn (its conv's
+	 * output alone crosses); a depth inside a block has the block's
+	 * input crossing beside the branch. Built and from the spec alike. */
+	backend *be = open_be("ref", 1);
+	static const struct {
+		const char *spec;
+		int layers, blocks;
+	} want[] = {{"resnet:8", 15, 3}, {"resnet20", 39, 9}, {"resnet:32", 63, 15}};
+	for (int s = 0; s < 3; s++) {
+		model *m = resnet(want[s].spec, 3, 8, 8, 3, 1, 1, be);
+		int got[64], spec_got[64], k = model_cut_depths(m, got, 64);
+		ck_assert_int_eq(k, want[s].blocks + 2);
+		ck_assert_int_eq(model_spec_cut_depths(want[s].spec, spec_got, 64), k);
+		ck_assert_mem_eq(got, spec_got, sizeof(int) * (size_t)k);
+		for (int b = 0; b <= want[s].blocks; b++)
+			ck_assert_int_eq(got[b], 1 + 4 * b);
+		ck_assert_int_eq(got[k - 1], want[s].layers - 1);
+		/* a cut's stop node: a block's first conv, the head, the stem bn */
+		for (int i = 0; i < k; i++) {
+			size_t off = model_tail_offset(m, got[i]);
+			int at = 0;
+			while (m->nodes[at].p_off != off || !m->nodes[at].n_params)
+				at++;
+			const char *op = m->nodes[at].op->name;
+			ck_assert_msg(!strcmp(op, i == 0 ? "dense" : i == k - 1 ? "batchnorm" : "conv2d") &&
+					      (i == 0 || i == k - 1 || !strcmp(m->nodes[at - 1].op->name, "shortcut") ||
+					       at == 2),
+				      "%s: depth %d stops at node %d (%s)", want[s].spec, got[i], at, op);
+		}
+		model_free(m);
+	}
+	char buf[64];
+	int d[16], k = model_spec_cut_depths("resnet20", d, 16);
+	ck_assert_str_eq(model_depths_str(d, k, buf, sizeof buf),
+			 "1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38");
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(spb_depth_at_blocks)
+{
+	/* a run of resnet:8 takes spb_depth at its block boundaries (and 0,
+	 * and 15, full backprop too): in the run object, in its schedule
+	 * and as a change mid-run, each refused naming the field, the model
+	 * and the depths; the snapshot's model_summary lists them. A
+	 * sequential model takes every depth. */
+	char err[SL_ERR_LEN];
+	static const int ok[] = {0, 1, 5, 9, 13, 14, 15};
+	for (int i = 0; i < 7; i++)
+		ck_assert_msg(config_spb_fits("spb_depth", ok[i], "resnet:8", err) == 0, "%s", err);
+	ck_assert_int_eq(config_spb_fits("worker_overrides[1].spb_depth", 3, "resnet:8", err),
+			 -SL_EINVAL);
+	ck_assert_str_eq(err, "worker_overrides[1].spb_depth: 3 ends inside a block of resnet:8: "
+			      "expected 0 (full backprop) or a block boundary: 1, 5, 9, 13, 14 (the "
+			      "nearest: 1 and 5)");
+	ck_assert_int_eq(config_spb_fits("spb_depth", 16, "resnet:8", err), -SL_EINVAL);
+	ck_assert_str_eq(err, "spb_depth: must be in [0, 15] (\"resnet:8\" has 15 parameterised "
+			      "layers), got 16");
+	for (int k = 0; k <= 3; k++)
+		ck_assert_int_eq(config_spb_fits("spb_depth", k, "mlp:784-256-128-10", err), 0);
+	dataset_pair d;
+	ck_assert_msg(ds_load("synthetic:64", 1, &d, err) == 0, "%s", err);
+	run_config c;
+	config_defaults(&c);
+	c.stop_steps = 3; /* 2 workers of batch 8, virtual clock, one thread */
+	c.threads = 1;
+	snprintf(c.model, sizeof(c.model), "resnet:8");
+	c.workers = 2;
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	c.batch = 8;
+	run_sched s = {.by_version = 1, .v = 1,
+		       .cmd = {.worker = 1, .fields = CMD_SPB, .spb_depth = 6}};
+	run *r;
+	ck_assert_int_eq(run_new(&c, &d, &s, 1, NULL, &r, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "schedule[0].set.spb_depth: 6 ends inside a block of resnet:8: "
+			      "expected 0 (full backprop) or a block boundary: 1, 5, 9, 13, 14 (the "
+			      "nearest: 5 and 9)");
+	s.cmd.spb_depth = 9;
+	ck_assert_msg(run_new(&c, &d, &s, 1, NULL, &r, err) == 0, "%s", err);
+	run_cmd mid = {.worker = 0, .fields = CMD_SPB, .spb_depth = 12};
+	ck_assert_int_eq(run_command(r, &mid, err), -SL_EINVAL);
+	ck_assert_str_eq(err, "spb_depth: 12 ends inside a block of resnet:8: expected 0 (full "
+			      "backprop) or a block boundary: 1, 5, 9, 13, 14 (the nearest: 9 and 13)");
+	mid.spb_depth = 13;
+	ck_assert_msg(run_command(r, &mid, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_snapshot *snap = run_snapshot_get(r);
+	static const int depths[] = {0, 1, 5, 9, 13, 14};
+	ck_assert_int_eq(snap->model.n_spb_depths, 6);
+	ck_assert_mem_eq(snap->model.spb_depths, depths, sizeof(depths));
+	ck_assert(snap->workers[0].spb_depth == 13 && snap->workers[1].spb_depth == 9);
+	run_snapshot_put(snap);
+	run_free(r);
+	ds_pair_free(&d);
+}
+END_TEST
+
+START_TEST(partial_depth_flops)
+{
+	model *m = resnet("resnet:8", 3, 8, 8, 3, 2, 21, open_be("ref", 1));
+	/* resnet:8's nodes: 0 conv, 1 bn (the stem); blocks at 2-6, 7-11,
+	 * 12-16 (conv, bn, conv, bn, shortcut); 17 avgpool, 18 dense. Depth
+	 * d's step costs the forward, every weight gradient from its stop
+	 * up, and each input gradient toward a node at or above the stop. */
+	const node *nd = m->nodes;
+	double fwd = 0;
+	for (int i = 0; i < m->n_nodes; i++)
+		fwd += nd[i].flops_fwd;
+	/* depth 1: the dense layer's weights; its input's gradient is not
+	 * needed */
+	ck_assert_double_eq_tol(model_step_flops(m, 1), fwd + nd[18].flops_bwd_w, 1e-6);
+	/* depth 2 stops at the last bn (15): the shortcut hands the bn its
+	 * gradient (a copy, no FLOPs) and the block's input (11) none */
+	ck_assert_double_eq_tol(model_step_flops(m, 2) - model_step_flops(m, 1),
+				nd[15].flops_bwd_w + nd[17].flops_bwd_x + nd[18].flops_bwd_x,
+				1e-6);
+	/* depth 5 (the last block, from its first conv) to depth 6 (into the
+	 * block below, its second bn): that bn's weights, the last block's
+	 * first conv's input gradient, and the shortcut's to the block's
+	 * input */
+	ck_assert_double_eq_tol(model_step_flops(m, 6) - model_step_flops(m, 5),
+				nd[10].flops_bwd_w + nd[12].flops_bwd_x + nd[16].flops_bwd_x,
+				1e-6);
+	/* full backprop over depth 14 (from the stem's bn): the stem conv's
+	 * weights and the bn's input gradient; never the model's input's */
+	ck_assert_double_eq_tol(model_step_flops(m, 0) - model_step_flops(m, 14),
+				nd[0].flops_bwd_w + nd[1].flops_bwd_x, 1e-6);
+	for (int k = 1; k < m->n_param_layers; k++)
+		ck_assert_msg(model_step_flops(m, k) < model_step_flops(m, k + 1),
+			      "depth %d costs no less than %d", k + 1, k);
+	ck_assert_double_eq(model_step_flops(m, 0), model_step_flops(m, 15));
+	backend *be = m->be;
+	model_free(m);
+	backend_free(be);
+}
+END_TEST
+
 /* ---- cpu against ref; learning ---------------------------------------- */
 
 START_TEST(cpu_matches_ref)
@@ -593,6 +786,10 @@ resnet_suite(void)
 	tcase_add_test(tc, eval_uses_running_stats);
 	tcase_add_test(tc, recompute_is_batch_average);
 	tcase_add_test(tc, resnet_state_modes);
+	tcase_add_test(tc, partial_depth_exact);
+	tcase_add_test(tc, partial_depth_flops);
+	tcase_add_test(tc, block_depths);
+	tcase_add_test(tc, spb_depth_at_blocks);
 	tcase_add_test(tc, cpu_matches_ref);
 	tcase_add_test(tc, sgd_lowers_loss);
 	tcase_add_test(tc, spec_refusals);

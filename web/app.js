@@ -442,7 +442,7 @@ function render() {
     const now = performance.now();
     if (d.all || ws.length !== table.rows.size || now - tableAt >= LINES_MS) {
       tableAt = now;
-      table.update(ws);
+      table.update(ws, st.snap.model_summary);
     }
     const cfg = JSON.stringify(st.snap.config);
     if (controls && cfg !== filledConfig) {

@@ -52,8 +52,13 @@ export class WorkerTable {
     const remove = el("button", { type: "button", textContent: "Remove worker", id: "remove-worker" });
     add.addEventListener("click", () => this.resize(+1));
     remove.addEventListener("click", () => this.resize(-1));
+    // the depths spb_depth takes on this model (model_summary.spb_depths:
+    // on a residual net, block boundaries), offered by each row's field
+    this.depths = el("datalist", { id: "spb-depths" });
+    this.depthsKey = "";
+    this.depthsNote = "";
     this.root.replaceChildren(el("div", { className: "table-scroll" }, table),
-      el("div", { className: "buttons" }, add, remove, this.count));
+      el("div", { className: "buttons" }, add, remove, this.count), this.depths);
   }
 
   resize(d) {
@@ -94,6 +99,8 @@ export class WorkerTable {
     for (const w of ["worker", "server"]) r.where.add(new Option(w, w));
     r.spb = el("input", { type: "number", min: 0, max: 64, step: 1, name: `${name}-spb`, className: "spb" });
     r.spb.setAttribute("aria-label", `worker ${id}: spb depth (0 = full backprop)`);
+    r.spb.setAttribute("list", "spb-depths");
+    r.spb.title = this.depthsNote;
     r.iter = el("td", { className: "num" });
     r.stale = el("td", { className: "num" });
     r.sps = el("td", { className: "num" });
@@ -129,8 +136,21 @@ export class WorkerTable {
     return r;
   }
 
-  // one snapshot's worker table
-  update(workers) {
+  // the model's spb depths into the datalist and the fields' titles
+  setDepths(ms) {
+    const list = (ms && ms.spb_depths) || [];
+    const key = list.join(",");
+    if (key === this.depthsKey) return;
+    this.depthsKey = key;
+    this.depths.replaceChildren(...list.map((d) => el("option", { value: String(d) })));
+    const blocks = ms && list.length < Math.min(ms.param_layers, 65);
+    this.depthsNote = blocks ? `spb depth at a block boundary: ${list.join(", ")} (0 = full backprop)` : "";
+    for (const r of this.rows.values()) r.spb.title = this.depthsNote;
+  }
+
+  // one snapshot's worker table (ms: its model_summary)
+  update(workers, ms) {
+    this.setDepths(ms);
     const seen = new Set();
     for (const w of workers) {
       seen.add(w.id);

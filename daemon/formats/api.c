@@ -210,13 +210,16 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "updates_per_s_avg", jsonout_real(s->updates_per_s));
 	json_object_set_new(o, "rate_window_s", jsonout_real(s->rate_window_s));
 	json_object_set_new(o, "train_loss", jsonout_real(s->last_loss));
+	json_t *depths = json_array();
+	for (int i = 0; i < s->model.n_spb_depths; i++)
+		json_array_append_new(depths, json_integer(s->model.spb_depths[i]));
 	json_object_set_new(o, "model_summary",
-			    json_pack("{s:i,s:i,s:I,s:o,s:o,s:o}", "nodes", s->model.nodes,
+			    json_pack("{s:i,s:i,s:I,s:o,s:o,s:o,s:o}", "nodes", s->model.nodes,
 				      "param_layers", s->model.param_layers, "params",
 				      (json_int_t)s->model.params, "fwd_flops",
 				      jsonout_real(s->model.fwd_flops), "step_flops",
 				      jsonout_real(s->model.step_flops), "act_floats",
-				      jsonout_real(s->model.act_floats)));
+				      jsonout_real(s->model.act_floats), "spb_depths", depths));
 	/* the lr the next update runs at: config.lr under the lr_schedule */
 	json_object_set_new(o, "lr_now", jsonout_real(s->lr_now));
 	json_object_set_new(o, "test_acc", jsonout_real(s->test_acc));

@@ -18,6 +18,7 @@
 #include "config_json.h"
 #include "dataset.h"
 #include "jsonout.h"
+#include "model.h"
 #include "runlog.h"
 #include "run.h"
 #include "sl.h"
@@ -191,6 +192,18 @@ job_open(run_job *j)
 /* The log's first record, the run object (a resumed run's with where it
  * resumes: the checkpoint's t and v), and unless quiet what runs, on
  * what, and where the log goes. */
+/* a model with blocks: the depths spb_depth takes */
+static void
+print_blocks(const model_summary *ms)
+{
+	char list[160];
+	if (ms->n_spb_depths >= SL_MIN(ms->param_layers, CFG_SPB_MAX + 1))
+		return; /* every depth: a sequential model */
+	fprintf(stderr, "stalelab run: model: spb_depth ends at a block boundary: 0 (full "
+		"backprop), %s\n", model_depths_str(ms->spb_depths + 1, ms->n_spb_depths - 1, list,
+						     sizeof(list)));
+}
+
 static void
 job_announce(run_job *j)
 {
@@ -219,6 +232,7 @@ job_announce(run_job *j)
 			"sample forward, %.3g a training step, %.0f activation floats per sample\n",
 			ms->nodes, ms->params, ms->param_layers, ms->fwd_flops * 1e-6,
 			ms->step_flops * 1e-6, ms->act_floats);
+		print_blocks(ms);
 		if (s0->device_note[0])
 			fprintf(stderr, "stalelab run: %s\n", s0->device_note);
 		if (resume_path)

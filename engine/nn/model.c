@@ -203,11 +203,25 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 		       spec);
 }
 
-int
-model_spec_param_layers(const char *spec)
+/* ---- block boundaries ------------------------------------------------- */
+
+/* What the cut depths read of a model, built or only described: node i
+ * reads in[i][0..n_in[i]) (-1: the model's input) and has parameters when
+ * params[i]. */
+typedef struct wiring {
+	int n;
+	int n_in[MODEL_MAX_NODES];
+	int in[MODEL_MAX_NODES][OP_MAX_IN];
+	uint8_t params[MODEL_MAX_NODES];
+} wiring;
+
+/* The wiring of a spec's nodes (n_in 0: the node before), or -1 when the
+ * spec is not one model_new takes. */
+static int
+spec_wiring(const char *spec, wiring *g)
 {
 	node_desc d[MODEL_MAX_NODES];
-	int sizes[MLP_MAX_SIZES], ns = 0, n = 0, in = 1, classes = 2, np = 0;
+	int sizes[MLP_MAX_SIZES], ns = 0, in = 1, classes = 2;
 	shape input = {1, 1, 1, 0};
 	char err[SL_ERR_LEN];
 	if (!strncmp(spec, "mlp:", 4)) {
@@ -216,13 +230,127 @@ model_spec_param_layers(const char *spec)
 		in = sizes[0];
 		classes = sizes[ns - 1];
 	}
-	if (spec_nodes(spec, in, classes, d, &n, &input, err) < 0)
+	if (spec_nodes(spec, in, classes, d, &g->n, &input, err) < 0)
 		return -1;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < g->n; i++) {
 		const op_class *op = op_find(d[i].op);
-		np += op && op->init;
+		g->params[i] = op && op->init;
+		g->n_in[i] = d[i].n_in ? SL_MIN(d[i].n_in, OP_MAX_IN) : 1;
+		for (int k = 0; k < g->n_in[i]; k++)
+			g->in[i][k] = d[i].n_in ? d[i].inputs[k] : i - 1;
 	}
+	return 0;
+}
+
+static void
+model_wiring(const model *m, wiring *g)
+{
+	g->n = m->n_nodes;
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		g->params[i] = nd->n_params > 0;
+		g->n_in[i] = nd->n_in;
+		for (int k = 0; k < nd->n_in; k++)
+			g->in[i][k] = nd->inputs[k];
+	}
+}
+
+/* Does exactly one tensor cross the boundary before node b: does every
+ * edge from the input or a node before b to b or a node after it leave
+ * from the same output? */
+static int
+one_tensor_crosses(const wiring *g, int b)
+{
+	int from = -2; /* none yet */
+	for (int i = b; i < g->n; i++)
+		for (int k = 0; k < g->n_in[i]; k++) {
+			int j = g->in[i][k];
+			if (j >= b || j == from)
+				continue;
+			if (from != -2)
+				return 0;
+			from = j;
+		}
+	return from != -2;
+}
+
+/* g's cut depths (model.h) into depths[0..max); their count. Depth d is a
+ * cut when a boundary between the d-th parameterised node from the top
+ * (included) and the (d + 1)-th (excluded) is crossed by one tensor. */
+static int
+wiring_cuts(const wiring *g, int *depths, int max)
+{
+	int top[MODEL_MAX_NODES], L = 0, n = 0;
+	for (int i = g->n - 1; i >= 0; i--)
+		if (g->params[i])
+			top[L++] = i; /* top[d - 1]: the d-th from the top */
+	for (int d = 1; d < L; d++) {
+		int cut = 0;
+		for (int b = top[d - 1]; b > top[d] && !cut; b--)
+			cut = one_tensor_crosses(g, b);
+		if (cut && n++ < max)
+			depths[n - 1] = d;
+	}
+	return n;
+}
+
+int
+model_cut_depths(const model *m, int *depths, int max)
+{
+	wiring g;
+	model_wiring(m, &g);
+	return wiring_cuts(&g, depths, max);
+}
+
+int
+model_spec_cut_depths(const char *spec, int *depths, int max)
+{
+	wiring g;
+	if (spec_wiring(spec, &g) < 0)
+		return -1;
+	return wiring_cuts(&g, depths, max);
+}
+
+int
+model_spec_param_layers(const char *spec)
+{
+	wiring g;
+	int np = 0;
+	if (spec_wiring(spec, &g) < 0)
+		return -1;
+	for (int i = 0; i < g.n; i++)
+		np += g.params[i];
 	return np;
+}
+
+/* "1, 5, 9" into buf; runs of 5 or more at one step as "1, 5, ..., 37"
+ * when the whole list does not fit */
+static size_t
+depths_put(const int *d, int n, int shorten, char *buf, size_t cap)
+{
+	size_t len = 0;
+	buf[0] = 0;
+	for (int i = 0; i < n && len < cap; i++) {
+		int run = i;
+		while (shorten && run + 1 < n && d[run + 1] - d[run] == d[i + 1] - d[i])
+			run++;
+		if (run - i >= 4) {
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d, %d, ..., %d",
+						i ? ", " : "", d[i], d[i + 1], d[run]);
+			i = run;
+		} else {
+			len += (size_t)snprintf(buf + len, cap - len, "%s%d", i ? ", " : "", d[i]);
+		}
+	}
+	return len;
+}
+
+const char *
+model_depths_str(const int *depths, int n, char *buf, size_t cap)
+{
+	if (cap && depths_put(depths, n, 0, buf, cap) >= cap)
+		depths_put(depths, n, 1, buf, cap);
+	return buf;
 }
 
 /* ---- construction ----------------------------------------------------- */
@@ -670,14 +798,18 @@ model_tail_offset(const model *m, int depth)
 	return m->nodes[stop_node(m, depth)].p_off;
 }
 
-/* Does node i compute an input gradient when the backward stops at lo? */
-static int
-needs_dx(const node *nd, int lo)
+/* FLOPs of node nd's input gradients when the backward stops at lo: only
+ * those toward a node at or above lo are computed. */
+static double
+dx_flops(const node *nd, int lo)
 {
-	for (int k = 0; k < nd->n_in; k++)
+	double f = 0.0;
+	for (int k = 0; k < nd->n_in; k++) {
+		double part = k == 1 ? nd->flops_bwd_x1 : nd->flops_bwd_x - nd->flops_bwd_x1;
 		if (nd->inputs[k] >= lo)
-			return 1;
-	return 0;
+			f += part;
+	}
+	return f;
 }
 
 double
@@ -689,9 +821,7 @@ model_step_flops(const model *m, int depth)
 		const node *nd = &m->nodes[i];
 		f += nd->flops_fwd;
 		if (i >= lo)
-			f += nd->flops_bwd_w;
-		if (i >= lo && needs_dx(nd, lo))
-			f += nd->flops_bwd_x;
+			f += nd->flops_bwd_w + dx_flops(nd, lo);
 	}
 	return f;
 }

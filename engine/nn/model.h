@@ -32,9 +32,11 @@
  *
  * Partial backprop depth counts parameterised nodes from the top: for a
  * resnet a conv and a bn are one "layer" each (resnet20: 19 conv, 19 bn and
- * the dense, 39), so a depth may end inside a block; depth k backprops
- * into the top k of them only (the shortcut hands nothing to a block input
- * below the stop). Depth at block granularity may come later.
+ * the dense, 39); depth k backprops into the top k of them only (the
+ * shortcut hands nothing to a block input below the stop), bit for bit as
+ * the full backward computes them, at any depth. The depths that end at a
+ * block boundary are the model's cut depths (model_cut_depths); a run
+ * takes only those as spb_depth (docs/rules.md).
  *
  * State: what is not trained (batch norm's running statistics) is one flat
  * buffer of n_state floats (backend memory), node by node. A forward runs
@@ -116,6 +118,26 @@ void model_free(model *m);
 /* Parameterised layers of a model spec without building it (the deepest
  * useful spb_depth), or -1 when the spec is not one model_new takes. */
 int model_spec_param_layers(const char *spec);
+
+/* Cut depths: the depths d (1 .. n_param_layers - 1) at which the top d
+ * parameterised layers begin at a block boundary, a node boundary that
+ * exactly one tensor crosses (every edge from below it to above it leaves
+ * from the same node's output), somewhere between the d-th parameterised
+ * node from the top and the one below it. Sequential models (logreg,
+ * mlp, lenet5): every depth. resnet:N: the head (1), each block from its
+ * first conv (1 + 4 b), and the stem's bn (its conv's output alone
+ * crosses); a depth inside a block is none (the block's input crosses
+ * beside the branch). Full backprop (0, or n_param_layers) is not listed.
+ * Ascending into depths[0..max); returns how many there are (more than
+ * max when they do not fit). */
+int model_cut_depths(const model *m, int *depths, int max);
+/* The same from a spec without building it; -1 when the spec is not one
+ * model_new takes. */
+int model_spec_cut_depths(const char *spec, int *depths, int max);
+/* depths[0..n) as "1, 5, 9, 13" into buf (cap bytes); when that does not
+ * fit, runs of five or more at one step shortened ("1, 5, ..., 37, 38"),
+ * then cut short. Returns buf. */
+const char *model_depths_str(const int *depths, int n, char *buf, size_t cap);
 
 /* (Re)initialise parameters from the seed (He/Xavier, zero biases). */
 void model_init_params(model *m, uint64_t seed);

@@ -97,8 +97,12 @@ struct node {
 	size_t act_floats;       /* output floats per sample */
 	int n_out;               /* nodes reading this one's output */
 	void *scratch;           /* scratch_bytes per sample (maxpool's argmax) */
-	/* Cost per sample, for accounting and the virtual clock. */
-	double flops_fwd, flops_bwd_w, flops_bwd_x;
+	/* Cost per sample, for accounting and the virtual clock: the
+	 * forward, the weight gradient, the input gradients (all inputs'),
+	 * and of those input 1's (a two-input op; the rest is input 0's), so
+	 * a backward that stops between a node's inputs counts only the
+	 * gradient it computes. */
+	double flops_fwd, flops_bwd_w, flops_bwd_x, flops_bwd_x1;
 };
 
 /* The ops (engine/nn/ops/table.c), NULL-terminated, and one by name (NULL

@@ -58,6 +58,8 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 		return sl_fail(err, SL_EINVAL,
 			       "spb_depth: must be in [0, %d] (the model's parameterised layers), got %d",
 			       r->evm->n_param_layers, c->spb_depth);
+	if ((c->fields & CMD_SPB) && config_spb_at_boundary("spb_depth", c->spb_depth, r->cfg.model, err) < 0)
+		return -SL_EINVAL;
 	if ((c->fields & CMD_DELAY) && c->delay.dist == DELAY_VERSION &&
 	    c->delay.s >= VHIST_MAX)
 		return sl_fail(err, SL_EINVAL, "delay.s: at most %d", VHIST_MAX - 1);

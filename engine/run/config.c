@@ -2,6 +2,8 @@
 #include "config.h"
 
 #include "fields.h"
+#include "graph_spec.h"
+#include "model.h"
 #include "suggest.h"
 
 #include <stdio.h>
@@ -51,19 +53,70 @@ config_validate(const run_config *c, char *err)
 	if (c->workers == 0 && strcmp(c->clock, "wall"))
 		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
 			       "clock; the virtual clock simulates its workers: give 1 or more");
-	int layers = fields_model_layers(c->model);
 	for (int i = 0; i < c->n_overrides; i++) {
 		const worker_override *o = &c->overrides[i];
 		char p[48];
 		snprintf(p, sizeof(p), "worker_overrides[%d]", i);
 		if ((rc = fields_validate(&fields_override, o, p, err)) < 0)
 			return rc;
-		if (o->has_spb && layers >= 0 && o->spb_depth > layers)
-			return sl_fail(err, SL_EINVAL,
-				       "%s.spb_depth: must be in [0, %d] (\"%s\" has %d parameterised layers), got %d",
-				       p, layers, c->model, layers, o->spb_depth);
+		snprintf(p, sizeof(p), "worker_overrides[%d].spb_depth", i);
+		if (o->has_spb && (rc = config_spb_fits(p, o->spb_depth, c->model, err)) < 0)
+			return rc;
 	}
 	return 0;
+}
+
+int
+config_spb_depths(const char *spec, int *depths, int max)
+{
+	int cuts[CFG_SPB_MAX], n = 0;
+	int k = fields_model_cuts(spec, cuts, CFG_SPB_MAX);
+	if (k < 0 || max < 1)
+		return k < 0 ? -1 : 0;
+	depths[n++] = 0;
+	/* ascending and distinct: those up to CFG_SPB_MAX are among the first */
+	for (int i = 0; i < SL_MIN(k, CFG_SPB_MAX) && n < max; i++)
+		if (cuts[i] <= CFG_SPB_MAX)
+			depths[n++] = cuts[i];
+	return n;
+}
+
+int
+config_spb_fits(const char *path, int depth, const char *spec, char *err)
+{
+	int layers = fields_model_layers(spec);
+	if (layers >= 0 && depth > layers)
+		return sl_fail(err, SL_EINVAL,
+			       "%s: must be in [0, %d] (\"%s\" has %d parameterised layers), got %d",
+			       path, layers, spec, layers, depth);
+	return config_spb_at_boundary(path, depth, spec, err);
+}
+
+int
+config_spb_at_boundary(const char *path, int depth, const char *spec, char *err)
+{
+	int d[CFG_SPB_MAX + 1], layers = fields_model_layers(spec);
+	int n = config_spb_depths(spec, d, CFG_SPB_MAX + 1), below = 0, above = 0;
+	if (n < 0 || depth <= 0 || depth >= layers)
+		return 0; /* an unknown spec, or full backprop */
+	for (int i = 1; i < n; i++) {
+		if (d[i] == depth)
+			return 0;
+		if (d[i] < depth)
+			below = d[i];
+		else if (!above)
+			above = d[i];
+	}
+	char list[112], label[64], near[40];
+	model_depths_str(d + 1, n - 1, list, sizeof(list));
+	if (above)
+		snprintf(near, sizeof(near), "%d and %d", below, above);
+	else
+		snprintf(near, sizeof(near), "%d", below);
+	return sl_fail(err, SL_EINVAL,
+		       "%s: %d ends inside a block of %s: expected 0 (full backprop) or a block "
+		       "boundary: %s (the nearest: %s)",
+		       path, depth, graph_spec_label(spec, label, sizeof(label)), list, near);
 }
 
 int

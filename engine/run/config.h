@@ -11,6 +11,9 @@
 
 #define CFG_MAX_OVERRIDES 256
 #define CFG_MAX_WORKERS PS_MAX_WORKERS
+/* the deepest spb_depth a run takes (a remote worker's push names its
+ * layers in a table of WIRE_LAYERS_MAX) */
+#define CFG_SPB_MAX 64
 
 typedef enum delay_dist {
 	DELAY_NONE,
@@ -96,6 +99,24 @@ int config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char 
 
 /* Every worker_overrides entry names a worker of the run (id < workers). */
 int config_overrides_fit(const run_config *c, char *err);
+
+/* The values spb_depth takes on model spec `spec` into depths[0..max)
+ * (at most CFG_SPB_MAX + 1 of them): 0 (full backprop), then the model's
+ * cut depths (model.h) up to CFG_SPB_MAX: every depth of a sequential
+ * model, the block boundaries of a residual one. Their count; -1 when
+ * model_new does not take the spec. */
+int config_spb_depths(const char *spec, int *depths, int max);
+
+/* spb_depth `depth` (the field at `path`, e.g. "worker_overrides[2].
+ * spb_depth") on model spec `spec`: 0, or -SL_EINVAL with err naming the
+ * field, the model and what it takes, when the depth is past the model's
+ * parameterised layers or ends inside a block (docs/rules.md, "Structured
+ * partial backpropagation"). A spec model_new does not take passes: the
+ * model's own error comes first. */
+int config_spb_fits(const char *path, int depth, const char *spec, char *err);
+/* The same for a depth within the model's layers: only the block check
+ * (a caller with its own range message). */
+int config_spb_at_boundary(const char *path, int depth, const char *spec, char *err);
 
 const char *delay_dist_name(delay_dist d);
 

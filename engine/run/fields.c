@@ -203,9 +203,9 @@ const field_table fields_stop = {stop_f, NF(stop_f)};
 	 .sub = &fields_delay,                                                     \
 	 .doc = "this worker's delay (merged onto its current one)"},              \
 	{.key = "spb_depth", .type = FT_INTEGER, .store = FS_INT,                  \
-	 .off = WO(spb_depth), .min = 0, .max = 64, .flags = BOTH | FD_MUTABLE,    \
+	 .off = WO(spb_depth), .min = 0, .max = CFG_SPB_MAX, .flags = BOTH | FD_MUTABLE,    \
 	 .cmd = CMD_SPB, .cmd_off = WC(spb_depth), .has_off = WO(has_spb),         \
-	 .doc = "partial backprop: the top k parameterised layers only (0: all; at most the model's)"}, \
+	 .doc = "partial backprop: the top k parameterised layers only (0: all; at most the model's; on a residual net a block boundary: status model_summary.spb_depths)"}, \
 	{.key = "speed", .type = FT_NUMBER, .store = FS_DBL, .off = WO(speed),    \
 	 .min = 0, .max = 100, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 1, \
 	 .cmd = CMD_SPEED, .cmd_off = WC(speed), .has_off = WO(has_speed),         \
@@ -594,4 +594,10 @@ int
 fields_model_layers(const char *spec)
 {
 	return model_spec_param_layers(spec);
+}
+
+int
+fields_model_cuts(const char *spec, int *depths, int max)
+{
+	return model_spec_cut_depths(spec, depths, max);
 }

@@ -153,5 +153,8 @@ int fields_check_cmd(const run_cmd *c, char *err);
 /* Parameterised layers of a model spec ("mlp:784-256-10": 2), or -1 when
  * the spec is unknown. */
 int fields_model_layers(const char *spec);
+/* Its cut depths (model_spec_cut_depths, model.h) into depths[0..max);
+ * their count, or -1 when the spec is unknown. */
+int fields_model_cuts(const char *spec, int *depths, int max);
 
 #endif

@@ -240,7 +240,9 @@ build_snapshot(run *r)
 	s->lr_now = r->cfg.lr * lr_sched_factor(&r->cfg.opt.sched, ps_version(r->ps));
 	s->model = (model_summary){.nodes = r->evm->n_nodes,
 				   .param_layers = r->evm->n_param_layers,
-				   .params = r->n_params, .step_flops = r->full_flops};
+				   .params = r->n_params, .step_flops = r->full_flops,
+				   .n_spb_depths = r->n_spb_depths};
+	memcpy(s->model.spb_depths, r->spb_depths, sizeof(int) * (size_t)SL_MAX(r->n_spb_depths, 0));
 	for (int i = 0; i < r->evm->n_nodes; i++) {
 		s->model.fwd_flops += r->evm->nodes[i].flops_fwd;
 		s->model.act_floats += (double)r->evm->nodes[i].act_floats;

@@ -138,13 +138,29 @@ run_yield(run *r)
 
 /* ---- lifetime -------------------------------------------------------------- */
 
+/* The schedule's spb_depth changes fit the model (the run object's
+ * overrides are config_validate's). */
+static int
+sched_spb_fits(const run_config *cfg, const run_sched *sched, int n, char *err)
+{
+	for (int i = 0; i < n; i++) {
+		char p[48];
+		snprintf(p, sizeof(p), "schedule[%d].set.spb_depth", i);
+		if ((sched[i].cmd.fields & CMD_SPB) &&
+		    config_spb_fits(p, sched[i].cmd.spb_depth, cfg->model, err) < 0)
+			return -SL_EINVAL;
+	}
+	return 0;
+}
+
 int
 run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int n_sched, const run_callbacks *cb, run **out, char *err)
 {
 	*out = NULL;
 	int rc = config_validate(cfg, err);
-	if (rc < 0 || (rc = config_optim_fits(cfg->rule, &cfg->opt, cfg->momentum, err)) < 0)
+	if (rc < 0 || (rc = config_optim_fits(cfg->rule, &cfg->opt, cfg->momentum, err)) < 0 ||
+	    (rc = sched_spb_fits(cfg, sched, n_sched, err)) < 0)
 		return rc;
 	const rule_class *rule = rule_find(cfg->rule);
 	if (!rule)
@@ -213,6 +229,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		goto fail;
 	r->n_params = r->evm->n_params;
 	r->full_flops = model_step_flops(r->evm, 0);
+	r->n_spb_depths = config_spb_depths(cfg->model, r->spb_depths, CFG_SPB_MAX + 1);
 	node_info info[MODEL_MAX_NODES];
 	ps_layer layers[MODEL_MAX_NODES];
 	int nl = model_node_info(r->evm, info, MODEL_MAX_NODES), np = 0;

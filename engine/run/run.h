@@ -146,6 +146,9 @@ typedef struct model_summary {
 	double fwd_flops;    /* per sample, forward only (an evaluation) */
 	double step_flops;   /* per sample, forward and full backward */
 	double act_floats;   /* activation floats per sample, every node's output */
+	/* the values spb_depth takes: 0 (full backprop), then the depths
+	 * that end at a block boundary (every depth of a sequential model) */
+	int spb_depths[CFG_SPB_MAX + 1], n_spb_depths;
 } model_summary;
 
 typedef struct run_snapshot {

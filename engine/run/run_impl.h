@@ -132,6 +132,8 @@ struct run {
 			   * the server, &cfg.rp and step_rule_ops (run_new) */
 	size_t n_params;
 	double full_flops; /* per sample, full depth */
+	/* the values spb_depth takes (config_spb_depths) */
+	int spb_depths[CFG_SPB_MAX + 1], n_spb_depths;
 	worker *w[CFG_MAX_WORKERS];
 	int n_slots;
 	/* sampler: one permutation per epoch, shared by all workers */

@@ -101,6 +101,30 @@ expect_grep '^mlp:784-32-10,full,[0-9.e-]+,[0-9.e-]+,[0-9.e-]+,1\.0000$' "full b
 expect_grep '^mlp:784-32-10,top1,|^# top1: missed' "the partial depth: a row, or why it is left out" "$LAST_OUT"
 printf 'job_id,arrival_s,num_gpus,model,iters_full\n1,0,1,mlp:784-32-10,1000\n2,0,1,mlp:784-32-10,1000\n' >"$TMP/small.csv"
 expect_exit 0 "the measured profile drives a simulation" "$SL" cluster -t "$TMP/small.csv" -p "$TMP/measured.csv" -g 1
+# a residual net: full backprop and each block boundary (resnet:8: the
+# head, the 3 blocks from their first conv, the stem's bn), not its 14
+# partial depths; an easy target on tiny data keeps it short
+expect_exit 0 "cluster profile of resnet:8 on tiny data" "$SL" cluster profile -m resnet:8 \
+	-d synthetic:600 --target-acc 0.15 --seeds 1 --max-epochs 1 --eval-every 2 -S 0.05
+expect_grep '^# schedules: full and topD for D = 1, 5, 9, 13, 14 \(the depths a run.s spb_depth takes' \
+	"... says which depths and why" "$LAST_OUT"
+depths=$(printf '%s\n' "$LAST_OUT" | sed -n 's/^resnet:8,\([a-z0-9]*\),.*/\1/p; s/^# \(top[0-9]*\): missed.*/\1/p' | tr '\n' ' ')
+[ "$depths" = "full top1 top5 top9 top13 top14 " ] && ok "... its depth column: full and the cut depths (a row, or why it is left out)" ||
+	bad "resnet:8's depths" "$depths"
+expect_grep '^stalelab cluster profile: 6 depths of resnet:8 in [0-9]+ s$' "... and how long it took" "$LAST_OUT"
+# --depths: sorted, full backprop added, each once (the header is out
+# before full backprop misses the impossible target)
+expect_exit 1 "--depths 9,1,9" "$SL" cluster profile -m resnet:8 -d synthetic:200 --depths 9,1,9 \
+	--target-acc 1 --max-epochs 0.05 --seeds 1 -S 0.05
+expect_grep '^# schedules: full and topD for D = 1, 9 \(--depths\)$' "... full, top1 and top9" "$LAST_OUT"
+expect_exit 2 "--depths inside a block" "$SL" cluster profile -m resnet:8 -d synthetic:200 --depths 0,3
+expect_grep '^stalelab cluster profile: --depths: 3 ends inside a block of resnet:8: expected 0 \(full backprop\) or a block boundary: 1, 5, 9, 13, 14 \(the nearest: 1 and 5\)$' \
+	"... refused naming the option and the depths" "$LAST_OUT"
+expect_exit 2 "--depths not a number" "$SL" cluster profile -m resnet:8 -d synthetic:200 --depths 1,x
+expect_grep '^stalelab cluster profile: --depths: expected depths from 0 \(full backprop\) to 14, comma-separated \(0,5,9\), got "x"$' \
+	"... named" "$LAST_OUT"
+expect_exit 2 "--depths past the model" "$SL" cluster profile -m mlp:784-32-10 -d synthetic:200 --depths 2
+expect_grep '\-\-depths: expected depths from 0 \(full backprop\) to 1, ' "... named, with the range" "$LAST_OUT"
 expect_exit 2 "profile: no model" "$SL" cluster profile
 expect_exit 2 "profile: a bad target" "$SL" cluster profile -m logreg --target-acc 2
 expect_grep 'target-acc: expected a number > 0 and <= 1' "... named" "$LAST_OUT"

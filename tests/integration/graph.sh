@@ -101,6 +101,15 @@ wait_api 60 /api/v1/status '"nodes" in d["config"]["model"] and d["version"] > 5
 wait_api 10 /api/v1/status 'd["model_summary"]["nodes"] == 6 and d["model_summary"]["params"] == 59210 and d["model_summary"]["param_layers"] == 4 and d["model_summary"]["step_flops"] > 3 * 59210' &&
 	ok "/status: model_summary (6 nodes, 59210 parameters, 4 layers, FLOPs)" ||
 	bad "/status model_summary" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model_summary"))' "$TMP/body")"
+# its block (nodes 1 to 3, node 0's output read twice): spb_depth 2 would
+# end inside it; 0, 1 (the head) and 3 (the block from its first layer)
+wait_api 10 /api/v1/status 'd["model_summary"]["spb_depths"] == [0, 1, 3]' &&
+	ok "/status: model_summary.spb_depths [0, 1, 3]" ||
+	bad "/status spb_depths" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model_summary"))' "$TMP/body")"
+expect_http "PATCH spb_depth inside the block: 400" 400 PATCH /api/v1/workers/0 '{"spb_depth": 2}'
+expect_grep 'spb_depth: 2 ends inside a block of a graph of 6 nodes: expected 0 \(full backprop\) or a block boundary: 1, 3 \(the nearest: 1 and 3\)' \
+	"... naming the field and the depths it takes" "$LAST_OUT"
+expect_http "PATCH spb_depth 3, the block's start: 202" 202 PATCH /api/v1/workers/0 '{"spb_depth": 3}'
 kill "$PID" 2>/dev/null
 wait "$PID" 2>/dev/null
 finish graph

@@ -69,6 +69,12 @@ expect_exit 0 "resnet20 starts" "$SL" run --dataset synthetic:200 --model resnet
 	--threads 1 --batch 8 --steps 1
 expect_grep "model: [0-9]+ nodes, 269434 parameters in 39 layers" \
 	"resnet20 on 28x28x1: 269434 parameters, 39 parameterised nodes" "$LAST_OUT"
+expect_grep "model: spb_depth ends at a block boundary: 0 \(full backprop\), 1, 5, 9, 13, 17, 21, 25, 29, 33, 37, 38$" \
+	"... and the depths spb_depth takes: the head, each block's start, the stem's bn" "$LAST_OUT"
+printf '{"model": "resnet:8", "dataset": "synthetic:200", "clock": "virtual", "threads": 1, "workers": 2, "worker_overrides": [{"id": 1, "spb_depth": 7}], "stop": {"steps": 1}}' >"$TMP/mid.json"
+expect_exit 2 "a depth inside a block: refused" "$SL" run -c "$TMP/mid.json" -q
+expect_grep 'worker_overrides\[0\]\.spb_depth: 7 ends inside a block of resnet:8: expected 0 \(full backprop\) or a block boundary: 1, 5, 9, 13, 14 \(the nearest: 5 and 9\)' \
+	"... naming the field, the model and the depths" "$LAST_OUT"
 expect_exit 2 "resnet:21: refused" "$SL" run --dataset synthetic:200 --model resnet:21 --steps 1
 expect_grep "resnet:N with N = 6n \+ 2" "... naming the form" "$LAST_OUT"
 finish resnet

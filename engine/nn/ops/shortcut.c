@@ -31,7 +31,9 @@ shortcut_setup(node *n, char *err)
 	n->stride = s;
 	n->out = a;
 	n->flops_fwd = 2.0 * (double)shape_size(a);
+	/* dx to a is a copy; the FLOPs are S^T dy, input 1's */
 	n->flops_bwd_x = 2.0 * (double)shape_size(a);
+	n->flops_bwd_x1 = n->flops_bwd_x;
 	return 0;
 }
 

@@ -54,28 +54,40 @@ START_TEST(evaluation_sees_no_view)
 	 * evaluate the same weights, so the test losses agree bit for bit
 	 * when the evaluation, and batch norm's statistics recomputed on
 	 * training samples before it, read the samples as they are; the
-	 * training losses, of views, do not */
-	rec *a = calloc(1, sizeof(*a)), *n = calloc(1, sizeof(*n));
-	run_config c = aug_config(AUG_CROP_FLIP, 2);
-	snprintf(c.model, sizeof(c.model), "resnet:8");
-	c.lr = 1e-30;
-	c.stop_steps = 8;
-	c.eval_every = 4;
-	run_snapshot_put(go(&c, NULL, 0, a));
-	c.augment = AUG_NONE;
-	run_snapshot_put(go(&c, NULL, 0, n));
+	 * training losses, of views, do not. A small set: resnet:8's
+	 * evaluations are the cost (ASan) */
+	dataset_pair small;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(ds_load("synthetic:300", 3, &small, err) == 0, "%s", err);
+	rec *got[2];
+	for (int k = 0; k < 2; k++) {
+		run_config c = aug_config(k ? AUG_NONE : AUG_CROP_FLIP, 2);
+		snprintf(c.model, sizeof(c.model), "resnet:8");
+		snprintf(c.dataset, sizeof(c.dataset), "synthetic:300");
+		c.lr = 1e-30;
+		c.stop_steps = 6;
+		c.eval_every = 3;
+		got[k] = calloc(1, sizeof(rec));
+		run_callbacks cb = {.eval = on_eval, .ud = got[k]};
+		run *r;
+		ck_assert_msg(run_new(&c, &small, NULL, 0, &cb, &r, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		run_free(r);
+	}
+	const rec *a = got[0], *n = got[1];
 	ck_assert_int_eq(a->n, n->n);
 	ck_assert_int_ge(a->n, 2);
 	for (int i = 0; i < a->n; i++) {
 		ck_assert_msg(!memcmp(&a->ev[i].test_loss, &n->ev[i].test_loss, sizeof(double)),
 			      "v %llu: test loss %a with views, %a without",
 			      (unsigned long long)a->ev[i].v, a->ev[i].test_loss, n->ev[i].test_loss);
-		ck_assert_msg(a->ev[i].train_loss != n->ev[i].train_loss,
+		ck_assert_msg(a->ev[i].final || a->ev[i].train_loss != n->ev[i].train_loss,
 			      "v %llu: the training loss did not see the views",
 			      (unsigned long long)a->ev[i].v);
 	}
-	free(a);
-	free(n);
+	free(got[0]);
+	free(got[1]);
+	ds_pair_free(&small);
 }
 END_TEST
 

@@ -1,9 +1,12 @@
-/* dataset_util.h - for the Check suites of the data sets (test_dataset*.c):
- * IDX, gzip and CIFAR-10 inputs built in memory, and assertions. */
+/* dataset_util.h - for the Check suites of the data sets (test_dataset*.c,
+ * test_augment_runs.c): IDX, gzip and CIFAR-10 inputs built in memory,
+ * files in a temporary directory, and assertions. */
 #ifndef SL_DATASET_UTIL_H
 #define SL_DATASET_UTIL_H
 
+#include <dirent.h>
 #include <stdint.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "dataset.h"
@@ -102,6 +105,33 @@ cifar_records(int n, uint8_t label0)
 			rec[1 + p] = (uint8_t)(p * 3 + r);
 	}
 	return b;
+}
+
+/* Write a whole file dir/name. */
+static inline void
+write_in(const char *dir, const char *name, const void *data, size_t len)
+{
+	char path[1024];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	sl_test_write(path, data, len);
+}
+
+/* Remove a flat temp dir made by sl_test_tmpdir. */
+static inline void
+rm_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	char path[1024];
+	while ((e = readdir(d)) != NULL) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		ck_assert_int_eq(unlink(path), 0);
+	}
+	closedir(d);
+	ck_assert_int_eq(rmdir(dir), 0);
 }
 
 #endif

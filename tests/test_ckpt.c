@@ -208,7 +208,8 @@ rewrite(const uint8_t *buf, size_t len, edit *e, size_t *out_len)
 }
 
 /* the optional fields written since the fixture was: the communication
- * model's (a link, the server's time, the bytes pulled), the optimiser's */
+ * model's (a link, the server's time, the bytes pulled), the optimiser's,
+ * the augmentation's (the run object's, a batch's epoch) */
 static int
 added_field(const tlv_rec *y)
 {
@@ -216,7 +217,8 @@ added_field(const tlv_rec *y)
 					    "comm_s", "pull_bytes", "push_bytes", "reply",
 					    "has_link", "coherence_every", "coh_sum", "coh_n", "coh_all",
 					    "coh_all_n", "coherence", "coherence_n", "coherence_all",
-					    "coherence_all_n", "remote_slot", "optimizer", "clip", NULL};
+					    "coherence_all_n", "remote_slot", "optimizer", "clip",
+					    "augment", "batch_epoch", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -7,14 +7,6 @@
 #include "dataset_util.h"
 
 static void
-write_in(const char *dir, const char *name, const void *data, size_t len)
-{
-	char path[1024];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	sl_test_write(path, data, len);
-}
-
-static void
 write_gz_in(const char *dir, const char *name, const void *data, size_t len)
 {
 	char path[1024];
@@ -25,23 +17,6 @@ write_gz_in(const char *dir, const char *name, const void *data, size_t len)
 	ck_assert_int_eq(gzclose(g), Z_OK);
 }
 
-/* Remove a flat temp dir made by sl_test_tmpdir. */
-static void
-rm_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	ck_assert_ptr_nonnull(d);
-	struct dirent *e;
-	char path[1024];
-	while ((e = readdir(d)) != NULL) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-		ck_assert_int_eq(unlink(path), 0);
-	}
-	closedir(d);
-	ck_assert_int_eq(rmdir(dir), 0);
-}
 
 
 static void

@@ -3,7 +3,8 @@
  * code as a local one. Here "elsewhere" is a fake in the test process with
  * a model of its own. Pinned: a run whose only running worker is remote
  * ends with the same weights, bit for bit, as the same run with a local
- * worker; a remote worker lost mid-run leaves it (asgd goes on, an ssgd
+ * worker, with the batches augmented too (the remote draws the views from
+ * the key each step hands it: the run's seed, the batch's epoch); a remote worker lost mid-run leaves it (asgd goes on, an ssgd
  * round waiting for it completes without it), its step dropped and
  * counted, its owner told; refusals (virtual clock, hogwild, a run that
  * ended); the snapshot marks it remote with its host. */
@@ -13,6 +14,7 @@
 #include "ledger.h"
 #include "model.h"
 #include "run_util.h"
+#include "wstep.h"
 
 typedef struct fake {
 	model *m;
@@ -21,12 +23,13 @@ typedef struct fake {
 	int fail_rc;        /* RUN_REMOTE_LOST or RUN_REMOTE_LEFT */
 	int left;
 	size_t off_seen;
+	aug_key keys[256];  /* the views' key of each call (the first 256) */
 	pthread_mutex_t mu;
 } fake;
 
 static int
-fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uint32_t *idx,
-	     int batch, int depth, size_t off, float *grads, double *loss)
+fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wbatch *b,
+	     int depth, size_t off, float *grads, double *loss)
 {
 	(void)v_read;
 	fake *f = ctx;
@@ -35,8 +38,9 @@ fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const u
 	pthread_mutex_unlock(&f->mu);
 	if (f->fail_at && call >= f->fail_at)
 		return f->fail_rc;
-	model_load_batch(f->m, data.train.x, data.train.y, idx, batch);
-	*loss = model_step(f->m, weights, batch, depth);
+	if (call <= 256)
+		f->keys[call - 1] = b->aug;
+	*loss = wstep(f->m, &data.train, weights, b, depth); /* a remote worker's step */
 	memcpy(grads + off, f->m->grads + off, sizeof(float) * (n - off));
 	f->off_seen = off;
 	return 0;
@@ -83,6 +87,14 @@ wall(const char *rule, int workers)
 	c.threads = 1;
 	c.stop_steps = 120;
 	return c;
+}
+
+/* the run's local worker paused from the start: a remote one does the work */
+static void
+remote_only(run_config *c)
+{
+	c->n_overrides = 1;
+	c->overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
 }
 
 static uint64_t
@@ -133,8 +145,7 @@ START_TEST(remote_computes_as_a_local_worker)
 		run_free(r);
 		/* the same run, its local worker paused from the start and a
 		 * remote one doing the work */
-		c.n_overrides = 1;
-		c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+		remote_only(&c);
 		fake f;
 		fake_init(&f, &c, 0);
 		uint64_t remote;
@@ -163,6 +174,46 @@ START_TEST(remote_computes_as_a_local_worker)
 }
 END_TEST
 
+START_TEST(the_remote_draws_the_local_views)
+{
+	/* crop-flip: 200 steps of 16 of 2400 samples, 150 a epoch */
+	run_config c = wall("asgd", 1);
+	c.augment = AUG_CROP_FLIP;
+	c.stop_steps = 200;
+	c.seed = 5;
+	uint64_t h[2];
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_int_eq(run_exec(r), 0);
+	h[0] = weights_hash(r);
+	run_free(r);
+	remote_only(&c);
+	fake f;
+	fake_init(&f, &c, 0);
+	int id;
+	run_snapshot_put(with_remote(&c, &f, &h[1], &id));
+	ck_assert_int_eq(f.calls, 200);
+	for (int i = 0; i < 200; i++) {
+		const aug_key *k = &f.keys[i];
+		ck_assert_int_eq(k->kind, AUG_CROP_FLIP);
+		ck_assert_int_eq(k->pad, AUG_PAD);
+		ck_assert_uint_eq(k->seed, 5);
+		ck_assert_msg(k->epoch == (i < 150 ? 0u : 1u), "step %d: epoch %u", i, k->epoch);
+	}
+	ck_assert_msg(h[0] == h[1], "remote %016llx, local %016llx", (unsigned long long)h[1],
+		      (unsigned long long)h[0]);
+	/* and views they were: the run without them ends elsewhere */
+	c.augment = AUG_NONE;
+	fake_free(&f);
+	fake_init(&f, &c, 0);
+	run_snapshot_put(with_remote(&c, &f, &h[1], &id));
+	ck_assert_uint_ne(h[0], h[1]);
+	ck_assert_int_eq(f.keys[0].kind, AUG_NONE);
+	fake_free(&f);
+}
+END_TEST
+
 START_TEST(a_device_server_stages_the_wire)
 {
 	/* the daemon's backend in device memory (refdev, which faults on any
@@ -175,8 +226,7 @@ START_TEST(a_device_server_stages_the_wire)
 		run_config c = wall("asgd", 1);
 		snprintf(c.device, sizeof(c.device), "%s", dev[k]);
 		c.stop_steps = 40;
-		c.n_overrides = 1;
-		c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+		remote_only(&c);
 		fake f;
 		fake_init(&f, &c, 0);
 		int id = -1;
@@ -194,8 +244,7 @@ END_TEST
 START_TEST(partial_backprop_reaches_the_remote)
 {
 	run_config c = wall("asgd", 1);
-	c.n_overrides = 1;
-	c.overrides[0] = (worker_override){.id = 0, .has_paused = 1, .paused = 1};
+	remote_only(&c);
 	fake f;
 	fake_init(&f, &c, 0);
 	/* a depth for the remote, by a command like any worker's */
@@ -340,7 +389,7 @@ static Suite *
 remote_suite(void)
 {
 	const run_case cases[] = {
-		{"seam", NULL, {remote_computes_as_a_local_worker,
+		{"seam", NULL, {remote_computes_as_a_local_worker, the_remote_draws_the_local_views,
 				partial_backprop_reaches_the_remote, a_device_server_stages_the_wire,
 				a_lost_remote_leaves_the_run,
 				refusals, the_ledger_survives_a_checkpoint, NULL}},

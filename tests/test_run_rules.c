@@ -170,59 +170,6 @@ START_TEST(virtual_delays_cost_no_time)
 }
 END_TEST
 
-static void
-on_eval_ck(void *ud, const run_eval *e)
-{
-	on_eval(&((ckrec *)ud)->r, e);
-}
-
-/* Run c straight through (A), checkpointing at version `at`, then resume a
- * new run from that checkpoint (B): B's records must be A's from the
- * checkpoint on, bit for bit. Returns A's records (caller frees); the
- * checkpoint stays in *ck (caller frees ck->buf). */
-static ckrec *
-resume_matches(const run_config *c, uint64_t at, ckrec **ck)
-{
-	run_sched s = {.by_version = 1, .v = at,
-		       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
-	ckrec *a = calloc(1, sizeof(*a));
-	run *r;
-	char err[SL_ERR_LEN] = "";
-	run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
-	ck_assert_msg(run_new(c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
-	ck_assert_int_eq(run_exec(r), 0);
-	run_free(r);
-	ck_assert_ptr_nonnull(a->buf);
-
-	run_config c2;
-	ck_assert_msg(run_checkpoint_config(a->buf, a->len, &c2, err) == 0, "%s", err);
-	ck_assert_str_eq(c2.rule, c->rule);
-	ckrec *b = calloc(1, sizeof(*b));
-	cb.ud = b;
-	ck_assert_msg(run_new(&c2, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
-	ck_assert_msg(run_restore(r, a->buf, a->len, err) == 0, "%s", err);
-	ck_assert_int_eq(run_exec(r), 0);
-	run_free(r);
-	/* B's records are A's from the checkpoint on */
-	int off = a->r.n - b->r.n;
-	ck_assert_int_gt(b->r.n, 2);
-	ck_assert_int_ge(off, 1);
-	for (int i = 0; i < b->r.n; i++) {
-		const run_eval *x = &a->r.ev[off + i], *y = &b->r.ev[i];
-		ck_assert_msg(x->v == y->v && x->samples == y->samples &&
-				      x->t == y->t && x->test_acc == y->test_acc &&
-				      x->test_loss == y->test_loss &&
-				      x->best_acc == y->best_acc,
-			      "%s: record %d (v %llu vs %llu) differs", c->rule, i,
-			      (unsigned long long)x->v, (unsigned long long)y->v);
-		ck_assert_mem_eq(&x->stale, &y->stale, sizeof(x->stale));
-	}
-	free(b->buf);
-	free(b);
-	*ck = a;
-	return a;
-}
-
 START_TEST(checkpoint_resumes_exactly)
 {
 	/* run A straight through, taking a checkpoint at v = 140; run B from

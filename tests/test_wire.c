@@ -1,7 +1,7 @@
 /* test_wire.c - the remote-worker messages (engine/wire/): the header's
  * bytes at their offsets, a round trip of every kind, and each refusal:
- * short, bad magic, another protocol, unknown kind, reserved bytes, unknown
- * flags, a length that lies, a push of the wrong size or layers, a partial
+ * short, bad magic, another protocol, unknown kind, augmentation bytes
+ * outside a WEIGHTS (or an unknown augmentation in one), unknown flags, a length that lies, a push of the wrong size or layers, a partial
  * flag that disagrees, another model, another run, a flipped bit. */
 #include "sl.h"
 #include "testutil.h"
@@ -30,7 +30,8 @@ hdr_eq(const wire_hdr *a, const wire_hdr *b)
 	       a->ps_epoch == b->ps_epoch && a->version_read == b->version_read &&
 	       a->model_fp == b->model_fp && a->layer_lo == b->layer_lo &&
 	       a->layer_hi == b->layer_hi && a->payload_len == b->payload_len &&
-	       a->send_ns == b->send_ns;
+	       a->send_ns == b->send_ns && a->augment == b->augment &&
+	       a->aug_pad == b->aug_pad && a->data_epoch == b->data_epoch;
 }
 
 static size_t
@@ -72,6 +73,51 @@ START_TEST(header_layout)
 	float f;
 	memcpy(&f, buf + WIRE_HEADER + 4 * 3, 4);
 	ck_assert_float_eq(f, 1.5f);
+	/* a WEIGHTS' augmentation key: kind, padding, the epoch at 12 */
+	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3,
+		       .payload_len = 140 + 4};
+	aug_key k = {.kind = AUG_CROP_FLIP, .pad = 4, .seed = 5, .epoch = 0x01020304};
+	wire_put_aug(&h, &k);
+	static const uint8_t zero[144];
+	wire_encode(&h, zero, buf);
+	ck_assert_uint_eq(buf[10], AUG_CROP_FLIP);
+	ck_assert_uint_eq(buf[11], 4);
+	ck_assert_uint_eq(buf[12], 4);
+	ck_assert_uint_eq(buf[15], 1);
+}
+END_TEST
+
+START_TEST(augmentation_key_round_trip)
+{
+	/* what the daemon puts in a WEIGHTS is the key the worker draws its
+	 * views from (with the run's seed from the welcome) */
+	wire_model m = model3();
+	static const uint8_t zero[144];
+	const aug_key keys[] = {
+		{.kind = AUG_CROP_FLIP, .pad = AUG_PAD, .seed = 77, .epoch = 0},
+		{.kind = AUG_CROP_FLIP, .pad = 2, .seed = 77, .epoch = 0xfffffffeu},
+		{.kind = AUG_NONE, .pad = 0, .seed = 77, .epoch = 0},
+	};
+	for (int i = 0; i < 3; i++) {
+		wire_hdr h = {.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3,
+			      .payload_len = 144}, back;
+		wire_put_aug(&h, &keys[i]);
+		const uint8_t *p;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_msg(wire_parse(buf, wire_encode(&h, zero, buf), &m, &back, &p, err) == 0,
+			      "%s", err);
+		aug_key k;
+		wire_get_aug(&back, 77, &k);
+		ck_assert_int_eq(k.kind, keys[i].kind);
+		ck_assert_int_eq(k.pad, keys[i].pad);
+		ck_assert_uint_eq(k.epoch, keys[i].epoch);
+		ck_assert_uint_eq(k.seed, 77);
+	}
+	/* none sends no key at all: the bytes stay zero whatever the epoch */
+	wire_hdr h = {.kind = WIRE_WEIGHTS};
+	aug_key off = {.kind = AUG_NONE, .pad = 4, .seed = 1, .epoch = 9};
+	wire_put_aug(&h, &off);
+	ck_assert_uint_eq(h.augment | h.aug_pad | h.data_epoch, 0);
 }
 END_TEST
 
@@ -127,13 +173,16 @@ START_TEST(refusals)
 	REFUSED(n, &m, "bad magic");
 	n = push(&m, 0, &h);
 	buf[4] = 1;
-	REFUSED(n, &m, "protocol 1, this build speaks 2");
+	REFUSED(n, &m, "protocol 1, this build speaks 3");
 	n = push(&m, 0, &h);
 	buf[6] = 99;
 	REFUSED(n, &m, "unknown message kind 99");
 	n = push(&m, 0, &h);
 	buf[12] = 1;
-	REFUSED(n, &m, "reserved header bytes not zero");
+	REFUSED(n, &m, "push: augmentation bytes set on a message that carries no batch");
+	n = push(&m, 0, &h);
+	buf[10] = 1;
+	REFUSED(n, &m, "push: augmentation bytes");
 	/* the checks after the framing work on a freshly encoded header */
 	h.flags = 4;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
@@ -199,6 +248,14 @@ START_TEST(refusals)
 	h.layer_lo = 3;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
 	REFUSED(n, &m, "weights: backprop from layer 3 of [0, 3)");
+	h.layer_lo = 0;
+	h.augment = WIRE_AUG_MAX + 1;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: unknown augmentation 2");
+	h.augment = AUG_NONE;
+	h.data_epoch = 3;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: no augmentation, yet a padding or an epoch");
 }
 END_TEST
 
@@ -222,6 +279,7 @@ wire_suite(void)
 	TCase *tc = tcase_create("messages");
 	tcase_add_test(tc, header_layout);
 	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, augmentation_key_round_trip);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, fingerprints);
 	suite_add_tcase(s, tc);

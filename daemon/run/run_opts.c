@@ -42,6 +42,11 @@ static const char run_usage[] =
 	"                        a graph of nodes: \"model\" in --config (docs/formats.md)\n"
 	"  -d, --dataset SPEC    fashion-mnist | idx:DIR | cifar10:DIR |\n"
 	"                        synthetic:N (default fashion-mnist)\n"
+	"      --augment NAME    the training batches' augmentation: crop-flip (pad\n"
+	"                        4 pixels, a random crop, a flip with probability\n"
+	"                        1/2; the same views for a seed) | none | auto\n"
+	"                        (default: crop-flip on cifar10:DIR, else none);\n"
+	"                        the test set is never augmented\n"
 	"      --device NAME     auto | cpu | ref | cuda (auto: cuda where a GPU answers, else cpu;\n"
 	"                        ref: the portable reference path, slow)\n"
 	"      --rule NAME       update rule (default asgd)\n"
@@ -87,10 +92,10 @@ static const char run_usage[] =
 	"--weight-decay, --batch (at most the starting batch) and --eval-every\n"
 	"are applied as changes at the checkpoint's version (logged, origin\n"
 	"\"resume\"); --threads, --log, --log-format and --quiet apply as usual.\n"
-	"--model, --dataset, --device, --clock and --seed cannot differ from the\n"
-	"checkpoint's; --config and --replay cannot be combined with --resume.\n"
-	"A daemon's checkpoint has no stop: give one. --checkpoint-every is not\n"
-	"stored: give it again to go on checkpointing.\n"
+	"--model, --dataset, --augment, --device, --clock and --seed cannot differ\n"
+	"from the checkpoint's; --config and --replay cannot be combined with\n"
+	"--resume. A daemon's checkpoint has no stop: give one. --checkpoint-every\n"
+	"is not stored: give it again to go on checkpointing.\n"
 	"\n"
 	"A resumed run with --log FILE, FILE being the interrupted run's log,\n"
 	"continues it: the partial last line a kill left, the records past the\n"
@@ -104,7 +109,7 @@ static const char run_usage[] =
 	"\"stop\": \"interrupted\" (a second signal quits at once, with no end record).\n";
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
-       O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL };
+       O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL, O_AUGMENT };
 
 static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
 
@@ -116,6 +121,7 @@ static const struct option run_opts[] = {
 	{"clock", required_argument, NULL, O_CLOCK},
 	{"model", required_argument, NULL, 'm'},
 	{"dataset", required_argument, NULL, 'd'},
+	{"augment", required_argument, NULL, O_AUGMENT},
 	{"device", required_argument, NULL, O_DEVICE},
 	{"rule", required_argument, NULL, O_RULE},
 	{"workers", required_argument, NULL, 'w'},
@@ -357,6 +363,7 @@ runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err)
 		case O_CLOCK: rc = apply_flag(cfg, "clock", "clock", NULL, optarg, 's', err); break;
 		case 'm': rc = apply_flag(cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
+		case O_AUGMENT: rc = apply_flag(cfg, "augment", "augment", NULL, optarg, 's', err); break;
 		case O_DEVICE: rc = apply_flag(cfg, "device", "device", NULL, optarg, 's', err); break;
 		case O_RULE: rc = apply_flag(cfg, "rule", "rule", NULL, optarg, 's', err); break;
 		case 'w': rc = apply_flag(cfg, "workers", "workers", NULL, optarg, 'i', err); break;

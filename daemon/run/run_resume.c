@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "augment.h"
 #include "cmd_run_impl.h"
 #include "ckpt.h"
 #include "config_json.h"
@@ -65,6 +66,12 @@ resume_changes(const run_config *ck, const run_config *cfg, run_cmd *cmd, char *
 				       "keeps its model, dataset, device, clock and seed",
 				       fixed[i].flag, b, a);
 	}
+	int aug_ck = aug_resolve(ck->augment, ck->dataset), aug = aug_resolve(cfg->augment, cfg->dataset);
+	if (aug != aug_ck)
+		return sl_fail(err, SL_EINVAL,
+			       "--augment: %s differs from the checkpoint's %s; a resumed run "
+			       "keeps its augmentation (its views go on where they were)",
+			       aug_kind_name(aug), aug_kind_name(aug_ck));
 	if (ck->seed != cfg->seed)
 		return sl_fail(err, SL_EINVAL,
 			       "--seed: %llu differs from the checkpoint's %llu; a resumed run "

@@ -187,17 +187,21 @@ unpark(rw *w, wire_hdr *h, void **body, void **control)
 }
 
 static int
-rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const uint32_t *idx,
-	   int batch, int depth, size_t off, float *grads, double *loss)
+rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wbatch *b,
+	   int depth, size_t off, float *grads, double *loss)
 {
 	rw *w = ctx;
 	remote *rs = w->rs;
-	int L = rs->wm.n_layers;
+	int L = rs->wm.n_layers, batch = b->n;
+	const uint32_t *idx = b->idx;
 	wire_hdr out = {.kind = WIRE_WEIGHTS, .worker_id = w->wid, .incarnation = w->incarnation,
 			.run_id = w->run_id, .ps_epoch = rs->epoch, .version_read = v_read,
 			.model_fp = rs->wm.model_fp,
 			.layer_lo = (uint16_t)(depth > 0 && depth < L ? L - depth : 0),
 			.layer_hi = (uint16_t)L};
+	/* the batch's views: the worker draws them from this key and the
+	 * run's seed, as a local worker would */
+	wire_put_aug(&out, &b->aug);
 	/* numbered by the run's ledger: never the number of another step */
 	if (!(out.seq = run_remote_issue(w->r, w->wid)))
 		return RUN_REMOTE_LOST;

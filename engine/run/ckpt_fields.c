@@ -4,6 +4,7 @@
  * A field added to a struct is one row here (optional: older files lack
  * it). */
 #include "ckpt_fields.h"
+#include "augment.h"
 #include "fields.h"
 
 #include <stddef.h>
@@ -121,6 +122,7 @@ PUB_TABLE(ckpt_override_tab, override_rows);
 static const field config_rows[] = {
 	FLD(run_config, "model", model, F_STR, REQ),
 	FLD(run_config, "dataset", dataset, F_STR, REQ),
+	FENUM(run_config, "augment", augment, aug_kind_name, AUG_KINDS, OPT),
 	FLD(run_config, "device", device, F_STR, OPT),
 	FLD(run_config, "rule", rule, F_STR, REQ),
 	FSUB(run_config, "rule_params", rp, rp_tab, REQ),
@@ -290,6 +292,7 @@ static const field worker_rows[] = {
 	FLD(worker, "wait_v", rw.wait_v, F_UINT, REQ),
 	FLD(worker, "last_round", rw.last_round, F_INT, REQ),
 	FLD(worker, "batch_cap", idx_cap, F_INT, REQ),
+	FLD(worker, "batch_epoch", idx_epoch, F_UINT, OPT),
 	FLD(worker, "depth", depth, F_INT, REQ),
 	FLD(worker, "grad_off", rw.grad_off, F_UINT, REQ),
 	FLD(worker, "loss", loss, F_F64, REQ),

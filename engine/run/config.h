@@ -56,6 +56,7 @@ typedef struct worker_override {
 typedef struct run_config {
 	char model[4096]; /* a spec, or a graph's (engine/nn/graph_spec.h) */
 	char dataset[256];
+	int augment;      /* aug_kind (engine/data/augment.h): auto, none, crop-flip */
 	char device[8];   /* auto | cpu | cuda */
 	char rule[16];
 	rule_params rp;    /* the rule's parameters (engine/ps/ps_config.h) */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "augment.h"
 #include "backend.h"
 #include "model.h"
 
@@ -241,6 +242,12 @@ static const field_desc run_f[] = {
 	     "resnet:<N> (N = 6n + 2: 8, 14, 20, 32, ...)"),
 	STRF(dataset, dataset, "fashion-mnist",
 	     "fashion-mnist, idx:<dir>, cifar10:<dir> or synthetic:<n>"),
+	{.key = "augment", .type = FT_STRING, .store = FS_ENUM, .off = CO(augment),
+	 .choice_fn = aug_kind_name, .def = AUG_AUTO, .flags = FD_SPARSE,
+	 .doc = "the training batches' augmentation: crop-flip (pad 4 pixels of zeros, a random "
+		"crop of the image's size, a horizontal flip with probability 1/2; seeded: the "
+		"same views for a seed), none, or auto (crop-flip on cifar10:<dir> data, none on "
+		"any other); never the test set"},
 	{.key = "device", .type = FT_STRING, .store = FS_STR, .off = CO(device),
 	 .size = sizeof(((run_config *)0)->device), .choice_fn = device_choice,
 	 .hidden_fn = device_hidden, .def_str = "auto", .doc = "where the model trains"},

@@ -175,10 +175,14 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		return sl_fail(err, SL_EINVAL,
 			       "coherence_every: on the virtual clock only (the fresh gradient "
 			       "needs the weights to stay still while it is computed)");
+	int aug = aug_resolve(cfg->augment, cfg->dataset);
+	if ((rc = aug_check(aug, &data->train, cfg->dataset, err)) < 0)
+		return rc;
 	run *r = calloc(1, sizeof(*r));
 	if (!r)
 		return sl_fail(err, SL_ENOMEM, "out of memory");
 	r->cfg = *cfg;
+	r->aug = aug;
 	r->data = data;
 	if (cb)
 		r->cb = *cb;

@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "dataset.h"
+#include "wbatch.h"
 #include "stats.h"
 
 typedef enum run_state {
@@ -214,8 +215,9 @@ typedef struct run run;
  * for a local worker, through the same step code: its batch, the weights
  * it reads and their version, its delay, its partial-backprop depth, the
  * rule, the staleness. compute() is called from the worker's thread
- * outside the run's lock with those weights (n floats) and the batch's
- * sample indices; it fills grads[off..n) and *loss and returns 0, or
+ * outside the run's lock with those weights (n floats) and the batch (its
+ * sample indices and the key of their views: the worker computes on
+ * wstep_load's batch, as a local one does); it fills grads[off..n) and *loss and returns 0, or
  * returns RUN_REMOTE_LOST when the worker is lost, or RUN_REMOTE_LEFT when
  * it left (said so): it then leaves the run (a round waiting for it goes on
  * without it), its step is dropped and counted.
@@ -226,8 +228,7 @@ enum { RUN_REMOTE_LOST = -1, RUN_REMOTE_LEFT = -2 };
 
 typedef struct run_remote_ops {
 	int (*compute)(void *ctx, const float *weights, size_t n, uint64_t v_read,
-		       const uint32_t *idx, int batch, int depth, size_t off, float *grads,
-		       double *loss);
+		       const wbatch *b, int depth, size_t off, float *grads, double *loss);
 	void (*left)(void *ctx);
 	void (*cancel)(void *ctx);
 } run_remote_ops;

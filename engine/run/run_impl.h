@@ -28,6 +28,7 @@
 #include "ps.h"
 #include "rng.h"
 #include "run.h"
+#include "wstep.h"
 
 #define WINDOW_N 4096       /* sliding staleness window: last updates ... */
 #define WINDOW_S 5.0        /* ... of the last seconds */
@@ -63,6 +64,7 @@ typedef struct worker {
 	int want_threads, cur_threads; /* wall: team width, set at a pull */
 	uint32_t *idx;
 	int idx_cap;
+	uint32_t idx_epoch; /* the epoch idx was taken in (its views' key) */
 	double loss;
 	int n_held;       /* its gradients held at the server ("where": "server") */
 	const float *cw;  /* the weights this step computes on */
@@ -141,6 +143,7 @@ struct run {
 	uint32_t pos;
 	uint64_t shuffles;
 	rng shuf;
+	int aug;          /* the batches' augmentation, resolved (aug_kind) */
 	uint64_t taken, take_limit;
 	uint64_t clock_gap_max;
 	uint64_t remote_joined, remote_lost, remote_left, remote_dropped;
@@ -254,6 +257,8 @@ int step_check(run *r, worker *w, const char *what);
  * read the weights it computes on. 1 if begun, 0 if it may not begin now,
  * -1 if the data is spent (the stop's epochs are all taken). */
 int step_begin(run *r, worker *w);
+/* The batch of w's step in flight, with its views' key. */
+wbatch step_batch(const run *r, const worker *w);
 /* The step's delivery delay in seconds (compute_s: measured compute time
  * on the wall clock, 0 on the virtual clock). */
 double step_delay(run *r, worker *w, double compute_s);

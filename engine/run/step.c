@@ -212,7 +212,8 @@ double
 step_compute(run *r, worker *w)
 {
 	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->cw;
-	w->loss = wstep(w->rw.m, &r->data->train, p, w->idx, w->rw.batch_n, w->depth);
+	wbatch b = step_batch(r, w);
+	w->loss = wstep(w->rw.m, &r->data->train, p, &b, w->depth);
 	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
 	w->flops += f;
 	w->flops_saved += r->full_flops * w->rw.batch_n - f;
@@ -236,8 +237,9 @@ step_compute_remote(run *r, worker *w)
 		cw = w->remote_io;
 		g = w->remote_io + n;
 	}
-	int rc = w->remote->compute(w->remote_ctx, cw, n, w->rw.v_read, w->idx,
-				    w->rw.batch_n, w->depth, off, g, &loss);
+	wbatch b = step_batch(r, w);
+	int rc = w->remote->compute(w->remote_ctx, cw, n, w->rw.v_read, &b, w->depth, off, g,
+				    &loss);
 	if (rc < 0)
 		return rc;
 	if (g != w->rw.m->grads)
@@ -354,7 +356,8 @@ step_coherence(run *r, worker *w)
 	model *m = r->evm;
 	if (!w->rw.be->ops->host_memory || !m->be->ops->host_memory || w->rw.batch_n > m->batch_cap)
 		return;
-	model_load_batch(m, r->data->train.x, r->data->train.y, w->idx, w->rw.batch_n);
+	wbatch wb = step_batch(r, w);
+	wstep_load(m, &r->data->train, &wb); /* the views the worker trained on */
 	model_step(m, ps_weights(r->ps), w->rw.batch_n, w->depth);
 	const float *a = w->rw.m->grads, *b = m->grads;
 	double ab = 0, aa = 0, bb = 0;
@@ -551,11 +554,20 @@ step_begin(run *r, worker *w)
 	w->rw.batch_n = step_take(r, b, w->idx);
 	if (!w->rw.batch_n)
 		return -1;
+	w->idx_epoch = (uint32_t)(r->shuffles - 1); /* a batch is of one epoch */
 	step_note_begin(r, w);
 	int fresh = w->rw.have == UINT64_MAX;
 	step_pull(r, w);
 	step_note_bytes(r, w, fresh);
 	return 1;
+}
+
+wbatch
+step_batch(const run *r, const worker *w)
+{
+	return (wbatch){.idx = w->idx, .n = w->rw.batch_n,
+			.aug = {.kind = r->aug, .pad = AUG_PAD, .seed = r->cfg.seed,
+				.epoch = w->idx_epoch}};
 }
 
 /* ---- what the rules' worker hooks may ask (engine/ps/rule.h) ----------- */

@@ -99,6 +99,9 @@ wire_encode(const wire_hdr *h, const void *payload, uint8_t *out)
 	put16(out + 4, WIRE_PROTO);
 	put16(out + 6, h->kind);
 	put16(out + 8, h->flags);
+	out[10] = h->augment;
+	out[11] = h->aug_pad;
+	put32(out + 12, h->data_epoch);
 	put32(out + 16, h->worker_id);
 	put32(out + 20, h->incarnation);
 	put64(out + 24, h->seq);
@@ -201,10 +204,17 @@ wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	h->send_ns = get64(buf + 72);
 	if (h->kind < 1 || h->kind > WIRE_KIND_MAX)
 		return sl_fail(err, SL_EFORMAT, "unknown message kind %u", h->kind);
-	for (int i = 10; i < 16; i++)
-		if (buf[i])
-			return sl_fail(err, SL_EFORMAT, "%s: reserved header bytes not zero",
-				       wire_kind_name(h->kind));
+	h->augment = buf[10];
+	h->aug_pad = buf[11];
+	h->data_epoch = get32(buf + 12);
+	if (h->kind != WIRE_WEIGHTS && (h->augment || h->aug_pad || h->data_epoch))
+		return sl_fail(err, SL_EFORMAT, "%s: augmentation bytes set on a message "
+			       "that carries no batch", wire_kind_name(h->kind));
+	if (h->augment > WIRE_AUG_MAX)
+		return sl_fail(err, SL_EFORMAT, "weights: unknown augmentation %u", h->augment);
+	if (!h->augment && (h->aug_pad || h->data_epoch))
+		return sl_fail(err, SL_EFORMAT, "weights: no augmentation, yet a padding or an "
+			       "epoch for it");
 	if (h->flags & ~WIRE_F_PARTIAL)
 		return sl_fail(err, SL_EFORMAT, "%s: unknown flags 0x%x", wire_kind_name(h->kind),
 			       h->flags);
@@ -226,6 +236,22 @@ wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 			       (unsigned long long)m->run_id);
 	*payload = buf + WIRE_HEADER;
 	return 0;
+}
+
+void
+wire_put_aug(wire_hdr *h, const aug_key *k)
+{
+	int on = k->kind == AUG_CROP_FLIP;
+	h->augment = (uint8_t)(on ? AUG_CROP_FLIP : AUG_NONE);
+	h->aug_pad = (uint8_t)(on ? k->pad : 0);
+	h->data_epoch = on ? k->epoch : 0;
+}
+
+void
+wire_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k)
+{
+	*k = (aug_key){.kind = h->augment, .pad = h->aug_pad, .seed = seed,
+		       .epoch = h->data_epoch};
 }
 
 static uint64_t

@@ -6,7 +6,11 @@
  *     4   2   proto         WIRE_PROTO; bumped on any change
  *     6   2   kind          WIRE_HELLO .. WIRE_BYE
  *     8   2   flags         WIRE_F_PARTIAL: a push of the top layers only
- *    10   6   reserved      zero
+ *    10   1   augment       WEIGHTS: the batch's augmentation (0 none,
+ *                           1 crop-flip: engine/data/augment.h), else 0
+ *    11   1   aug_pad       WEIGHTS: crop-flip's padding in pixels, else 0
+ *    12   4   data_epoch    WEIGHTS: the epoch the batch was taken in (with
+ *                           the run's seed, its views' key), else 0
  *    16   4   worker_id     from WELCOME (WIRE_ANY_ID in a first HELLO)
  *    20   4   incarnation   new at every start of the worker process
  *    24   8   seq           per (worker, incarnation), +1 per PUSH;
@@ -38,8 +42,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "augment.h"
+
 #define WIRE_MAGIC 0x31574c53u /* "SLW1" read little-endian */
-#define WIRE_PROTO 2 /* 2: a push is answered with the next weights */
+#define WIRE_PROTO 3 /* 2: a push is answered with the next weights;
+			* 3: WEIGHTS carry the batch's augmentation key */
 #define WIRE_HEADER 80
 #define WIRE_CTRL_MAX 65536   /* the largest document payload */
 #define WIRE_ANY_ID 0xffffffffu
@@ -47,6 +54,7 @@
 #define WIRE_LAYERS_MAX 64
 #define WIRE_PUSH_LOSS 8      /* a push's payload starts with its loss */
 #define WIRE_BATCH_MAX 65536  /* sample indices in a WEIGHTS */
+#define WIRE_AUG_MAX 1        /* the largest augment a WEIGHTS names */
 
 typedef enum wire_kind {
 	WIRE_HELLO = 1,   /* worker -> daemon: token, host, launcher rank, threads */
@@ -66,6 +74,8 @@ typedef enum wire_kind {
 
 typedef struct wire_hdr {
 	uint16_t kind, flags;
+	uint8_t augment, aug_pad; /* WEIGHTS only */
+	uint32_t data_epoch;      /* WEIGHTS only */
 	uint32_t worker_id, incarnation;
 	uint64_t seq, run_id;
 	uint32_t ps_epoch;
@@ -101,7 +111,8 @@ uint64_t wire_push_bytes(const wire_model *m, int lo, int hi);
  * the caller has room for), the crc computed; returns the length. */
 size_t wire_encode(const wire_hdr *h, const void *payload, uint8_t *out);
 
-/* Check a message: magic, proto, kind, reserved bytes, length against the
+/* Check a message: magic, proto, kind, the augmentation bytes (zero but
+ * in a WEIGHTS, whose augment is at most WIRE_AUG_MAX), length against the
  * kind and the model, the layer range, the fingerprint, the run, the crc.
  * 0 with *h and *payload (inside buf) set, or -SL_EFORMAT with err naming
  * what is wrong ("push: payload 4096 bytes, layers [2, 3) need 5160").
@@ -109,6 +120,12 @@ size_t wire_encode(const wire_hdr *h, const void *payload, uint8_t *out);
  * crc are checked). */
 int wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	       const uint8_t **payload, char *err);
+
+/* A WEIGHTS header's augmentation bytes from its batch's key (kind
+ * AUG_NONE: all zero), and back: the key of a WEIGHTS received, with the
+ * run's seed (which the worker has from the welcome's run object). */
+void wire_put_aug(wire_hdr *h, const aug_key *k);
+void wire_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k);
 
 /* FNV-1a 64 of the model spec, the data set spec and the layer sizes: a
  * worker for another model, or another data set, is refused. */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Integration tests of what a new user meets first (issue 8): replaying a
 # daemon's log (several runs, live changes, a demo), resuming with new stop
-# flags, bench with any model spec, the OpenBLAS kernel in every log, and
+# flags (and a crop-flip run resumed as it went on), bench with any model spec, the OpenBLAS kernel in every log, and
 # error messages of one form.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
@@ -139,6 +139,35 @@ expect_exit 2 "resume cannot change the model" "$SL" run --resume "$TMP/h.ckpt" 
 expect_grep 'stalelab run: --model: .*differs' "model change refused, naming the flag" "$LAST_OUT"
 expect_exit 2 "resume cannot change the seed" "$SL" run --resume "$TMP/h.ckpt" --seed 9
 expect_exit 2 "resume with --config" "$SL" run --resume "$TMP/h.ckpt" --config "$TMP/h.json"
+
+# --- crop-flip: a run stopped and resumed draws the views the whole one did --
+# (three workers, 600 samples in batches of 16: the checkpoint at v 80 is in
+# the third epoch, with batches of the second still in flight)
+AUG="--clock virtual --dataset synthetic:600 --model mlp:784-16-10 --workers 3 --batch 16
+ --threads 1 --eval-every 20 --augment crop-flip --quiet"
+# shellcheck disable=SC2086
+expect_exit 0 "crop-flip: the whole run" "$SL" run $AUG --steps 160 --log "$TMP/aug-whole.jsonl"
+# shellcheck disable=SC2086
+expect_exit 0 "crop-flip: the run stopped at v 80" "$SL" run $AUG --steps 80 --checkpoint-every 40 \
+	--checkpoint-dir "$TMP/augck" --log "$TMP/aug-cut.jsonl"
+expect_exit 2 "a resume cannot drop the views" "$SL" run --resume "$TMP/augck" --augment none --steps 160
+expect_grep 'augment: none differs from the checkpoint.s crop-flip' "... naming the flag" "$LAST_OUT"
+expect_exit 0 "crop-flip: resumed to v 160, the log continued" "$SL" run --resume "$TMP/augck" --steps 160 \
+	--log "$TMP/aug-cut.jsonl" --quiet
+check=$(python3 - "$TMP/aug-whole.jsonl" "$TMP/aug-cut.jsonl" <<'PY'
+import json, sys
+machine = ("samples_per_s", "updates_per_s", "train_s")
+def recs(p):
+    return [{k: v for k, v in r.items() if k not in machine}
+            for r in map(json.loads, open(p)) if not ("model" in r and "event" not in r)]
+a, b = recs(sys.argv[1]), recs(sys.argv[2])
+assert a[-1]["event"] == "end" and a[-1]["v"] == 160, a[-1]
+assert a == b, [(x.get("v"), x.get("train_loss"), y.get("v"), y.get("train_loss"))
+                for x, y in zip(a, b) if x != y][:2]
+print("ok", a[-1]["weights"])
+PY
+)
+expect_grep '^ok' "crop-flip: the resumed log is the whole run's, record for record" "$check"
 
 # a daemon's checkpoint has no stop: --steps 1 stops it at once
 start --config "$TMP/s.json" --checkpoint-dir "$TMP"

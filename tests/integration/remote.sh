@@ -6,7 +6,8 @@
 # timeout and the run goes on; a new one joins with --worker-id; an ssgd
 # round does not hang when its remote worker dies; SIGTERM stops a worker
 # cleanly; refusals (no token, a wrong token, the virtual clock) end the
-# worker with 78 and the reason; bad flags, bad URLs, --give-up.
+# worker with 78 and the reason; bad flags, bad URLs, --give-up; with
+# "augment": "crop-flip" a remote worker's run is a local one's, bit for bit.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: remote workers"
@@ -226,6 +227,41 @@ expect_grep 'over the daemon.s receive limit of 1048576 \(serve --workers-max-mi
 	"... naming the limit" "$LAST_OUT"
 kill "$PID"; wait "$PID" 2>/dev/null
 
+# ---- crop-flip: a remote worker trains on the views a local one draws ----
+# (one worker, asgd, one thread each: the same updates in the same order,
+# so the evaluations agree bit for bit only if the worker process drew the
+# views of each batch from the key its WEIGHTS carried)
+aug_json() { # WORKERS AUGMENT FILE
+	cat >"$3" <<JSON
+{"model": "mlp:784-16-10", "dataset": "synthetic:1000", "lr": 0.05, "batch": 16, "seed": 3,
+ "workers": $1, "threads": 1, "rule": "asgd", "eval_every": 25, "augment": "$2",
+ "stop": {"steps": 75}}
+JSON
+}
+evals() { # LOG: "v test_loss train_loss" per evaluation
+	python3 -c 'import json,sys
+for r in map(json.loads, open(sys.argv[1])):
+    if "test_loss" in r: print(r["v"], repr(r["test_loss"]), repr(r["train_loss"]))' "$1"
+}
+aug_json 1 crop-flip "$TMP/aug1.json"
+aug_json 0 crop-flip "$TMP/aug0.json"
+aug_json 1 none "$TMP/none1.json"
+expect_exit 0 "crop-flip: the local run" "$SL" run --config "$TMP/aug1.json" --log "$TMP/aug-local.jsonl" -q
+expect_exit 0 "none: the local run" "$SL" run --config "$TMP/none1.json" --log "$TMP/none-local.jsonl" -q
+start --bus none --workers-listen "$WURL" --config "$TMP/aug0.json" --log "$TMP/aug-remote.jsonl"
+worker
+wait_until 60 grep -qs '"event":"end"' "$TMP/aug-remote.jsonl"
+kill "$PID"; wait "$PID" 2>/dev/null
+cleanup; WPIDS=""
+local_ev=$(evals "$TMP/aug-local.jsonl")
+remote_ev=$(evals "$TMP/aug-remote.jsonl")
+[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
+	ok "crop-flip: the remote worker's run evaluates as the local one's, bit for bit" ||
+	bad "crop-flip: remote and local runs differ" "local: $local_ev
+remote: $remote_ev"
+[ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
+	ok "... and not as the run without views" || bad "crop-flip trained as none"
+
 # ---- a hostile or broken peer: refused with the reason, the daemon stands ----
 run_json asgd wall
 start --bus none --workers-listen "$WURL" --worker-timeout 2 --workers-max-mib 1 \
@@ -235,7 +271,7 @@ raw() { # WHAT [ARG]: a frame sent on a REQ socket, the answer's text in $TMP/ra
 	python3 "$(dirname "$0")/bus_client.py" reqat "$WURL" 3 <"$TMP/frame" >"$TMP/raw" 2>&1
 }
 for c in "short:shorter than the 80-byte header" "magic:bad magic" \
-	"proto1:protocol 1, this build speaks 2" "crc:checksum" \
+	"proto1:protocol 1, this build speaks 3" "crc:checksum" \
 	"pull 9:not a worker of this run"; do
 	raw ${c%%:*}
 	grep -aq "${c#*:}" "$TMP/raw" && ok "a raw ${c%%:*} frame: refused, \"${c#*:}\"" ||

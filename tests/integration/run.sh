@@ -1,7 +1,8 @@
 #!/bin/sh
 # Integration tests of `stalelab run` as a user drives it: help, version,
-# bad flags and configs (exit 2 naming the field), a short real run whose
-# JSON-Lines log is checked record by record.
+# bad flags and configs (exit 2 naming the field), --augment (a virtual
+# crop-flip run repeats its log), a short real run whose JSON-Lines log is
+# checked record by record.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: stalelab run"
@@ -39,6 +40,37 @@ expect_exit 2 "bad dataset" "$SL" run --dataset synthetic:abc
 expect_grep 'dataset: ' "bad dataset names the field" "$LAST_OUT"
 expect_exit 2 "missing idx dir" "$SL" run --dataset idx:/nonexistent/dir
 expect_grep '/nonexistent/dir' "missing dir is named" "$LAST_OUT"
+
+# --- the batches' augmentation: --augment, "augment" in the run object ------
+expect_grep 'augment NAME' "run --help lists --augment" "$("$SL" run --help)"
+expect_exit 2 "a misspelt --augment" "$SL" run --augment crop-flp --dataset synthetic:600
+expect_grep "augment: unknown \"crop-flp\" \(expected none, crop-flip, auto; did you mean 'crop-flip'\?\)" \
+	"... named, with the choices and a suggestion" "$LAST_OUT"
+printf '{"model": "mlp:784-16-10", "dataset": "synthetic:600", "augmnet": "none"}\n' >"$TMP/augtypo.json"
+expect_exit 2 "a misspelt \"augment\" key" "$SL" run --config "$TMP/augtypo.json"
+expect_grep "augmnet: unknown field.*augment" "... suggests augment" "$LAST_OUT"
+AUGRUN="--clock virtual --dataset synthetic:600 --model mlp:784-16-10 --workers 3 --batch 16
+ --steps 90 --eval-every 30 --threads 1 --quiet"
+for n in 1 2; do
+	# shellcheck disable=SC2086
+	expect_exit 0 "a virtual crop-flip run ($n)" "$SL" run $AUGRUN --augment crop-flip --log "$TMP/aug$n.jsonl"
+done
+# shellcheck disable=SC2086
+expect_exit 0 "the same run without views" "$SL" run $AUGRUN --log "$TMP/aug0.jsonl"
+check=$(python3 - "$TMP/aug1.jsonl" "$TMP/aug2.jsonl" "$TMP/aug0.jsonl" <<'PY'
+import json, sys
+machine = ("samples_per_s", "updates_per_s", "train_s")
+def recs(p):
+    return [{k: v for k, v in r.items() if k not in machine} for r in map(json.loads, open(p))]
+a, b, n = map(recs, sys.argv[1:4])
+assert a[0]["augment"] == "crop-flip", a[0]
+assert "augment" not in n[0], ("auto, the default, is not echoed", n[0])
+assert a == b, "two crop-flip runs of a seed differ"
+assert a[-1]["weights"] != n[-1]["weights"], "crop-flip trained as none"
+print("ok")
+PY
+)
+expect_grep '^ok' "crop-flip: two virtual runs, one log; not the log without views" "$check"
 
 printf '{"model": "mlp:784-32-10", "lr": 0.1,\n "stop": {"epochs": 1}, "bacth": 32}\n' >"$TMP/typo.json"
 expect_exit 2 "config typo" "$SL" run --config "$TMP/typo.json"

@@ -101,6 +101,14 @@ wait_api 60 /api/v1/status '"nodes" in d["config"]["model"] and d["version"] > 5
 wait_api 10 /api/v1/status 'd["model_summary"]["nodes"] == 6 and d["model_summary"]["params"] == 59210 and d["model_summary"]["param_layers"] == 4 and d["model_summary"]["step_flops"] > 3 * 59210' &&
 	ok "/status: model_summary (6 nodes, 59210 parameters, 4 layers, FLOPs)" ||
 	bad "/status model_summary" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("model_summary"))' "$TMP/body")"
+# the schema's example graph (what the dashboard's form offers) trains as given
+http GET /api/v1/schema >/dev/null
+python3 -c 'import json,sys; json.dump(next(f for f in json.load(open(sys.argv[1]))["fields"] if f["key"] == "model")["graph"]["example"], open(sys.argv[2], "w"))' \
+	"$TMP/body" "$TMP/example.json"
+expect_http "POST the schema's example graph: accepted" 201 POST /api/v1/run \
+	"{\"model\": $(cat "$TMP/example.json"), \"dataset\": \"synthetic:2000\", \"clock\": \"virtual\", \"threads\": 1, \"workers\": 1, \"batch\": 8}"
+wait_api 60 /api/v1/status "d['config']['model'] == json.load(open('$TMP/example.json')) and d['model_summary']['nodes'] == 7 and d['version'] > 3" &&
+	ok "... /status holds it as given, and it trains" || bad "the example graph" "$(cat "$TMP/body")"
 kill "$PID" 2>/dev/null
 wait "$PID" 2>/dev/null
 finish graph

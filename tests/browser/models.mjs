@@ -97,6 +97,21 @@ try {
     if (got !== want) throw new Error(`shown ${got}`);
   });
 
+  await t.check("a schedule the daemon refuses: its message under that field of lr_schedule", async () => {
+    const before = (await status()).run;
+    await page.selectOption('select[name="lr_schedule.kind"]', "cosine");
+    await page.fill('input[name="lr_schedule.decay_updates"]', "0");
+    const answer = page.waitForResponse((r) => r.request().method() === "POST" && r.url().endsWith("/api/v1/run"));
+    await page.click("#new-run");
+    const said = (await (await answer).json()).error.message;
+    if (!said.startsWith("lr_schedule.decay_updates: ")) throw new Error(`daemon: ${said}`);
+    const shown = await until("the field's error", () =>
+      page.locator('[data-key="lr_schedule.decay_updates"] .error').innerText());
+    if (shown !== said) throw new Error(`shown "${shown}", daemon said "${said}"`);
+    if ((await status()).run !== before) throw new Error("a run started");
+    await page.click("text=Revert");
+  });
+
   let resnet = null;
   await t.check("a resnet:8 run with adam and a cosine schedule, started from the form", async () => {
     await page.selectOption('select[name="model"]', "resnet:<N>");

@@ -80,15 +80,16 @@ function fieldInput(f, prefix) {
 }
 
 function setInput(inp, f, v) {
-  // a value the list does not offer (the device "ref" of a test run) is
-  // added, so that the form sends the run's own value back
-  if (inp.tagName === "SELECT" && v != null && ![...inp.options].some((o) => o.value === String(v)))
-    inp.add(new Option(String(v), String(v)));
   if (f.type === "boolean") inp.checked = !!v;
   else inp.value = v == null ? "" : String(v);
+  // a value the list does not offer (the device "ref" of a test run) shows
+  // blank and goes back as it was, until another is chosen
+  if (inp.tagName === "SELECT" && v != null && inp.value !== String(v)) inp.dataset.keep = String(v);
+  else delete inp.dataset.keep;
 }
 
 function readInput(inp, f) {
+  if (inp.tagName === "SELECT" && inp.value === "" && inp.dataset.keep != null) return inp.dataset.keep;
   return f.type === "boolean" ? inp.checked : parseValue(f, inp.value);
 }
 

@@ -212,6 +212,15 @@ try {
       throw new Error(`status: ${s.config.model} on ${s.config.dataset}`);
   });
 
+  await t.check("a value the schema does not list (device refdev) goes back as the run has it", async () => {
+    const r = await fetch(base + "/api/v1/run", { method: "POST", body: JSON.stringify({ ...RUN, device: "refdev" }) });
+    if (r.status !== 201) throw new Error(`POST: ${r.status}`);
+    await until("the run in the header", async () => (await page.locator("#h-model").innerText()) === RUN.model);
+    await until("the form filled", async () => (await page.inputValue('input[name="model.spec"]')) === RUN.model);
+    const s = await startFromForm();
+    if (s.config.device !== "refdev") throw new Error(`device ${s.config.device}`);
+  });
+
   await t.check("no script errors on the page", () => {
     if (pageErrors.length) throw new Error(pageErrors.join("\n"));
   });

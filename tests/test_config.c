@@ -7,6 +7,8 @@
 
 #include "config_json.h"
 #include "fields.h"
+#include "graph_json.h"
+#include "model.h"
 #include "jsonout.h"
 #include "suggest.h"
 #include "testutil.h"
@@ -417,6 +419,20 @@ START_TEST(schema)
 	ck_assert(json_is_false(json_object_get(schema_field(json_object_get(stop, "fields"), "epochs"),
 						"mutable")));
 	ck_assert_ptr_null(json_object_get(schema_field(fs, "momentum"), "min_open"));
+	/* the model: its named specs and the graph form, whose example parses */
+	json_t *mf = schema_field(fs, "model");
+	json_t *specs = json_object_get(mf, "specs");
+	ck_assert_int_eq(json_array_size(specs), 5);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(specs, 4), "spec")),
+			 "resnet:<N>");
+	json_t *arg = json_object_get(json_array_get(specs, 4), "arg");
+	ck_assert_int_eq(json_integer_value(json_object_get(arg, "max")), 200);
+	ck_assert_int_eq(json_integer_value(json_object_get(arg, "step")), 6);
+	json_t *graph = json_object_get(mf, "graph");
+	ck_assert_int_eq(json_array_size(json_object_get(graph, "ops")), 9);
+	char spec[4096], err[SL_ERR_LEN];
+	ck_assert_int_eq(graph_json_parse(json_object_get(graph, "example"), spec, sizeof(spec), err), 0);
+	ck_assert_int_eq(model_spec_param_layers(spec), 4);
 	json_t *w = json_object_get(s, "worker_fields");
 	ck_assert_int_eq(json_array_size(w), 5);
 	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "paused"), "type")),

@@ -340,6 +340,29 @@ START_TEST(spec_errors)
 }
 END_TEST
 
+/* every named model of the schema's list is a spec the parser takes: a
+ * form at its ends and one step in, and not between steps */
+START_TEST(builtins_parse)
+{
+	char spec[64];
+	int n = 0;
+	for (const model_builtin *b = model_builtins; b->spec; b++, n++) {
+		if (!b->arg) {
+			ck_assert_msg(model_spec_param_layers(b->spec) > 0, "%s", b->spec);
+			continue;
+		}
+		const char *at = strchr(b->spec, '<');
+		ck_assert_ptr_nonnull(at);
+		int vals[] = {b->min, b->min + b->step, b->max, b->min + 1, b->max + b->step};
+		for (int i = 0; i < 5; i++) {
+			snprintf(spec, sizeof(spec), "%.*s%d", (int)(at - b->spec), b->spec, vals[i]);
+			ck_assert_msg((model_spec_param_layers(spec) > 0) == (i < 3), "%s", spec);
+		}
+	}
+	ck_assert_int_eq(n, 5);
+}
+END_TEST
+
 START_TEST(costs_and_layout)
 {
 	backend *be = cpu(1);
@@ -811,6 +834,7 @@ model_suite(void)
 	tcase_add_loop_test(tc, softmax_xent_values, 0, N_DEVICES);
 	tcase_add_loop_test(tc, sgd_arithmetic, 0, N_DEVICES);
 	tcase_add_test(tc, spec_errors);
+	tcase_add_test(tc, builtins_parse);
 	tcase_add_test(tc, costs_and_layout);
 	tcase_add_test(tc, init_deterministic);
 	tcase_add_loop_test(tc, learns_synthetic, 0, N_DEVICES);

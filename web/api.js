@@ -12,9 +12,10 @@ export class ApiError extends Error {
     this.status = status;
     this.code = code;
   }
-  // the field a 400's message names ("lr: -1 is out of range ..." -> "lr")
+  // the field a 400's message names ("lr: -1 is out of range ..." -> "lr";
+  // "model.nodes[2] (conv2d): ..." -> "model.nodes[2]")
   get field() {
-    const m = /^([A-Za-z_][\w.\[\]]*): /.exec(this.message);
+    const m = /^([A-Za-z_][\w.\[\]]*)(?: \([^)]*\))?: /.exec(this.message);
     return this.status === 400 && m ? m[1] : null;
   }
 }

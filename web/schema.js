@@ -4,6 +4,8 @@
 // message explains a value it refuses.
 
 import { api, ApiError } from "./api.js";
+import { el } from "./dom.js";
+import { modelInput } from "./model.js";
 
 // GET /api/v1/schema: every field and rule, as the daemon that serves this
 // page defines them (it always has the endpoint: the page is embedded in
@@ -15,13 +17,14 @@ export async function loadSchema() {
   return s;
 }
 
-// the fields the run controls offer, in the schema's order
-const CONTROL_KEYS = ["rule", "lr", "optimizer", "momentum", "weight_decay", "clip", "batch",
-  "eval_every", "clock"];
+// the fields the run controls offer, in the schema's order (a field shows
+// only while its "when" holds: beta1 for adam and adamw)
+const CONTROL_KEYS = ["model", "dataset", "device", "rule", "lr", "optimizer", "beta1", "beta2", "eps",
+  "momentum", "weight_decay", "clip", "lr_schedule", "batch", "eval_every", "clock"];
 
 // "(0, 100]" from a field's bounds
 export function rangeText(f) {
-  if (f.enum || f.type === "boolean" || f.type === "object") return "";
+  if (f.enum || (f.type !== "number" && f.type !== "integer")) return "";
   const lo = f.min == null ? "−∞" : f.min;
   const hi = f.max == null ? "∞" : f.max;
   return `${f.min_open || f.min == null ? "(" : "["}${lo}, ${hi}${f.max_open || f.max == null ? ")" : "]"}`;
@@ -43,6 +46,7 @@ function fieldInput(f, prefix) {
   const id = `ctl-${prefix}${f.key}-${++uid}`;
   const row = document.createElement("div");
   row.className = "field";
+  row.dataset.key = prefix + f.key;
   const label = document.createElement("label");
   label.htmlFor = id;
   label.textContent = f.key;
@@ -78,10 +82,66 @@ function fieldInput(f, prefix) {
 function setInput(inp, f, v) {
   if (f.type === "boolean") inp.checked = !!v;
   else inp.value = v == null ? "" : String(v);
+  // a value the list does not offer (the device "ref" of a test run) shows
+  // blank and goes back as it was, until another is chosen
+  if (inp.tagName === "SELECT" && v != null && inp.value !== String(v)) inp.dataset.keep = String(v);
+  else delete inp.dataset.keep;
 }
 
 function readInput(inp, f) {
+  if (inp.tagName === "SELECT" && inp.value === "" && inp.dataset.keep != null) return inp.dataset.keep;
   return f.type === "boolean" ? inp.checked : parseValue(f, inp.value);
+}
+
+// a field's value as it goes to the API, and back (the model chooser and
+// object fields have their own)
+function readField(fi) {
+  return fi.read ? fi.read() : readInput(fi.input, fi.field);
+}
+
+function writeField(fi, v) {
+  if (fi.write) fi.write(v);
+  else setInput(fi.input, fi.field, v);
+}
+
+// true while the field's "when" holds among its siblings (group: key -> field)
+function applies(fi, group) {
+  return Object.entries(fi.field.when || {}).every(([k, vals]) => !group[k] || vals.includes(readField(group[k])));
+}
+
+const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+// an object field (lr_schedule): its fields in a group of their own, each
+// shown while it applies; what it sends is those that apply
+function objectInput(f) {
+  const subs = {};
+  const grid = el("div", { className: "fields" });
+  for (const sf of f.fields) {
+    subs[sf.key] = fieldInput(sf, f.key + ".");
+    grid.append(subs[sf.key].row);
+  }
+  const error = el("span", { className: "error" });
+  error.setAttribute("role", "alert");
+  const row = el("fieldset", { className: "object-field" }, el("legend", {}, f.key),
+    el("span", { className: "hint" }, f.doc || ""), grid, error);
+  row.dataset.key = f.key;
+  const first = Object.values(subs)[0];
+  const fi = { row, input: first ? first.input : row, error, field: f, subs };
+  fi.read = () => {
+    const o = {};
+    for (const [k, sf] of Object.entries(subs)) if (applies(sf, subs)) o[k] = readField(sf);
+    return o;
+  };
+  fi.write = (v) => {
+    for (const [k, sf] of Object.entries(subs)) writeField(sf, (v || {})[k] ?? sf.field.default);
+  };
+  return fi;
+}
+
+function controlInput(f) {
+  if (f.key === "model" && f.specs) return modelInput(f, `ctl-model-${++uid}`);
+  if (f.type === "object" && f.fields) return objectInput(f);
+  return fieldInput(f, "");
 }
 
 // The run controls form. apply(body) sends PATCH /api/v1/run; newRun(body)
@@ -96,6 +156,7 @@ export class Controls {
     this.params = {}; // rule -> {key -> {input, error, field}}
     this.config = null;
     this.dirty = false;
+    this.touched = new Set(); // the fields edited since the form was filled
     this.build();
   }
 
@@ -107,10 +168,10 @@ export class Controls {
     grid.className = "fields";
     for (const f of this.schema.fields) {
       if (!CONTROL_KEYS.includes(f.key)) continue;
-      const fi = fieldInput(f, "");
+      const fi = controlInput(f);
       if (!f.mutable) {
         fi.row.classList.add("new-run-only");
-        fi.row.querySelector(".hint").textContent += " · new runs only";
+        if (!fi.read) fi.row.querySelector(".hint").textContent += " · new runs only";
       }
       this.inputs[f.key] = fi;
       grid.append(fi.row);
@@ -153,14 +214,14 @@ export class Controls {
     form.append(grid, pbox, buttons, this.msg);
     this.root.replaceChildren(form);
 
-    form.addEventListener("input", () => {
+    const edited = (e) => {
       this.dirty = true;
+      const k = e.target.closest("[data-key]");
+      if (k) this.touched.add(k.dataset.key.split(".")[0]);
       this.showParams();
-    });
-    form.addEventListener("change", () => {
-      this.dirty = true;
-      this.showParams();
-    });
+    };
+    form.addEventListener("input", edited);
+    form.addEventListener("change", edited);
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       this.submit(false);
@@ -168,6 +229,7 @@ export class Controls {
     newBtn.addEventListener("click", () => this.submit(true));
     revert.addEventListener("click", () => {
       this.dirty = false;
+      this.touched.clear();
       this.clearErrors();
       this.fill(this.config, true);
     });
@@ -189,14 +251,19 @@ export class Controls {
       }
     }
     this.none.hidden = any;
+    for (const fi of Object.values(this.inputs)) {
+      fi.row.hidden = !applies(fi, this.inputs);
+      for (const sf of Object.values(fi.subs || {})) sf.row.hidden = !applies(sf, fi.subs);
+    }
   }
 
   // show the run's current values, unless the person is editing
   fill(config, force) {
     this.config = config;
     if (!config || (this.dirty && !force)) return;
+    this.touched.clear();
     // a field at its default may be left out of the config (optimizer, clip)
-    for (const [k, fi] of Object.entries(this.inputs)) setInput(fi.input, fi.field, config[k] ?? fi.field.default);
+    for (const [k, fi] of Object.entries(this.inputs)) writeField(fi, config[k] ?? fi.field.default);
     const rp = config.rule_params || {};
     for (const ps of Object.values(this.params))
       for (const [k, fi] of Object.entries(ps)) setInput(fi.input, fi.field, rp[k] ?? fi.field.default);
@@ -206,14 +273,17 @@ export class Controls {
   clearErrors() {
     for (const fi of this.allInputs()) {
       fi.error.textContent = "";
-      fi.input.removeAttribute("aria-invalid");
+      for (const x of fi.row.querySelectorAll("[aria-invalid]")) x.removeAttribute("aria-invalid");
     }
     this.msg.textContent = "";
     this.msg.classList.remove("bad");
   }
 
   *allInputs() {
-    yield* Object.values(this.inputs);
+    for (const fi of Object.values(this.inputs)) {
+      yield fi;
+      yield* Object.values(fi.subs || {});
+    }
     for (const ps of Object.values(this.params)) yield* Object.values(ps);
   }
 
@@ -222,8 +292,10 @@ export class Controls {
     const cur = this.config || {};
     const b = {};
     for (const [k, fi] of Object.entries(this.inputs)) {
-      const v = readInput(fi.input, fi.field);
-      if (newRun ? true : fi.field.mutable && v !== (cur[k] ?? fi.field.default)) b[k] = v;
+      // a new-run-only field is not read for a change (a graph being typed)
+      if ((!newRun && !fi.field.mutable) || !applies(fi, this.inputs)) continue;
+      const v = readField(fi);
+      if (newRun || !same(v, cur[k] ?? fi.field.default)) b[k] = v;
     }
     const rule = this.rule();
     const ps = this.params[rule] || {};
@@ -239,6 +311,8 @@ export class Controls {
       delete full.t;
       delete full.v;
       delete full.run;
+      // what does not apply is not sent (beta1 of an adam run, to sgd)
+      for (const [k, fi] of Object.entries(this.inputs)) if (!applies(fi, this.inputs)) delete full[k];
       Object.assign(full, b);
       full.rule_params = { ...(cur.rule_params || {}), ...rp };
       return full;
@@ -246,35 +320,53 @@ export class Controls {
     return b;
   }
 
+  // the fields edited that only a new run takes
+  newRunOnly() {
+    return [...this.touched].filter((k) => this.inputs[k] && !this.inputs[k].field.mutable);
+  }
+
   async submit(newRun) {
     this.clearErrors();
-    const body = this.body(newRun);
+    let body;
+    try {
+      body = this.body(newRun); // JSON that does not parse stops here: nothing is sent
+    } catch (e) {
+      this.showError(e);
+      return;
+    }
+    const later = newRun ? [] : this.newRunOnly();
+    const note = later.length ? `${later.join(", ")}: only for a new run (Start a new run with these)` : "";
     if (!newRun && !Object.keys(body).length) {
-      this.msg.textContent = "nothing changed";
+      this.msg.textContent = note || "nothing changed";
       return;
     }
     try {
       if (newRun) await this.newRun(body);
       else await this.apply(body);
-      this.dirty = false;
-      this.msg.textContent = newRun ? "new run started" : "applied: " + JSON.stringify(body);
+      this.dirty = later.length > 0;
+      if (!this.dirty) this.touched.clear();
+      this.msg.textContent = newRun ? "new run started" : ["applied: " + JSON.stringify(body), note].filter(Boolean).join("; ");
     } catch (e) {
       this.showError(e);
     }
   }
 
+  // the input a message's field names: "lr", "rule_params.s",
+  // "lr_schedule.floor", "model.nodes[2]" (the model's)
+  fieldFor(path) {
+    const [head, sub] = path.split(".").map((x) => x.replace(/\[.*$/, ""));
+    if (head === "rule_params") return sub ? (this.params[this.rule()] || {})[sub] : null;
+    const fi = this.inputs[head];
+    return (fi && fi.subs && fi.subs[sub]) || fi || null;
+  }
+
+  // a message under its field, as the daemon (or the page) wrote it
   showError(e) {
     const msg = e instanceof Error ? e.message : String(e);
-    const field = e instanceof ApiError ? e.field : null;
-    let target = null;
-    if (field) {
-      const [head, sub] = field.split(".");
-      if (head === "rule_params" && sub) target = (this.params[this.rule()] || {})[sub];
-      else target = this.inputs[head];
-    }
+    const target = e && e.field ? this.fieldFor(e.field) : null;
     if (target) {
       target.error.textContent = msg;
-      target.input.setAttribute("aria-invalid", "true");
+      (target.target ? target.target() : target.input).setAttribute("aria-invalid", "true");
     }
     this.msg.textContent = msg;
     this.msg.classList.add("bad");

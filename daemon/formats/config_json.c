@@ -619,6 +619,8 @@ field_schema(const field_desc *f, const field_table *t, int with_mutable)
 		json_object_set_new(o, "when", json_pack("{s:o}", f->when_key, vals));
 	}
 	json_object_set_new(o, "doc", json_string(f->doc ? f->doc : ""));
+	if (t == &fields_run && !strcmp(f->key, "model"))
+		graph_json_schema(o);
 	if (f->sub)
 		json_object_set_new(o, "fields",
 				    table_schema(f->sub, with_mutable ? 1 + (f->type == FT_OBJECT && mutable) : 0));

@@ -148,3 +148,65 @@ graph_json(const char *spec)
 	}
 	return json_pack("{s:o}", "nodes", nodes);
 }
+
+/* a conv stem, one residual block of two convs, global average pooling and
+ * the dense head: 10 classes, any image (fashion-mnist, cifar10,
+ * synthetic) */
+#define GRAPH_EXAMPLE GRAPH_PREFIX "conv2d(in=-1,units=16,k=3,pad=1,relu=1);" \
+	"conv2d(units=16,k=3,pad=1,relu=1);conv2d(units=16,k=3,pad=1);add(in=2+0);" \
+	"relu();avgpool();dense(units=10)"
+
+static json_t *
+builtins_schema(void)
+{
+	json_t *a = json_array();
+	for (const model_builtin *b = model_builtins; b->spec; b++) {
+		json_t *o = json_pack("{s:s,s:s}", "spec", b->spec, "doc", b->doc);
+		if (b->arg)
+			json_object_set_new(o, "arg", json_pack("{s:s,s:s,s:i,s:i,s:i,s:i}", "key",
+								b->arg, "type", "integer", "min", b->min,
+								"max", b->max, "step", b->step,
+								"default", b->min));
+		json_array_append_new(a, o);
+	}
+	return a;
+}
+
+/* an attribute as a schema field: a boolean (0 or 1) or an integer in
+ * [min, max], its default when one lies in the range (units, k: none) */
+static json_t *
+attr_schema(const graph_attr *a)
+{
+	if (a->max == 1)
+		return json_pack("{s:s,s:s,s:b,s:s}", "key", a->key, "type", "boolean",
+				 "default", a->def != 0, "doc", a->doc);
+	json_t *o = json_pack("{s:s,s:s,s:i,s:i}", "key", a->key, "type", "integer",
+			      "min", a->min, "max", a->max);
+	if (a->def >= a->min)
+		json_object_set_new(o, "default", json_integer(a->def));
+	json_object_set_new(o, "doc", json_string(a->doc));
+	return o;
+}
+
+static json_t *
+graph_schema(void)
+{
+	json_t *ops = json_array(), *attrs = json_array();
+	for (int i = 0; op_table[i]; i++)
+		json_array_append_new(ops, json_pack("{s:s,s:i}", "op", op_table[i]->name,
+						     "inputs", op_table[i]->n_in));
+	for (const graph_attr *a = graph_attrs; a->key; a++)
+		json_array_append_new(attrs, attr_schema(a));
+	return json_pack("{s:s,s:o,s:o,s:o}", "doc",
+			 "{\"nodes\": [...]}: nodes in topological order, each an op with its "
+			 "inputs (earlier nodes' indices, -1 the model's input; absent: the node "
+			 "before) and attributes; the last node gives the classes",
+			 "ops", ops, "attrs", attrs, "example", graph_json(GRAPH_EXAMPLE));
+}
+
+void
+graph_json_schema(json_t *o)
+{
+	json_object_set_new(o, "specs", builtins_schema());
+	json_object_set_new(o, "graph", graph_schema());
+}

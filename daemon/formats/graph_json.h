@@ -16,4 +16,10 @@ int graph_json_parse(json_t *v, char *buf, size_t cap, char *err);
  * when spec is not a graph. */
 json_t *graph_json(const char *spec);
 
+/* What GET /api/v1/schema adds to the run object's "model" field (o):
+ * "specs", the named models (model.h's model_builtins), and "graph", the
+ * form given node by node: its ops, their attributes and a small example
+ * that trains on 10-class images. */
+void graph_json_schema(json_t *o);
+
 #endif

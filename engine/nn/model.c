@@ -89,6 +89,22 @@ parse_resnet(const char *spec, int *depth, char *err)
 	return 0;
 }
 
+const model_builtin model_builtins[] = {
+	{"logreg", NULL, 0, 0, 0, "one dense layer: the features to the classes"},
+	{"mlp:784-256-128-10", NULL, 0, 0, 0,
+	 "mlp:<in>-<hidden>...-<out>: dense layers, relu between (in: the data's "
+	 "features, out: its classes)"},
+	{"lenet5", NULL, 0, 0, 0,
+	 "conv 5x5x6 pad 2, maxpool 2, conv 5x5x16, maxpool 2, dense 120-84 "
+	 "(28x28 or 32x32 images)"},
+	{"resnet20", NULL, 0, 0, 0,
+	 "the CIFAR ResNet-20 of He et al. 2016: batch norm, 3 stages of 3 residual "
+	 "blocks"},
+	{"resnet:<N>", "N", 8, 6 * RESNET_MAX_N + 2, 6,
+	 "the CIFAR ResNet of depth N = 6n + 2: 3 stages of n residual blocks"},
+	{NULL, NULL, 0, 0, 0, NULL},
+};
+
 /* A conv 3x3, pad 1, no bias, He init, as a resnet has them. */
 static void
 resnet_conv(node_desc *d, int *n, int units, int stride)

@@ -138,6 +138,18 @@ int model_spec_cut_depths(const char *spec, int *depths, int max);
  * fit, runs of five or more at one step shortened ("1, 5, ..., 37, 38"),
  * then cut short. Returns buf. */
 const char *model_depths_str(const int *depths, int n, char *buf, size_t cap);
+/* The named models, for front ends (GET /api/v1/schema's model "specs"):
+ * spec as written ("lenet5"), or, with arg set, a form whose "<arg>" is an
+ * integer in [min, max] at min + k step ("resnet:<N>"). The last has a
+ * NULL spec. Every row is a spec model_new takes (tests/test_model.c). */
+typedef struct model_builtin {
+	const char *spec;
+	const char *arg;
+	int min, max, step;
+	const char *doc;
+} model_builtin;
+
+extern const model_builtin model_builtins[];
 
 /* (Re)initialise parameters from the seed (He/Xavier, zero biases). */
 void model_init_params(model *m, uint64_t seed);

@@ -239,7 +239,7 @@ const field_table fields_override = {override_f, NF(override_f)};
 static const field_desc run_f[] = {
 	STRF(model, model, "mlp:784-256-128-10",
 	     "logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20 or "
-	     "resnet:<N> (N = 6n + 2: 8, 14, 20, 32, ...)"),
+	     "resnet:<N> (N = 6n + 2: 8, 14, 20, 32, ...), or a graph {\"nodes\": [...]}"),
 	STRF(dataset, dataset, "fashion-mnist",
 	     "fashion-mnist, idx:<dir>, cifar10:<dir> or synthetic:<n>"),
 	{.key = "augment", .type = FT_STRING, .store = FS_ENUM, .off = CO(augment),

@@ -3,7 +3,9 @@
 # browsers and the text index to curl, the /ui/ assets with their types;
 # then the browser test (tests/browser/dashboard.mjs: Debian's chromium,
 # headless, driven by playwright-core from web/node_modules) with its two
-# measurements. Screenshots go to dashboard/ beside the binary.
+# measurements, and tests/browser/models.mjs (the new-run form's models,
+# graphs given as JSON, optimizers and lr schedules). Screenshots go to
+# dashboard/ beside the binary.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: dashboard"
@@ -28,7 +30,9 @@ expect_grep '^404 ' "an unknown /ui/ file" "$(get 'text/html' /ui/nope.js)"
 expect_grep '^200 application/json' "the API still answers a browser" "$(get 'text/html' /api/v1/status)"
 kill "$PID"; wait "$PID" 2>/dev/null
 
-# the browser test
+# the browser tests: the dashboard, then the new-run form's models,
+# optimizers and lr schedules (tests/browser/models.mjs)
 out=$(dirname "$SL")/dashboard
 browser_test 300 tests/browser/dashboard.mjs "$SL" "$out"
+browser_test 180 tests/browser/models.mjs "$SL" "$out"
 finish dashboard

@@ -110,6 +110,14 @@ expect_http "PATCH spb_depth inside the block: 400" 400 PATCH /api/v1/workers/0 
 expect_grep 'spb_depth: 2 ends inside a block of a graph of 6 nodes: expected 0 \(full backprop\) or a block boundary: 1, 3 \(the nearest: 1 and 3\)' \
 	"... naming the field and the depths it takes" "$LAST_OUT"
 expect_http "PATCH spb_depth 3, the block's start: 202" 202 PATCH /api/v1/workers/0 '{"spb_depth": 3}'
+# the schema's example graph (what the dashboard's form offers) trains as given
+http GET /api/v1/schema >/dev/null
+python3 -c 'import json,sys; json.dump(next(f for f in json.load(open(sys.argv[1]))["fields"] if f["key"] == "model")["graph"]["example"], open(sys.argv[2], "w"))' \
+	"$TMP/body" "$TMP/example.json"
+expect_http "POST the schema's example graph: accepted" 201 POST /api/v1/run \
+	"{\"model\": $(cat "$TMP/example.json"), \"dataset\": \"synthetic:2000\", \"clock\": \"virtual\", \"threads\": 1, \"workers\": 1, \"batch\": 8}"
+wait_api 60 /api/v1/status "d['config']['model'] == json.load(open('$TMP/example.json')) and d['model_summary']['nodes'] == 7 and d['version'] > 3" &&
+	ok "... /status holds it as given, and it trains" || bad "the example graph" "$(cat "$TMP/body")"
 kill "$PID" 2>/dev/null
 wait "$PID" 2>/dev/null
 finish graph

@@ -10,7 +10,7 @@ the source it reproduces by its 95% interval over the seeds (lib.py: agrees,
 differs, or not resolved at N seeds; checks of our model against itself are
 identities, never counted as agreement). The full run writes docs/results.md
 (from experiments/results.md.in) and its figures under docs/results/;
---quick only checks, and exits 1 when a claim differs or leans the wrong way
+--quick checks, renders its page and figures into its out dir, and exits 1 when a claim differs or leans the wrong way
 or an identity fails (make test runs it). `make results` is the full run.
 See docs/results.md.
 """
@@ -703,7 +703,8 @@ def main():
     out = a.out or os.path.join(ROOT, "build", ("results-quick" if a.quick else "results") +
                                 ("-" + a.device if a.device else ""))
     spec_dir = os.path.join(ROOT, "experiments", "quick" if a.quick else "")
-    figs = None if a.quick or a.only else os.path.join(ROOT, "docs", "results")
+    # --quick draws its figures beside its cells (every figure's code runs in make test)
+    figs = None if a.only else os.path.join(out, "figures") if a.quick else os.path.join(ROOT, "docs", "results")
     only = set(a.only.split(",")) if a.only else None
     reports, held, failed = {}, {}, 0
     started = time.time()

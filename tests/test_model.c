@@ -374,6 +374,11 @@ START_TEST(costs_and_layout)
 	/* forward + weight gradients everywhere + input gradients above layer 1 */
 	ck_assert_double_eq_tol(model_step_flops(m, 0),
 				2 * mac + 2 * mac + 2 * (256.0 * 128 + 128.0 * 10), 1e-6);
+	/* the backward alone: the step less the forward; top-1 computes only
+	 * the last layer's weight gradient (about 0.5% of the full backward) */
+	ck_assert_double_eq_tol(model_bwd_flops(m, 0), model_step_flops(m, 0) - 2 * mac, 1e-6);
+	ck_assert_double_eq_tol(model_bwd_flops(m, 1), 2 * 128.0 * 10, 1e-6);
+	ck_assert_double_eq_tol(model_step_flops(m, 1), 2 * mac + 2 * 128.0 * 10, 1e-6);
 	node_info info[MODEL_MAX_NODES];
 	int n = model_node_info(m, info, MODEL_MAX_NODES);
 	ck_assert_int_eq(n, 3);

@@ -309,6 +309,13 @@ START_TEST(partial_backprop_accounting)
 	ck_assert(fabs(full->bytes_sent / full->iterations -
 		       (784 * 16 + 16 + 170) * 4) < 1e-9);
 	ck_assert(full->flops_saved == 0 && part->flops_saved > 0);
+	/* flops counts the forward and the backward, flops_bwd the backward;
+	 * a sample's forward is 2*(784*16 + 16*10); its backward the same plus
+	 * the hidden layer's input gradient, 2*16*10, or at depth 1 only the
+	 * top layer's weight gradient, 2*16*10 */
+	double fwd = 2.0 * (784 * 16 + 16 * 10);
+	ck_assert(fabs(full->flops_bwd / (full->flops - full->flops_bwd) - (fwd + 320) / fwd) < 1e-12);
+	ck_assert(fabs(part->flops_bwd / (part->flops - part->flops_bwd) - 320 / fwd) < 1e-12);
 	run_snapshot_put(s);
 	free(r);
 }

@@ -13,8 +13,8 @@ const SHOWN = ["final_acc", "best_acc", "updates_to_target", "virtual_s_to_targe
   "stale_p99", "bytes_sent", "coherence", "diverged"];
 const METRICS = new Set(["final_acc", "best_acc", "test_loss", "updates", "samples", "epochs", "virtual_s",
   "updates_to_target", "virtual_s_to_target", "epochs_to_target", "stale_mean", "stale_p50", "stale_p99",
-  "stale_max", "bytes_sent", "bytes_recv", "comm_s", "coherence", "bwd_flops", "bwd_flops_saved", "stop",
-  "diverged", "train_s", "samples_per_s"]);
+  "stale_max", "bytes_sent", "bytes_recv", "comm_s", "coherence", "step_flops", "bwd_flops", "bwd_flops_saved",
+  "stop", "diverged", "train_s", "samples_per_s"]);
 
 
 // a number as text: at most 4 significant digits, integers whole

@@ -57,12 +57,13 @@ static json_t *
 cell_metrics(const cell_ctx *c, const run_snapshot *s)
 {
 	const run_eval *e = &c->last;
-	double bytes = 0, recv = 0, comm = 0, flops = 0, saved = 0;
+	double bytes = 0, recv = 0, comm = 0, flops = 0, bwd = 0, saved = 0;
 	for (int i = 0; i < s->n_workers; i++) {
 		bytes += s->workers[i].bytes_sent;
 		recv += s->workers[i].bytes_recv;
 		comm += s->workers[i].comm_s;
 		flops += s->workers[i].flops;
+		bwd += s->workers[i].flops_bwd;
 		saved += s->workers[i].flops_saved;
 	}
 	json_t *m = json_object();
@@ -85,7 +86,8 @@ cell_metrics(const cell_ctx *c, const run_snapshot *s)
 	json_object_set_new(m, "bytes_recv", jsonout_real(recv));
 	json_object_set_new(m, "comm_s", jsonout_real(comm));
 	json_object_set_new(m, "coherence", num_or_null(e->coherence_all_n > 0, e->coherence_all));
-	json_object_set_new(m, "bwd_flops", jsonout_real(flops));
+	json_object_set_new(m, "step_flops", jsonout_real(flops));
+	json_object_set_new(m, "bwd_flops", jsonout_real(bwd));
 	json_object_set_new(m, "bwd_flops_saved", jsonout_real(saved));
 	json_object_set_new(m, "stop", json_string(e->stop_reason ? e->stop_reason : "stopped"));
 	json_object_set_new(m, "diverged", json_integer(s->state == RUN_DIVERGED));

@@ -829,16 +829,23 @@ dx_flops(const node *nd, int lo)
 }
 
 double
-model_step_flops(const model *m, int depth)
+model_bwd_flops(const model *m, int depth)
 {
 	int lo = stop_node(m, depth);
 	double f = 0.0;
-	for (int i = 0; i < m->n_nodes; i++) {
+	for (int i = lo; i < m->n_nodes; i++) {
 		const node *nd = &m->nodes[i];
-		f += nd->flops_fwd;
-		if (i >= lo)
-			f += nd->flops_bwd_w + dx_flops(nd, lo);
+		f += nd->flops_bwd_w + dx_flops(nd, lo);
 	}
+	return f;
+}
+
+double
+model_step_flops(const model *m, int depth)
+{
+	double f = model_bwd_flops(m, depth);
+	for (int i = 0; i < m->n_nodes; i++)
+		f += m->nodes[i].flops_fwd;
 	return f;
 }
 

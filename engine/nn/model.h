@@ -196,8 +196,10 @@ double model_step(model *m, const float *params, int batch, int depth);
  * layers (0 for all). */
 size_t model_tail_offset(const model *m, int depth);
 
-/* FLOPs per sample of one step with backprop depth `depth` (all if <= 0). */
+/* FLOPs per sample of one step with backprop depth `depth` (all if <= 0):
+ * the forward and the backward; model_bwd_flops the backward alone. */
 double model_step_flops(const model *m, int depth);
+double model_bwd_flops(const model *m, int depth);
 
 /* Fill info[0..n_nodes) (n_nodes returned; at most max). */
 int model_node_info(const model *m, node_info *info, int max);

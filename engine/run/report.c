@@ -262,6 +262,7 @@ build_snapshot(run *r)
 			break;
 		stale_add(&s->window, r->win_tau[j]);
 	}
+	double full_bwd = model_bwd_flops(r->evm, 0);
 	for (int i = 0; i < r->n_slots; i++) {
 		const worker *w = r->w[i];
 		if (!w->active)
@@ -286,6 +287,12 @@ build_snapshot(run *r)
 		ws->bytes_recv = w->bytes_recv;
 		ws->comm_s = w->comm_s;
 		ws->flops = w->flops;
+		/* every step's forward is the full one, so flops + flops_saved
+		 * is the full step's FLOPs times the samples computed, and the
+		 * backward is that share of it less what partial backprop saved
+		 * (exact through depth changes and a checkpoint's resume; FLOP
+		 * counts are whole, the rounding of the division is not) */
+		ws->flops_bwd = round((w->flops + w->flops_saved) * (full_bwd / r->full_flops) - w->flops_saved);
 		ws->flops_saved = w->flops_saved;
 		ws->stale = w->hist;
 		ws->age = w->age;

@@ -129,7 +129,9 @@ typedef struct worker_snap {
 	double samples_per_s_now; /* over the run's rate window */
 	double bytes_sent, bytes_recv; /* pushed to / pulled from the server */
 	double comm_s;       /* virtual clock: seconds on its link */
-	double flops, flops_saved; /* backward FLOPs saved by partial backprop */
+	double flops;        /* FLOPs computed: forward + backward */
+	double flops_bwd;    /* ... of which the backward (derived: report.c) */
+	double flops_saved;  /* backward FLOPs partial backprop did not spend */
 	stale_hist stale;
 	age_hist age;
 	int remote;          /* computed by a remote process (run_join_remote) */

@@ -77,7 +77,7 @@ typedef struct worker {
 	int pending;      /* virtual: a START or ARRIVE event is queued */
 	/* statistics */
 	uint64_t iterations, samples;
-	double bytes_sent, flops, flops_saved;
+	double bytes_sent, flops, flops_saved; /* flops: forward + backward */
 	double bytes_recv;  /* pulled from the server */
 	double comm_s;      /* virtual: seconds its messages spent on its link */
 	double pull_bytes, push_bytes; /* what the step in flight moves (step_begin) */

@@ -207,6 +207,17 @@ step_computed(run *r, worker *w)
 	return 0;
 }
 
+/* a step computed: its FLOPs (forward + backward) and the backward a
+ * partial one did not spend; returns the first */
+static double
+step_count_flops(run *r, worker *w)
+{
+	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
+	w->flops += f;
+	w->flops_saved += r->full_flops * w->rw.batch_n - f;
+	return f;
+}
+
 /* forward + backward on the loaded batch; returns compute FLOPs */
 double
 step_compute(run *r, worker *w)
@@ -214,10 +225,7 @@ step_compute(run *r, worker *w)
 	const float *p = (r->rule->flags & RULE_SHARED) ? ps_weights(r->ps) : w->cw;
 	wbatch b = step_batch(r, w);
 	w->loss = wstep(w->rw.m, &r->data->train, p, &b, w->depth);
-	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
-	w->flops += f;
-	w->flops_saved += r->full_flops * w->rw.batch_n - f;
-	return f;
+	return step_count_flops(r, w);
 }
 
 int
@@ -245,9 +253,7 @@ step_compute_remote(run *r, worker *w)
 	if (g != w->rw.m->grads)
 		be->ops->upload(be, w->rw.m->grads + off, g + off, sizeof(float) * (n - off));
 	w->loss = loss;
-	double f = model_step_flops(w->rw.m, w->depth) * w->rw.batch_n;
-	w->flops += f;
-	w->flops_saved += r->full_flops * w->rw.batch_n - f;
+	step_count_flops(r, w);
 	return 0;
 }
 

@@ -538,6 +538,38 @@ START_TEST(series_memory_is_bounded)
 }
 END_TEST
 
+START_TEST(an_epoch_end_on_an_eval_every_update_evaluates_once)
+{
+	/* 120 samples in batches of 4: an epoch is 30 updates, and eval_every
+	 * 30 falls on each epoch's end. One evaluation each time, not a
+	 * second one an update later (each costs a pass over the test set) */
+	run_config c = base("asgd", 1);
+	snprintf(c.model, sizeof(c.model), "logreg");
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	c.batch = 4;
+	c.eval_every = 30;
+	c.stop_steps = 90;
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	dataset_pair tiny;
+	ck_assert_msg(ds_load("synthetic:120", 3, &tiny, err) == 0, "%s", err);
+	ck_assert_msg(run_new(&c, &tiny, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_eval ev[16];
+	int n = run_series(r, 0, ev, 16);
+	int at = 0;
+	for (int i = 0; i < n; i++) {
+		ck_assert_msg(ev[i].v % 30 == 0, "an evaluation at v %llu",
+			      (unsigned long long)ev[i].v);
+		if (ev[i].v > 0)
+			at++;
+	}
+	ck_assert_int_eq(at, 3);
+	run_free(r);
+	ds_pair_free(&tiny);
+}
+END_TEST
+
 static Suite *
 run_suite(void)
 {
@@ -549,7 +581,8 @@ run_suite(void)
 				     server_held_gradients_age, NULL}},
 		{"server_delays", NULL, {server_delays_keep_sync_rules,
 					 dcasgd_compensates_version_staleness,
-					 steps_stop_exactly, NULL}},
+					 steps_stop_exactly,
+					 an_epoch_end_on_an_eval_every_update_evaluates_once, NULL}},
 		{"changes", NULL, {partial_backprop_accounting, workers_grow_and_shrink,
 				   workers_come_back, rule_switch_mid_run,
 				   commands_are_checked, NULL}},

@@ -187,21 +187,23 @@ report_stop_met(run *r)
 	return 0;
 }
 
-/* evaluation due after progress? (every eval_every updates, each epoch) */
+/* evaluation due after progress? (every eval_every updates, each epoch;
+ * one evaluation when both fall on the same update) */
 int
 report_eval_due(run *r)
 {
+	int due = 0;
 	uint64_t epochs = r->samples / r->data->train.n;
 	if (epochs > r->epochs_done) {
 		r->epochs_done = epochs;
-		return 1;
+		due = 1;
 	}
 	if (r->cfg.eval_every > 0 && ps_version(r->ps) >= r->next_eval_v) {
 		uint64_t e = (uint64_t)r->cfg.eval_every;
 		r->next_eval_v = (ps_version(r->ps) / e + 1) * e;
-		return 1;
+		due = 1;
 	}
-	return 0;
+	return due;
 }
 
 static run_snapshot *

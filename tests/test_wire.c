@@ -6,6 +6,7 @@
 #include "sl.h"
 #include "testutil.h"
 #include "wire.h"
+#include "wiremsg.h"
 
 /* a model of three layers: 10, 20 and 5 parameters */
 static wire_model
@@ -77,7 +78,7 @@ START_TEST(header_layout)
 	h = (wire_hdr){.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3,
 		       .payload_len = 140 + 4};
 	aug_key k = {.kind = AUG_CROP_FLIP, .pad = 4, .seed = 5, .epoch = 0x01020304};
-	wire_put_aug(&h, &k);
+	wiremsg_put_aug(&h, &k);
 	static const uint8_t zero[144];
 	wire_encode(&h, zero, buf);
 	ck_assert_uint_eq(buf[10], AUG_CROP_FLIP);
@@ -101,13 +102,13 @@ START_TEST(augmentation_key_round_trip)
 	for (int i = 0; i < 3; i++) {
 		wire_hdr h = {.kind = WIRE_WEIGHTS, .model_fp = m.model_fp, .layer_hi = 3,
 			      .payload_len = 144}, back;
-		wire_put_aug(&h, &keys[i]);
+		wiremsg_put_aug(&h, &keys[i]);
 		const uint8_t *p;
 		char err[SL_ERR_LEN] = "";
 		ck_assert_msg(wire_parse(buf, wire_encode(&h, zero, buf), &m, &back, &p, err) == 0,
 			      "%s", err);
 		aug_key k;
-		wire_get_aug(&back, 77, &k);
+		wiremsg_get_aug(&back, 77, &k);
 		ck_assert_int_eq(k.kind, keys[i].kind);
 		ck_assert_int_eq(k.pad, keys[i].pad);
 		ck_assert_uint_eq(k.epoch, keys[i].epoch);
@@ -116,7 +117,7 @@ START_TEST(augmentation_key_round_trip)
 	/* none sends no key at all: the bytes stay zero whatever the epoch */
 	wire_hdr h = {.kind = WIRE_WEIGHTS};
 	aug_key off = {.kind = AUG_NONE, .pad = 4, .seed = 1, .epoch = 9};
-	wire_put_aug(&h, &off);
+	wiremsg_put_aug(&h, &off);
 	ck_assert_uint_eq(h.augment | h.aug_pad | h.data_epoch, 0);
 }
 END_TEST

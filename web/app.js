@@ -536,6 +536,11 @@ async function resync() {
 
 function onSnapshot(d) {
   window.stalelab.snapshots++;
+  // run ids only grow while the daemon lives: a snapshot of an older run
+  // taken as the new one started (a busy machine) is late, not news, and
+  // would fill the form with the old run's settings. After a lost stream
+  // (a restarted daemon counts from 1 again) every run id is taken.
+  if (st.run !== null && d.run < st.run && !st.lostAt) return;
   if (st.run !== null && d.run !== st.run) {
     resetRun(d.run);
     resync();

@@ -201,7 +201,7 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 			.layer_hi = (uint16_t)L};
 	/* the batch's views: the worker draws them from this key and the
 	 * run's seed, as a local worker would */
-	wire_put_aug(&out, &b->aug);
+	wiremsg_put_aug(&out, &b->aug);
 	/* numbered by the run's ledger: never the number of another step */
 	if (!(out.seq = run_remote_issue(w->r, w->wid)))
 		return RUN_REMOTE_LOST;

@@ -23,3 +23,19 @@ wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t n
 	wire_encode(&o, buf + WIRE_HEADER, buf);
 	return buf;
 }
+
+void
+wiremsg_put_aug(wire_hdr *h, const aug_key *k)
+{
+	int on = k->kind == AUG_CROP_FLIP;
+	h->augment = (uint8_t)(on ? AUG_CROP_FLIP : AUG_NONE);
+	h->aug_pad = (uint8_t)(on ? k->pad : 0);
+	h->data_epoch = on ? k->epoch : 0;
+}
+
+void
+wiremsg_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k)
+{
+	*k = (aug_key){.kind = h->augment, .pad = h->aug_pad, .seed = seed,
+		       .epoch = h->data_epoch};
+}

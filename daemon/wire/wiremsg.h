@@ -6,11 +6,19 @@
 
 #include <stddef.h>
 
+#include "augment.h"
 #include "wire.h"
 
 /* A message in a nanomsg buffer (nn_allocmsg: nn_send it with NN_MSG):
  * header h (its payload_len set here, send_ns now) and the payload a then
  * b; NULL when out of memory. */
 void *wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb);
+
+/* A WEIGHTS header's augmentation bytes from its batch's key (kind
+ * AUG_NONE: all zero), and back: the key of a WEIGHTS received, with the
+ * run's seed (which the worker has from the welcome's run object). The
+ * wire (engine/wire) carries the bytes; what they mean is the data's. */
+void wiremsg_put_aug(wire_hdr *h, const aug_key *k);
+void wiremsg_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k);
 
 #endif

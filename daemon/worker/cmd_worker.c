@@ -465,7 +465,7 @@ steps(wk *k)
 			}
 		/* the views of the batch: the daemon's key, the run's seed */
 		wbatch b = {.idx = idx, .n = batch};
-		wire_get_aug(&h, k->cfg.seed, &b.aug);
+		wiremsg_get_aug(&h, k->cfg.seed, &b.aug);
 		double loss = wstep(k->m, &k->data.train, weights, &b, depth);
 		size_t off = model_tail_offset(k->m, depth);
 		uint64_t seq = h.seq;

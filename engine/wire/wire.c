@@ -238,22 +238,6 @@ wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	return 0;
 }
 
-void
-wire_put_aug(wire_hdr *h, const aug_key *k)
-{
-	int on = k->kind == AUG_CROP_FLIP;
-	h->augment = (uint8_t)(on ? AUG_CROP_FLIP : AUG_NONE);
-	h->aug_pad = (uint8_t)(on ? k->pad : 0);
-	h->data_epoch = on ? k->epoch : 0;
-}
-
-void
-wire_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k)
-{
-	*k = (aug_key){.kind = h->augment, .pad = h->aug_pad, .seed = seed,
-		       .epoch = h->data_epoch};
-}
-
 static uint64_t
 fnv(uint64_t h, const void *p, size_t n)
 {

@@ -7,7 +7,8 @@
  *     6   2   kind          WIRE_HELLO .. WIRE_BYE
  *     8   2   flags         WIRE_F_PARTIAL: a push of the top layers only
  *    10   1   augment       WEIGHTS: the batch's augmentation (0 none,
- *                           1 crop-flip: engine/data/augment.h), else 0
+ *                           1 crop-flip: engine/data/augment.h, read
+ *                           and written by daemon/wire), else 0
  *    11   1   aug_pad       WEIGHTS: crop-flip's padding in pixels, else 0
  *    12   4   data_epoch    WEIGHTS: the epoch the batch was taken in (with
  *                           the run's seed, its views' key), else 0
@@ -42,7 +43,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "augment.h"
 
 #define WIRE_MAGIC 0x31574c53u /* "SLW1" read little-endian */
 #define WIRE_PROTO 3 /* 2: a push is answered with the next weights;
@@ -120,12 +120,6 @@ size_t wire_encode(const wire_hdr *h, const void *payload, uint8_t *out);
  * crc are checked). */
 int wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	       const uint8_t **payload, char *err);
-
-/* A WEIGHTS header's augmentation bytes from its batch's key (kind
- * AUG_NONE: all zero), and back: the key of a WEIGHTS received, with the
- * run's seed (which the worker has from the welcome's run object). */
-void wire_put_aug(wire_hdr *h, const aug_key *k);
-void wire_get_aug(const wire_hdr *h, uint64_t seed, aug_key *k);
 
 /* FNV-1a 64 of the model spec, the data set spec and the layer sizes: a
  * worker for another model, or another data set, is refused. */

@@ -103,7 +103,7 @@ may_use engine/base
 # shellcheck disable=SC2086
 {
 may_use daemon/formats $ENGINE
-may_use daemon/wire engine/base engine/wire
+may_use daemon/wire engine/base engine/data engine/wire
 may_use daemon/progress daemon/formats $ENGINE
 may_use daemon/control daemon/formats $ENGINE
 may_use daemon/serve daemon/control daemon/wire daemon/formats $ENGINE

@@ -16,16 +16,26 @@
 
 #define DS_FASHION_DIR "/usr/share/datasets/fashion-mnist"
 
-/* One split: n samples of c*h*w floats in [0,1], sample-major
+/* One split: n samples of dim floats and ylen targets each.
+ *
+ * Images (ylen 1): c*h*w floats in [0,1], sample-major
  * (x[i*dim + (ch*h + row)*w + col]) and n labels in [0, classes). */
 typedef struct dataset {
 	uint32_t n;
 	int c, h, w;
 	int dim; /* c*h*w */
 	int classes;
+	int ylen;   /* targets per sample: 1 for images */
 	float *x;   /* n*dim, 64-byte aligned (sl_calloc_aligned) */
-	uint8_t *y; /* n */
+	uint8_t *y; /* n*ylen */
 } dataset;
+
+/* Targets per sample; a dataset built by hand with ylen 0 has one. */
+static inline int
+ds_ylen(const dataset *d)
+{
+	return d->ylen > 1 ? d->ylen : 1;
+}
 
 /* A train/test pair as named by a run's "dataset" string. */
 typedef struct dataset_pair {

@@ -82,8 +82,8 @@ START_TEST(targets_are_the_next_byte)
 END_TEST
 
 /* The last tenth (len / 10 bytes, rounded down) is held out: training
- * contexts start at 0..head-T-1 (every one of them, over seeds) and never
- * read the tail; the held-out ones are min(256, tail - T) evenly spaced
+ * contexts start at 0..head-T-1 (every one of them, over seeds), in
+ * increasing order, and never read the tail; the held-out ones are min(256, tail - T) evenly spaced
  * starts of the tail, the first at the tail's start and the last ending
  * at the text's end, the same for every seed. */
 START_TEST(held_out_last_tenth)
@@ -102,6 +102,9 @@ START_TEST(held_out_last_tenth)
 		for (uint32_t i = 0; i < p.train.n; i++) {
 			float off = p.train.x[(size_t)i * T];
 			ck_assert_float_ge(off, 0.0f);
+			/* in the text's order: index ranges are stretches */
+			if (i > 0)
+				ck_assert_float_le(p.train.x[(size_t)(i - 1) * T], off);
 			/* the last target (off + T) is still before the tail */
 			ck_assert_float_le(off, (float)(head - T - 1));
 			hit[(int)off] = 1;

@@ -61,6 +61,13 @@ put_context(dataset *d, size_t i, const uint8_t *p, int ctx,
 	}
 }
 
+static int
+cmp_size(const void *a, const void *b)
+{
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	return (x > y) - (x < y);
+}
+
 int
 ds_text(const uint8_t *buf, size_t len, int ctx, uint64_t seed,
 	const char *what, dataset_pair *out, char *err)
@@ -119,13 +126,23 @@ ds_text(const uint8_t *buf, size_t len, int ctx, uint64_t seed,
 	}
 
 	/* Training contexts start anywhere in the first part such that
-	 * their last byte (the last target) is still in it. */
+	 * their last byte (the last target) is still in it; they are stored
+	 * in the order of their offsets, so a range of indices is a stretch
+	 * of the text (contiguous shards). */
+	size_t *offs = malloc(ntrain * sizeof *offs);
+	if (!offs) {
+		ds_pair_free(out);
+		return sl_fail(err, SL_ENOMEM, "%s: out of memory for %zu offsets", what,
+			       ntrain);
+	}
 	rng r;
 	rng_seed(&r, seed, TEXT_OFFSET_STREAM);
-	for (size_t i = 0; i < ntrain; i++) {
-		size_t off = (size_t)rng_below(&r, head - (size_t)ctx);
-		put_context(&out->train, i, buf + off, ctx, id);
-	}
+	for (size_t i = 0; i < ntrain; i++)
+		offs[i] = (size_t)rng_below(&r, head - (size_t)ctx);
+	qsort(offs, ntrain, sizeof *offs, cmp_size);
+	for (size_t i = 0; i < ntrain; i++)
+		put_context(&out->train, i, buf + offs[i], ctx, id);
+	free(offs);
 	/* Held-out contexts: evenly spaced over the tail's start offsets
 	 * 0..tail-ctx-1, first and last included, the same for every seed. */
 	size_t span = tail - (size_t)ctx - 1;

@@ -100,10 +100,11 @@ int ds_synthetic(uint32_t n, int dim, int classes, uint64_t seed,
  * The last tenth (len / 10 bytes, rounded down) is held out: train is
  * floor((len - len/10) / ctx) contexts starting at offsets drawn from
  * (seed, a stream of their own) in the first part, each ending inside
- * it, stored in increasing order of offset; test is min(DS_TEXT_EVAL, tail - ctx) contexts at evenly spaced
- * offsets of the tail, the same for every seed. Both parts must hold one
- * context: len >= 10 * (ctx + 1). what names the text in messages.
- * out->name is left empty; on failure out is zeroed. */
+ * it, stored in increasing order of offset; test is
+ * min(DS_TEXT_EVAL, tail - ctx) contexts at evenly spaced offsets of the
+ * tail, the same for every seed. Both parts must hold one context:
+ * len >= 10 * (ctx + 1). what names the text in messages. out->name is
+ * left empty; on failure out is zeroed. */
 int ds_text(const uint8_t *buf, size_t len, int ctx, uint64_t seed,
 	    const char *what, dataset_pair *out, char *err);
 

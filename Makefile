@@ -39,7 +39,7 @@ TEST_BIN   := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 DEPS_STAMP := $(BUILD)/.deps-ok
 APT_PKGS := build-essential pkg-config libopenblas-dev libmicrohttpd-dev \
 	libncurses-dev libnanomsg-dev check zlib1g-dev libjansson-dev \
-	dataset-fashion-mnist curl python3 chromium clang libclang-rt-14-dev tmux gnuplot-nox \
+	dataset-fashion-mnist dict-gcide curl python3 chromium clang libclang-rt-14-dev tmux gnuplot-nox \
 	openmpi-bin iproute2
 
 .PHONY: cuda-plugin all deps run test unit integration bench bench-gpu results results-quick bench-compare bench-accuracy asan valgrind fuzz \

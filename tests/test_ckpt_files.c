@@ -134,6 +134,76 @@ END_TEST
 /* ---- exact resumes ---------------------------------------------------- */
 
 
+/* A text run's checkpoint keeps its vocabulary (meta.vocab), so sampled
+ * ids map back to bytes; a resume on a text with other bytes is refused,
+ * and a vocabulary out of order is refused by name. (An MLP stands in for
+ * a model with a context: the data set's samples are 16 token ids.) */
+START_TEST(text_checkpoint_keeps_the_vocabulary)
+{
+	dataset_pair d, other;
+	char err[SL_ERR_LEN] = "";
+	run_config c = virt_config("mlp:16-4-16", "synthetic-text:4000", 1, 4);
+	c.stop_steps = 4;
+	c.eval_every = 2;
+	ck_assert_msg(ds_load_ctx(c.dataset, 16, c.seed, &d, err) == 0, "%s", err);
+	ck_assert_int_eq(d.vocab_n, 16);
+	run *r;
+	ck_assert_msg(run_new(&c, &d, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	uint8_t *buf;
+	size_t len;
+	ck_assert_msg(run_checkpoint(r, &buf, &len, err) == 0, "%s", err);
+	run_free(r);
+
+	uint8_t vocab[256];
+	int n = -1;
+	ck_assert_msg(run_checkpoint_vocab(buf, len, vocab, &n, err) == 0, "%s", err);
+	ck_assert_int_eq(n, 16);
+	ck_assert_mem_eq(vocab, " abcdefghijklmno", 16);
+	ck_assert_msg(run_new(&c, &d, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_restore(r, buf, len, err) == 0, "%s", err);
+	run_free(r);
+
+	/* the same length (so as many contexts) with 'z' for 'o' */
+	char dir[512], path[1100], spec[1200];
+	sl_test_tmpdir(dir, sizeof dir);
+	uint8_t *t;
+	ck_assert_int_eq(ds_synthetic_text(4000, c.seed, &t, err), 0);
+	for (int i = 0; i < 4000; i++)
+		if (t[i] == 'o')
+			t[i] = 'z';
+	snprintf(path, sizeof path, "%s/z.txt", dir);
+	sl_test_write(path, t, 4000);
+	snprintf(spec, sizeof spec, "text:%s", path);
+	ck_assert_msg(ds_load_ctx(spec, 16, c.seed, &other, err) == 0, "%s", err);
+	ck_assert_uint_eq(other.train.n, d.train.n);
+	ck_assert_msg(run_new(&c, &other, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_restore(r, buf, len, err), -SL_EFORMAT);
+	ck_assert_msg(strstr(err, "vocabulary"), "%s", err);
+	run_free(r);
+
+	/* vocab[3] made equal to vocab[2]: out of order */
+	const uint8_t *vrec = memmem(buf, len, "\x05vocab", 6);
+	ck_assert_ptr_nonnull(vrec);
+	uint8_t *v = (uint8_t *)buf + (vrec - buf) + 6 + 1 + 8;
+	memcpy(v + 12, v + 8, 4);
+	ck_assert_int_eq(run_checkpoint_check(buf, len, 1, err), -SL_EFORMAT);
+	ck_assert_msg(strstr(err, "\"meta.vocab\"") && strstr(err, "element 3"), "%s", err);
+
+	/* an image run's checkpoint has none */
+	free(buf);
+	buf = small_ckpt(&len);
+	ck_assert_msg(run_checkpoint_vocab(buf, len, vocab, &n, err) == 0, "%s", err);
+	ck_assert_int_eq(n, 0);
+	free(buf);
+	free(t);
+	unlink(path);
+	rmdir(dir);
+	ds_pair_free(&other);
+	ds_pair_free(&d);
+}
+END_TEST
+
 START_TEST(resume_after_batch_shrank_is_exact)
 {
 	/* workers made with batch 16, the batch lowered to 4 at v 20, a
@@ -367,6 +437,7 @@ ckpt_files_suite(void)
 	 * test and make asan run it) */
 	tcase_set_tags(tc, "slow");
 	tcase_add_test(tc, resume_after_batch_shrank_is_exact);
+	tcase_add_test(tc, text_checkpoint_keeps_the_vocabulary);
 	suite_add_tcase(s, tc);
 	/* every cut and every flipped byte: thousands of loads, minutes under
 	 * memcheck (make valgrind leaves "slow" out; make asan runs them) */

@@ -156,6 +156,7 @@ START_TEST(idx_parse_good)
 	ck_assert_int_eq(d.w, 3);
 	ck_assert_int_eq(d.dim, 6);
 	ck_assert_int_eq(d.classes, 10);
+	ck_assert_int_eq(d.ylen, 1); /* one label a sample */
 	ck_assert_uint_eq((uintptr_t)d.x % 64, 0);
 	int saw0 = 0, saw255 = 0;
 	for (int i = 0; i < 18; i++) {
@@ -317,6 +318,7 @@ START_TEST(cifar_good)
 	ck_assert_int_eq(d.w, 32);
 	ck_assert_int_eq(d.dim, 3072);
 	ck_assert_int_eq(d.classes, 10);
+	ck_assert_int_eq(d.ylen, 1); /* one label a sample */
 	ck_assert_uint_eq(d.y[0], 7);
 	ck_assert_uint_eq(d.y[1], 8);
 	ck_assert_uint_eq(d.y[2], 4);

@@ -17,6 +17,7 @@ START_TEST(synthetic_deterministic)
 	ck_assert_int_eq(a.dim, 50);
 	ck_assert_int_eq(a.c * a.h * a.w, 50);
 	ck_assert_int_eq(a.classes, 7);
+	ck_assert_int_eq(a.ylen, 1);
 	ck_assert_mem_eq(a.x, b.x, 500 * 50 * sizeof(float));
 	ck_assert_mem_eq(a.y, b.y, 500);
 	ck_assert(memcmp(a.x, c.x, 500 * 50 * sizeof(float)) != 0);

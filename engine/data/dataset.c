@@ -1,6 +1,7 @@
 /* dataset.c - data sets by spec: "fashion-mnist", "idx:<dir>",
- * "cifar10:<dir>", "synthetic:<n>" turned into file names, the files read
- * and handed to the parsers (dataset_parse.c, dataset_synth.c); ds_free.
+ * "cifar10:<dir>", "synthetic:<n>", "text:<file>", "synthetic-text:<n>"
+ * turned into file names, the files read and handed to the parsers
+ * (dataset_parse.c, dataset_synth.c, dataset_text.c); ds_free.
  * On failure every function frees what it allocated and leaves its output
  * zeroed. */
 #define _POSIX_C_SOURCE 200809L
@@ -22,6 +23,11 @@
 #define SYN_DIM 784
 #define SYN_CLASSES 10
 #define SYN_MAX_N 10000000u
+
+/* synthetic-text:<n>'s largest n, and the text that stands in for
+ * text:webster when dict-gcide is not installed. */
+#define SYN_TEXT_MAX_N ((uint32_t)DS_TEXT_MAX_BYTES)
+#define SYN_TEXT_FALLBACK 1000000u
 
 /* Bounded copy that always terminates dst (truncating if needed). */
 static void
@@ -189,29 +195,31 @@ load_cifar_dir(const char *dir, dataset_pair *out, char *err)
 	return rc;
 }
 
-/* Strict decimal in 1..SYN_MAX_N: digits only, no sign, no spaces. */
+/* Strict decimal in 1..max: digits only, no sign, no spaces. kind names
+ * the spec ("synthetic") and what its count counts in messages. */
 static int
-parse_count(const char *s, uint32_t *n, char *err)
+parse_count(const char *s, const char *kind, const char *what, uint32_t max,
+	    uint32_t *n, char *err)
 {
 	uint64_t v = 0;
 	if (!*s)
-		return sl_fail(err, SL_EINVAL,
-			       "dataset: synthetic:<n> needs a sample count");
+		return sl_fail(err, SL_EINVAL, "dataset: %s:<n> needs %s", kind,
+			       what);
 	for (const char *p = s; *p; p++) {
 		if (*p < '0' || *p > '9')
 			return sl_fail(err, SL_EINVAL,
-				       "dataset: synthetic:\"%s\" is not a "
-				       "number (expected 1..%u)",
-				       s, SYN_MAX_N);
+				       "dataset: %s:\"%s\" is not a "
+				       "number (expected 1..%lu)",
+				       kind, s, (unsigned long)max);
 		v = v * 10 + (uint64_t)(*p - '0');
-		if (v > SYN_MAX_N)
+		if (v > max)
 			break;
 	}
-	if (v == 0 || v > SYN_MAX_N)
+	if (v == 0 || v > max)
 		return sl_fail(err, SL_EINVAL,
-			       "dataset: synthetic:%s out of range "
-			       "(expected 1..%u)",
-			       s, SYN_MAX_N);
+			       "dataset: %s:%s out of range "
+			       "(expected 1..%lu)",
+			       kind, s, (unsigned long)max);
 	*n = (uint32_t)v;
 	return 0;
 }
@@ -227,6 +235,72 @@ load_synthetic(uint32_t n, uint64_t seed, dataset_pair *out, char *err)
 				  SYN_TEST_STREAM, &out->test, err);
 	snprintf(out->name, sizeof out->name, "synthetic:%lu",
 		 (unsigned long)n);
+	return rc;
+}
+
+int
+ds_spec_is_text(const char *spec)
+{
+	return spec && (strncmp(spec, "text:", 5) == 0 ||
+			strncmp(spec, "synthetic-text:", 15) == 0);
+}
+
+static int
+load_synthetic_text(uint32_t n, int ctx, uint64_t seed, dataset_pair *out,
+		    char *err)
+{
+	uint8_t *text = NULL;
+	char what[64];
+	snprintf(what, sizeof what, "synthetic-text:%lu", (unsigned long)n);
+	int rc = ds_synthetic_text(n, seed, &text, err);
+	if (!rc)
+		rc = ds_text(text, n, ctx, seed, what, out, err);
+	free(text);
+	copy_str(out->name, sizeof out->name, what);
+	return rc;
+}
+
+/* "text:<file>", "text:webster", "synthetic-text:<n>" for contexts of
+ * ctx bytes. */
+static int
+load_text(const char *spec, int ctx, uint64_t seed, dataset_pair *out,
+	  char *err)
+{
+	int rc;
+	if (ctx < 1 || ctx > DS_TEXT_MAX_CTX)
+		return sl_fail(err, SL_EINVAL,
+			       "dataset: %s is text: it needs the model's context "
+			       "length (1..%d, the T of a gpt:...-T64 model), got %d",
+			       spec, DS_TEXT_MAX_CTX, ctx);
+	if (strncmp(spec, "synthetic-text:", 15) == 0) {
+		uint32_t n = 0;
+		if ((rc = parse_count(spec + 15, "synthetic-text", "a byte count",
+				      SYN_TEXT_MAX_N, &n, err)))
+			return rc;
+		return load_synthetic_text(n, ctx, seed, out, err);
+	}
+	const char *path = spec + 5;
+	if (!*path)
+		return sl_fail(err, SL_EINVAL,
+			       "dataset: text:<file> needs a file (or text:webster)");
+	if (strcmp(path, "webster") == 0) {
+		if (!file_exists(DS_WEBSTER_PATH)) {
+			rc = load_synthetic_text(SYN_TEXT_FALLBACK, ctx, seed, out, err);
+			snprintf(out->note, sizeof out->note,
+				 "webster not found at %s (install dict-gcide); "
+				 "using synthetic-text:%lu",
+				 DS_WEBSTER_PATH, (unsigned long)SYN_TEXT_FALLBACK);
+			return rc;
+		}
+		path = DS_WEBSTER_PATH;
+	}
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	if ((rc = ds_read_file(path, DS_TEXT_MAX_BYTES, &buf, &len, err)))
+		return rc;
+	rc = ds_text(buf, len, ctx, seed, path, out, err);
+	free(buf);
+	copy_str(out->name, sizeof out->name, spec);
 	return rc;
 }
 
@@ -248,6 +322,13 @@ check_pair(dataset_pair *p, char *err)
 
 int
 ds_load(const char *spec, uint64_t seed, dataset_pair *out, char *err)
+{
+	return ds_load_ctx(spec, 0, seed, out, err);
+}
+
+int
+ds_load_ctx(const char *spec, int ctx, uint64_t seed, dataset_pair *out,
+	    char *err)
 {
 	int rc;
 
@@ -284,13 +365,17 @@ ds_load(const char *spec, uint64_t seed, dataset_pair *out, char *err)
 		rc = load_cifar_dir(spec + 8, out, err);
 	} else if (strncmp(spec, "synthetic:", 10) == 0) {
 		uint32_t n = 0;
-		if ((rc = parse_count(spec + 10, &n, err)))
+		if ((rc = parse_count(spec + 10, "synthetic", "a sample count",
+				      SYN_MAX_N, &n, err)))
 			return rc;
 		rc = load_synthetic(n, seed, out, err);
+	} else if (ds_spec_is_text(spec)) {
+		rc = load_text(spec, ctx, seed, out, err);
 	} else {
 		return sl_fail(err, SL_EINVAL,
 			       "dataset: unknown \"%s\" (expected fashion-mnist, "
-			       "idx:<dir>, cifar10:<dir>, synthetic:<n>)",
+			       "idx:<dir>, cifar10:<dir>, synthetic:<n>, "
+			       "text:<file>, synthetic-text:<n>)",
 			       spec);
 	}
 	if (!rc)

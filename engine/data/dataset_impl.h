@@ -4,7 +4,8 @@
  *   dataset.c        data sets by spec: file names, the loaders, ds_load
  *   dataset_gzip.c   gzip decompression (zlib) and whole-file reads
  *   dataset_parse.c  the IDX and CIFAR-10 parsers (bytes in, a dataset out)
- *   dataset_synth.c  the seeded synthetic Gaussian mixture */
+ *   dataset_synth.c  the seeded synthetic Gaussian mixture
+ *   dataset_text.c   text cut into contexts, the seeded synthetic text */
 #ifndef SL_DATASET_IMPL_H
 #define SL_DATASET_IMPL_H
 

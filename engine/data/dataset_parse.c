@@ -133,6 +133,7 @@ ds_parse_idx_named(const uint8_t *img, size_t img_len, const char *img_name,
 	/* (Fashion-)MNIST has ten classes; a small test split may miss the
 	 * top ones, which must not shrink the output layer. */
 	out->classes = maxl <= 9 ? 10 : (int)maxl + 1;
+	out->ylen = 1;
 	out->x = x;
 	out->y = y;
 	return 0;
@@ -225,6 +226,7 @@ ds_parse_cifar_named(const uint8_t *const *bufs, const size_t *lens, int nbufs,
 	out->w = 32;
 	out->dim = CIFAR_PIXELS;
 	out->classes = 10;
+	out->ylen = 1;
 	out->x = x;
 	out->y = y;
 	return 0;

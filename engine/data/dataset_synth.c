@@ -88,6 +88,7 @@ ds_synthetic(uint32_t n, int dim, int classes, uint64_t seed,
 	}
 	out->dim = dim;
 	out->classes = classes;
+	out->ylen = 1;
 	out->x = x;
 	out->y = y;
 	return 0;

@@ -65,6 +65,12 @@ ckpt_save_state(run *r, blob *b)
 	tlv_str(&w, "writer", "stalelab " SL_VERSION);
 	tlv_u64(&w, "n_params", r->n_params);
 	tlv_u64(&w, "n_train", r->data->train.n);
+	if (r->data->vocab_n > 0) { /* text: the bytes the token ids stand for */
+		uint32_t vocab[256];
+		for (int i = 0; i < r->data->vocab_n; i++)
+			vocab[i] = r->data->vocab[i];
+		tlv_array(&w, "vocab", TLV_U32S, vocab, (size_t)r->data->vocab_n);
+	}
 	tlv_u64(&w, "v", ps_version(r->ps));
 	tlv_f64(&w, "t", run_now(r));
 	tlv_close(&w);
@@ -286,6 +292,8 @@ load_worker_optim(run *r, worker *w, const ckpt_worker *cw, char *err)
 typedef struct ckpt_doc {
 	run_config cfg;
 	uint64_t n_params, n_train;
+	const void *vocab;    /* meta.vocab (text runs), NULL when absent */
+	size_t vocab_n;
 	run *sh;              /* the run's scalars (a shadow, never started) */
 	const rule_class *rule;
 	double wall_s;
@@ -319,6 +327,44 @@ doc_free(ckpt_doc *d)
 	free(d->w);
 	free(d->led);
 	memset(d, 0, sizeof(*d));
+}
+
+/* meta.vocab, present on a text run's checkpoint: 1..256 byte values in
+ * increasing order (token id k is the byte vocab[k]) */
+static int
+read_vocab(const tlv_sec *meta, ckpt_doc *d, char *err)
+{
+	int rc = tlv_get_array(meta, "vocab", OPT, TLV_U32S, SIZE_MAX, &d->vocab,
+			       &d->vocab_n, err);
+	if (rc <= 0)
+		return rc;
+	if (d->vocab_n < 1 || d->vocab_n > 256)
+		return tlv_bad(err, meta, "vocab", "has %zu elements, expected 1..256",
+			       d->vocab_n);
+	for (size_t k = 0, prev = 0; k < d->vocab_n; k++) {
+		uint32_t b;
+		memcpy(&b, (const uint8_t *)d->vocab + 4 * k, 4);
+		if (b > 255 || (k && b <= prev))
+			return tlv_bad(err, meta, "vocab",
+				       "element %zu = %u: expected bytes in increasing order", k, b);
+		prev = b;
+	}
+	return 0;
+}
+
+/* whether the checkpoint's vocabulary (none for images) is the data set's */
+static int
+same_vocab(const ckpt_doc *d, const dataset_pair *data)
+{
+	if ((size_t)data->vocab_n != (d->vocab ? d->vocab_n : 0))
+		return 0;
+	for (size_t k = 0; k < d->vocab_n && d->vocab; k++) {
+		uint32_t b;
+		memcpy(&b, (const uint8_t *)d->vocab + 4 * k, 4);
+		if (b != data->vocab[k])
+			return 0;
+	}
+	return 1;
 }
 
 /* f32 array `name` of n floats: 1 and *p, 0 when absent and optional */
@@ -452,7 +498,7 @@ read_doc(const uint8_t *buf, size_t len, int skip_crc, ckpt_doc *d, char *err)
 	if (!d->n_params || d->n_params > ((uint64_t)1 << 34) || !d->n_train ||
 	    d->n_train > UINT32_MAX)
 		return tlv_bad(err, &meta, "n_params", "or n_train is out of range");
-	if ((rc = read_config(&root, &d->cfg, err)) < 0)
+	if ((rc = read_vocab(&meta, d, err)) < 0 || (rc = read_config(&root, &d->cfg, err)) < 0)
 		return rc;
 
 	if (!(d->sh = calloc(1, sizeof(run))))
@@ -538,6 +584,22 @@ run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *err)
 	    (rc = tlv_get_u64(&meta, "v", REQ, v, err)) < 0)
 		return rc;
 	return 0;
+}
+
+int
+run_checkpoint_vocab(const uint8_t *buf, size_t len, uint8_t vocab[256], int *n, char *err)
+{
+	ckpt_doc d;
+	int rc = read_doc(buf, len, 0, &d, err);
+	*n = 0;
+	for (size_t k = 0; rc == 0 && d.vocab && k < d.vocab_n; k++) {
+		uint32_t b;
+		memcpy(&b, (const uint8_t *)d.vocab + 4 * k, 4);
+		vocab[k] = (uint8_t)b;
+		*n = (int)k + 1;
+	}
+	doc_free(&d);
+	return rc < 0 ? rc : 0;
 }
 
 int
@@ -709,6 +771,11 @@ restore_state(run *r, const uint8_t *buf, size_t len, char *err)
 			     "(%llu parameters and %llu samples, the run has %zu and %u)",
 			     (unsigned long long)d.n_params, (unsigned long long)d.n_train,
 			     r->n_params, r->data->train.n);
+	if (rc == 0 && !same_vocab(&d, r->data))
+		rc = sl_fail(err, SL_EFORMAT,
+			     "checkpoint: its text's vocabulary (%zu bytes) is not the run's data "
+			     "set's (%d bytes, %s): the text changed",
+			     d.vocab ? d.vocab_n : 0, r->data->vocab_n, r->data->name);
 	if (rc == 0)
 		rc = load_doc(r, &d, err);
 	doc_free(&d);

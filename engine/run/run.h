@@ -340,6 +340,15 @@ int run_checkpoint_config(const uint8_t *buf, size_t len, run_config *cfg,
 /* The version (PS updates) a checkpoint resumes at (pure). */
 int run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *err);
 
+/* The vocabulary of a text run's checkpoint (meta.vocab: token id k is the
+ * byte vocab[k]) into vocab, its size into *n; *n = 0 for a run on images.
+ * The whole checkpoint is checked first, as run_checkpoint_check does
+ * (pure). A run's own vocabulary is its data set's (dataset_pair.vocab);
+ * run_restore() refuses a checkpoint whose vocabulary is not the data
+ * set's. */
+int run_checkpoint_vocab(const uint8_t *buf, size_t len, uint8_t vocab[256], int *n,
+			 char *err);
+
 /* Check a whole checkpoint without loading it: framing, checksum (unless
  * skip_crc, for fuzzing), every required field, types, lengths, ranges
  * (pure; err names the first problem, e.g. checkpoint: missing

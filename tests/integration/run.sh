@@ -40,6 +40,9 @@ expect_exit 2 "bad dataset" "$SL" run --dataset synthetic:abc
 expect_grep 'dataset: ' "bad dataset names the field" "$LAST_OUT"
 expect_exit 2 "missing idx dir" "$SL" run --dataset idx:/nonexistent/dir
 expect_grep '/nonexistent/dir' "missing dir is named" "$LAST_OUT"
+expect_exit 2 "a text data set for a model without a context" "$SL" run --dataset synthetic-text:5000
+expect_grep "dataset: synthetic-text:5000 is text: it needs the model's context length" \
+	"... says what it needs" "$LAST_OUT"
 
 # --- the batches' augmentation: --augment, "augment" in the run object ------
 expect_grep 'augment NAME' "run --help lists --augment" "$("$SL" run --help)"

@@ -1,5 +1,6 @@
 /* test_gpt.c - the transformer's ops (backend.h's sequence ops: embed,
- * layer norm, GELU, causal attention).
+ * layer norm, GELU, causal attention; the tied head and the loss over every
+ * position) and the gpt:L-H-E-T model.
  *
  * Ops: every input and parameter gradient on ref against a fourth-order
  * central difference of L = sum w y (w fixed and random, so dy = w), on
@@ -12,10 +13,18 @@
  * within a normalised error of ref (on the odd shapes and on the
  * configuration's own, T = 64, D = 32), and cpu gives the same bits on one
  * thread and two.
- */
+ *
+ * Model: gpt specs' sizes and init (std 0.02, residual projections 0.02 /
+ * sqrt(2 L)), bad specs refused naming the field, a backend without the
+ * ops refused naming the op, the per-position loss against its formula,
+ * the whole step's gradient (the tied table's two shares included) against
+ * central differences on ref, and a tiny gpt learning a toy sequence task
+ * through model_step on ref and cpu. */
 #include <math.h>
 
 #include "backend.h"
+#include "dataset.h"
+#include "model.h"
 #include "rng.h"
 #include "sl.h"
 #include "testutil.h"
@@ -687,6 +696,291 @@ START_TEST(ops_parity)
 }
 END_TEST
 
+/* ---- the model -------------------------------------------------------- */
+
+/* V = 5 tokens; T = 7 */
+#define TV 5
+#define TT 7
+
+/* a batch of sequences for the toy task: random tokens, each position's
+ * target the token one before it (the first: token 0), so the model must
+ * attend to the previous position */
+static void
+toy_batch(rng *g, float *x, uint8_t *y, int batch)
+{
+	for (int b = 0; b < batch; b++)
+		for (int t = 0; t < TT; t++) {
+			x[b * TT + t] = (float)rng_below(g, TV);
+			y[b * TT + t] = t ? (uint8_t)x[b * TT + t - 1] : 0;
+		}
+}
+
+static void
+load_toy(model *m, rng *g, int batch)
+{
+	float x[64 * TT];
+	uint8_t y[64 * TT];
+	uint32_t idx[64];
+	ck_assert_int_le(batch, 64);
+	toy_batch(g, x, y, batch);
+	for (int b = 0; b < batch; b++)
+		idx[b] = (uint32_t)b;
+	model_load_batch(m, x, y, idx, batch);
+}
+
+static model *
+gpt_on(backend *be, const char *spec, int batch)
+{
+	model *m;
+	char err[SL_ERR_LEN];
+	ck_assert_msg(model_new(spec, 1, 1, TT, TV, batch, 5, be, &m, err) == 0, "%s", err);
+	return m;
+}
+
+START_TEST(gpt_sizes_and_init)
+{
+	backend *be = open_be("ref", 1);
+	model *m;
+	char err[SL_ERR_LEN];
+	/* the configuration: 65 tokens (Shakespeare's), T 64 */
+	ck_assert_msg(model_new("gpt:L4-H4-E128-T64", 1, 1, 64, 65, 2, 1, be, &m, err) == 0, "%s",
+		      err);
+	const size_t E = 128, T = 64, V = 65, L = 4;
+	const size_t block = 2 * E + (3 * E * E + 3 * E) + (E * E + E) + 2 * E + (4 * E * E + 4 * E) +
+			     (4 * E * E + E);
+	ck_assert_uint_eq(m->n_params, V * E + T * E + L * block + 2 * E);
+	ck_assert_int_eq(m->n_nodes, 1 + 10 * 4 + 2);
+	ck_assert_int_eq(m->targets, 64);
+	ck_assert_str_eq(m->nodes[m->n_nodes - 1].op->name, "lmhead");
+	ck_assert_int_eq(m->nodes[0].tied, 1);
+	/* the init: sd 0.02, the residual projections 0.02 / sqrt(8) */
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		if (strcmp(nd->op->name, "linear") && strcmp(nd->op->name, "embed"))
+			continue;
+		double s = 0.0, s2 = 0.0;
+		const float *w = m->params + nd->p_off;
+		for (size_t k = 0; k < nd->n_weights; k++) {
+			s += w[k];
+			s2 += (double)w[k] * w[k];
+		}
+		double sd = sqrt(s2 / nd->n_weights - (s / nd->n_weights) * (s / nd->n_weights));
+		int resid = nd->units == (int)E && !strcmp(nd->op->name, "linear");
+		double want = resid ? 0.02 / sqrt(8.0) : 0.02;
+		ck_assert_msg(fabs(sd - want) < 0.05 * want, "node %d (%s): sd %g, want %g", i,
+			      nd->op->name, sd, want);
+		for (size_t k = nd->n_weights; k < nd->n_params; k++)
+			ck_assert_float_eq(w[k], 0.0f);
+	}
+	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H4-E128-T64"), 1 + 4 * 6 + 1);
+	model_free(m);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(gpt_bad_specs_refused)
+{
+	backend *be = open_be("ref", 1);
+	static const struct {
+		const char *spec;
+		int t;
+		const char *want;
+	} bad[] = {
+		{"gpt:L0-H4-E128-T64", 64, "L (layers) must be 1 to 50"},
+		{"gpt:L4-H0-E128-T64", 64, "H (heads) must be 1 to"},
+		{"gpt:L4-H3-E128-T64", 64, "E (width) 128 is not a multiple of H (heads) 3"},
+		{"gpt:L4-H4-E128-T0", 64, "T (context) must be 1 to"},
+		{"gpt:L4-H4-E128", 64, "expected '-' after E128"},
+		{"gpt:L4-E128-H4-T64", 64, "expected H<heads> at \"E128-H4-T64\""},
+		{"gpt:L4-H4-E128-T64x", 64, "expected the end after T64"},
+		{"gpt:", 64, "expected L<layers>"},
+		{"gpt:L4-H4-E128-T64", 32, "T (context) 64 but the dataset's samples hold 32 values"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		model *m = (model *)1;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_int_eq(model_new(bad[i].spec, 1, 1, bad[i].t, 65, 2, 1, be, &m, err),
+				 -SL_EINVAL);
+		ck_assert_ptr_null(m);
+		ck_assert_msg(strstr(err, bad[i].want), "%s: error \"%s\", expected \"%s\"",
+			      bad[i].spec, err, bad[i].want);
+	}
+	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H3-E128-T64"), -1);
+	/* a backend without the sequence ops (cuda's table, for now) */
+	backend_ops o = *be->ops;
+	o.name = "nosuch";
+	o.attn_fwd = NULL;
+	backend fake = {&o, be->ctx};
+	model *m = (model *)1;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_int_eq(model_new("gpt:L1-H2-E8-T7", 1, 1, 7, 5, 2, 1, &fake, &m, err),
+			 -SL_EUNSUP);
+	ck_assert_ptr_null(m);
+	ck_assert_msg(strstr(err, "model.nodes[0] (embed): the nosuch backend has no embed op"),
+		      "%s", err);
+	backend_free(be);
+}
+END_TEST
+
+START_TEST(targets_per_sample)
+{
+	backend *be = open_be("ref", 1);
+	model *g = gpt_on(be, "gpt:L1-H2-E8-T7", 4), *mlp;
+	char err[SL_ERR_LEN];
+	ck_assert(model_new("logreg", 1, 1, TT, TV, 4, 1, be, &mlp, err) == 0);
+	dataset text = {.n = 4, .c = 1, .h = 1, .w = TT, .dim = TT, .classes = TV, .targets = TT};
+	dataset images = text;
+	images.targets = 0;
+	ck_assert_int_eq(model_check_targets(g, &text, err), 0);
+	ck_assert_int_eq(model_check_targets(mlp, &images, err), 0);
+	ck_assert_int_eq(model_check_targets(g, &images, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "predicts 7 labels per sample but the dataset's samples carry 1"),
+		      "%s", err);
+	ck_assert_int_eq(model_check_targets(mlp, &text, err), -SL_EINVAL);
+	ck_assert_int_eq(mlp->targets, 1);
+	/* the loss: the mean over every position of every sample of the
+	 * cross-entropy of that position's logits and its own target */
+	rng r;
+	rng_seed(&r, 3, 3);
+	load_toy(g, &r, 4);
+	int hits = -1;
+	double loss = model_forward(g, NULL, 4, &hits);
+	const float *z = g->act[g->n_nodes];
+	double want = 0.0;
+	int want_hits = 0;
+	for (int row = 0; row < 4 * TT; row++) {
+		const float *zr = z + row * TV;
+		double mx = zr[0], s = 0.0;
+		int am = 0;
+		for (int k = 1; k < TV; k++)
+			if (zr[k] > mx) {
+				mx = zr[k];
+				am = k;
+			}
+		for (int k = 0; k < TV; k++)
+			s += exp(zr[k] - mx);
+		want += log(s) + mx - zr[g->labels[row]];
+		want_hits += am == g->labels[row];
+	}
+	want /= 4 * TT;
+	ck_assert_msg(fabs(loss - want) < 1e-9, "loss %.12g, want %.12g", loss, want);
+	ck_assert_int_eq(hits, want_hits);
+	model_free(g);
+	model_free(mlp);
+	backend_free(be);
+}
+END_TEST
+
+/* the whole step's gradient on ref against central differences of the
+ * loss in every parameter */
+START_TEST(gpt_step_gradient)
+{
+	backend *be = open_be("ref", 1);
+	model *m = gpt_on(be, "gpt:L1-H2-E8-T7", 3);
+	/* larger weights than the init's, so every path carries gradient */
+	rng r;
+	rng_seed(&r, 4, 4);
+	for (size_t i = 0; i < m->n_params; i++)
+		m->params[i] += (float)(0.3 * rng_normal(&r));
+	load_toy(m, &r, 3);
+	model_step(m, NULL, 3, 0);
+	float *g = zeros(m->n_params);
+	memcpy(g, m->grads, sizeof(float) * m->n_params);
+	double worst = 0.0;
+	const float eps = 1e-2f;
+	double scale = 1e-3;
+	for (size_t i = 0; i < m->n_params; i++)
+		scale = fmax(scale, fabs(g[i]));
+	for (size_t i = 0; i < m->n_params; i++) {
+		const float orig = m->params[i];
+		double f[4];
+		const float step[4] = {-2 * eps, -eps, eps, 2 * eps};
+		for (int k = 0; k < 4; k++) {
+			m->params[i] = orig + step[k];
+			f[k] = model_forward(m, NULL, 3, NULL);
+		}
+		m->params[i] = orig;
+		double num = (8.0 * (f[2] - f[1]) - (f[3] - f[0])) / (12.0 * eps);
+		double err = fabs(num - g[i]) / (0.01 * scale + fabs(num) + fabs(g[i]));
+		ck_assert_msg(err < 1e-2, "param %zu: analytic %.7g, central difference %.7g", i,
+			      (double)g[i], num);
+		worst = fmax(worst, err);
+	}
+	printf("gpt: L1-H2-E8-T7 step on ref: %zu parameters, worst relative error %.2g\n",
+	       m->n_params, worst);
+	free(g);
+	model_free(m);
+	backend_free(be);
+}
+END_TEST
+
+/* cpu's step against ref's: the loss and every gradient */
+START_TEST(gpt_step_parity)
+{
+	backend *ref = open_be("ref", 1), *cpu = open_be("cpu", 2), *rd = open_be("refdev", 1);
+	model *a = gpt_on(ref, "gpt:L2-H2-E10-T7", 6), *b = gpt_on(cpu, "gpt:L2-H2-E10-T7", 6),
+	      *c = gpt_on(rd, "gpt:L2-H2-E10-T7", 6);
+	rng r1, r2, r3;
+	rng_seed(&r1, 8, 8);
+	rng_seed(&r2, 8, 8);
+	rng_seed(&r3, 8, 8);
+	load_toy(a, &r1, 6);
+	load_toy(b, &r2, 6);
+	load_toy(c, &r3, 6);
+	double la = model_step(a, NULL, 6, 0), lb = model_step(b, NULL, 6, 0),
+	       lc = model_step(c, NULL, 6, 0);
+	ck_assert_msg(fabs(la - lb) < 1e-6 * la, "loss cpu %.9g, ref %.9g", lb, la);
+	ck_assert(la == lc);
+	float *gc = zeros(c->n_params);
+	rd->ops->download(rd, gc, c->grads, sizeof(float) * c->n_params);
+	ck_assert(!memcmp(gc, a->grads, sizeof(float) * a->n_params));
+	double e = nmse(b->grads, a->grads, a->n_params);
+	printf("gpt: L2-H2-E10-T7 step: cpu's loss %.9g, ref's %.9g; gradient nmse %.2g\n", lb, la,
+	       e);
+	ck_assert_msg(e < 1e-9, "gradient nmse %.3g", e);
+	free(gc);
+	model_free(a);
+	model_free(b);
+	model_free(c);
+	backend_free(ref);
+	backend_free(cpu);
+	backend_free(rd);
+}
+END_TEST
+
+/* a tiny gpt learns to repeat the token before: the loss over fresh
+ * batches falls from ln 5 to a fraction of it */
+START_TEST(gpt_learns_toy_task)
+{
+	const char *devs[] = {"ref", "cpu"};
+	for (int dv = 0; dv < 2; dv++) {
+		backend *be = open_be(devs[dv], 2);
+		model *m = gpt_on(be, "gpt:L1-H2-E16-T7", 16);
+		rng r;
+		rng_seed(&r, 9, 9);
+		float *mom = be->ops->alloc(be, sizeof(float) * m->n_params);
+		double first = 0.0, last = 0.0;
+		const int steps = 300;
+		for (int s = 0; s < steps; s++) {
+			load_toy(m, &r, 16);
+			double l = model_step(m, NULL, 16, 0);
+			if (s < 10)
+				first += l / 10;
+			if (s >= steps - 10)
+				last += l / 10;
+			be->ops->sgd(be, m->params, m->grads, mom, m->n_params, 0.1f, 0.9f, 0.0f);
+		}
+		printf("gpt: L1-H2-E16-T7 on %s, %d steps of 16 sequences: loss %.3f -> %.3f\n",
+		       devs[dv], steps, first, last);
+		ck_assert_msg(first > 1.4 && last < 0.5 * first, "%s: loss %g -> %g", devs[dv], first,
+			      last);
+		be->ops->free(be, mom);
+		model_free(m);
+		backend_free(be);
+	}
+}
+END_TEST
+
 static Suite *
 gpt_suite(void)
 {
@@ -700,6 +994,15 @@ gpt_suite(void)
 	tcase_add_test(ops, attention_is_causal);
 	tcase_add_test(ops, ops_parity);
 	suite_add_tcase(s, ops);
+	TCase *mod = tcase_create("model");
+	tcase_set_timeout(mod, 300);
+	tcase_add_test(mod, gpt_sizes_and_init);
+	tcase_add_test(mod, gpt_bad_specs_refused);
+	tcase_add_test(mod, targets_per_sample);
+	tcase_add_test(mod, gpt_step_gradient);
+	tcase_add_test(mod, gpt_step_parity);
+	tcase_add_test(mod, gpt_learns_toy_task);
+	suite_add_tcase(s, mod);
 	return s;
 }
 

@@ -24,7 +24,11 @@ typedef struct dataset {
 	int dim; /* c*h*w */
 	int classes;
 	float *x;   /* n*dim, 64-byte aligned (sl_calloc_aligned) */
-	uint8_t *y; /* n */
+	uint8_t *y; /* n * targets */
+	/* labels per sample: 0 or 1 for a label per sample (images); T for
+	 * a text set whose sample is T token ids in x (floats holding
+	 * integers < classes) and T next-token targets in y (y[i T + t]) */
+	int targets;
 } dataset;
 
 /* A train/test pair as named by a run's "dataset" string. */

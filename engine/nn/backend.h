@@ -250,7 +250,8 @@ typedef struct backend_ops {
 
 	/* Softmax cross-entropy over logits[B x K] with labels. Returns the
 	 * mean loss; dlogits (may be NULL) = (softmax - onehot) / B; *correct
-	 * (may be NULL) = number of argmax hits. */
+	 * (may be NULL) = number of argmax hits. (A language model calls it
+	 * with B T rows, a label each: the mean over every position.) */
 	double (*softmax_xent)(backend *, const float *logits,
 			       const uint8_t *labels, float *dlogits,
 			       int batch, int classes, int *correct);

@@ -831,12 +831,27 @@ START_TEST(targets_per_sample)
 	dataset text = {.n = 4, .c = 1, .h = 1, .w = TT, .dim = TT, .classes = TV, .targets = TT};
 	dataset images = text;
 	images.targets = 0;
-	ck_assert_int_eq(model_check_targets(g, &text, err), 0);
-	ck_assert_int_eq(model_check_targets(mlp, &images, err), 0);
-	ck_assert_int_eq(model_check_targets(g, &images, err), -SL_EINVAL);
-	ck_assert_msg(strstr(err, "predicts 7 labels per sample but the dataset's samples carry 1"),
+	float x[4 * TT];
+	for (int i = 0; i < 4 * TT; i++)
+		x[i] = (float)(i % TV);
+	text.x = images.x = x;
+	ck_assert_int_eq(model_check_data(g, &text, "train", err), 0);
+	ck_assert_int_eq(model_check_data(mlp, &images, "train", err), 0);
+	ck_assert_int_eq(model_check_data(g, &images, "test", err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "predicts 7 labels per sample but the test set's samples carry 1"),
 		      "%s", err);
-	ck_assert_int_eq(model_check_targets(mlp, &text, err), -SL_EINVAL);
+	ck_assert_int_eq(model_check_data(mlp, &text, "train", err), -SL_EINVAL);
+	/* ids: integers below the vocabulary */
+	const float bad[] = {5.0f, -1.0f, 2.5f, NAN};
+	for (int k = 0; k < 4; k++) {
+		x[2 * TT + 3] = bad[k];
+		ck_assert_int_eq(model_check_data(g, &text, "train", err), -SL_EINVAL);
+		ck_assert_msg(strstr(err, "train set sample 2, position 3 holds") &&
+				      strstr(err, "not a token id in 0..4"),
+			      "%s", err);
+	}
+	x[2 * TT + 3] = 4.0f;
+	ck_assert_int_eq(model_check_data(g, &text, "train", err), 0);
 	ck_assert_int_eq(mlp->targets, 1);
 	/* the loss: the mean over every position of every sample of the
 	 * cross-entropy of that position's logits and its own target */

@@ -720,14 +720,27 @@ model_new_nodes(const node_desc *desc, int n, shape input, int classes,
 }
 
 int
-model_check_targets(const model *m, const dataset *d, char *err)
+model_check_data(const model *m, const dataset *d, const char *what, char *err)
 {
 	int dt = d->targets > 1 ? d->targets : 1;
-	if (dt == m->targets)
+	if (dt != m->targets)
+		return sl_fail(err, SL_EINVAL,
+			       "model: %s predicts %d label%s per sample but the %s set's samples "
+			       "carry %d", m->spec, m->targets, m->targets == 1 ? "" : "s", what, dt);
+	/* an embedding reads its input as row indices of its table */
+	const node *e = &m->nodes[0];
+	if (strcmp(e->op->name, "embed") || e->inputs[0] != -1)
 		return 0;
-	return sl_fail(err, SL_EINVAL,
-		       "model: %s predicts %d label%s per sample but the dataset's samples carry %d",
-		       m->spec, m->targets, m->targets == 1 ? "" : "s", dt);
+	for (size_t i = 0; i < (size_t)d->n * (size_t)d->dim; i++) {
+		float v = d->x[i];
+		if (!(v >= 0.0f && v < (float)e->vocab && v == (float)(int)v))
+			return sl_fail(err, SL_EINVAL,
+				       "model: %s set sample %zu, position %zu holds %g, not a token "
+				       "id in 0..%d (the model's vocabulary: the set's classes)",
+				       what, i / (size_t)d->dim, i % (size_t)d->dim, (double)v,
+				       e->vocab - 1);
+	}
+	return 0;
 }
 
 void

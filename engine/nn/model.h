@@ -132,11 +132,14 @@ int model_new_nodes(const node_desc *desc, int n, shape input, int classes,
 		    char *err);
 void model_free(model *m);
 
-/* Does d's samples carry the labels m predicts: m->targets per sample
- * against d->targets (0 counts as 1)? 0, or -SL_EINVAL with err naming
- * both. */
+/* Can m run on d (its "train" or "test" set, what)? d's samples must
+ * carry the labels m predicts (m->targets per sample against d->targets,
+ * 0 counting as 1), and a model that starts with an embedding needs token
+ * ids in its input (integers in [0, vocab)). 0, or -SL_EINVAL with err
+ * naming the set and what is wrong. One pass over d->x for an embedding. */
 struct dataset;
-int model_check_targets(const model *m, const struct dataset *d, char *err);
+int model_check_data(const model *m, const struct dataset *d, const char *what,
+		     char *err);
 
 /* Parameterised layers of a model spec without building it (the deepest
  * useful spb_depth), or -1 when the spec is not one model_new takes. */

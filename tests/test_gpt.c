@@ -966,6 +966,44 @@ START_TEST(gpt_step_parity)
 }
 END_TEST
 
+/* a partial backward at each cut depth gives the full step's gradient
+ * of the tail, bit for bit (the tied head's share goes to the embedding,
+ * which no partial depth reaches) */
+START_TEST(gpt_partial_depths)
+{
+	backend *be = open_be("ref", 1);
+	model *m = gpt_on(be, "gpt:L2-H2-E8-T7", 3);
+	rng r;
+	rng_seed(&r, 6, 6);
+	load_toy(m, &r, 3);
+	int depths[64], nd = model_cut_depths(m, depths, 64);
+	char buf[256];
+	ck_assert_int_eq(m->n_param_layers, 1 + 2 * 6 + 1);
+	ck_assert_int_eq(model_spec_cut_depths("gpt:L2-H2-E8-T7", depths, 64), nd);
+	printf("gpt: L2-H2-E8-T7 cut depths %s (of %d layers)\n", model_depths_str(depths, nd, buf, sizeof(buf)),
+	       m->n_param_layers);
+	/* the final layer norm alone, and each block from its top */
+	/* the final layer norm alone, then each residual half-block from its
+	 * layer norm (MLP: ln2, fc, proj2; attention: ln1, qkv, proj): 1 + 3 k */
+	ck_assert_int_eq(nd, 5);
+	for (int k = 0; k < nd; k++)
+		ck_assert_int_eq(depths[k], 1 + 3 * k);
+	double l0 = model_step(m, NULL, 3, 0);
+	float *g = zeros(m->n_params);
+	memcpy(g, m->grads, sizeof(float) * m->n_params);
+	for (int k = 0; k < nd; k++) {
+		size_t tail = model_tail_offset(m, depths[k]);
+		ck_assert(tail > 0);
+		ck_assert(model_step(m, NULL, 3, depths[k]) == l0);
+		ck_assert_msg(!memcmp(g + tail, m->grads + tail, sizeof(float) * (m->n_params - tail)),
+			      "depth %d: the tail's gradient differs", depths[k]);
+	}
+	free(g);
+	model_free(m);
+	backend_free(be);
+}
+END_TEST
+
 /* a tiny gpt learns to repeat the token before: the loss over fresh
  * batches falls from ln 5 to a fraction of it */
 START_TEST(gpt_learns_toy_task)
@@ -1019,6 +1057,7 @@ gpt_suite(void)
 	tcase_add_test(mod, targets_per_sample);
 	tcase_add_test(mod, gpt_step_gradient);
 	tcase_add_test(mod, gpt_step_parity);
+	tcase_add_test(mod, gpt_partial_depths);
 	tcase_add_test(mod, gpt_learns_toy_task);
 	suite_add_tcase(s, mod);
 	return s;

@@ -777,6 +777,18 @@ START_TEST(gpt_sizes_and_init)
 	}
 	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H4-E128-T64"), 1 + 4 * 6 + 1);
 	model_free(m);
+	/* the memory docs/architecture.md states, at batch 12: parameters
+	 * and gradient, the input twice, 18 E T floats a block + E T + E T +
+	 * V T of activations twice, H T^2 probabilities a block and 2 T per
+	 * layer norm, and the two gradient-sum buffers (4 E T each) */
+	const size_t B = 12, H = 4;
+	ck_assert(model_new("gpt:L4-H4-E128-T64", 1, 1, 64, 65, (int)B, 1, be, &m, err) == 0);
+	size_t fl = 2 * m->n_params + 2 * B * T + 2 * B * (L * 18 * E * T + 2 * E * T + V * T) +
+		    B * (L * H * T * T + (2 * L + 1) * 2 * T) + 2 * B * 4 * E * T;
+	ck_assert_uint_eq(m->mem_bytes, sizeof(float) * fl);
+	printf("gpt: L4-H4-E128-T64, V 65, batch 12: %zu parameters, %.1f MB of buffers\n",
+	       m->n_params, m->mem_bytes / 1e6);
+	model_free(m);
 	backend_free(be);
 }
 END_TEST

@@ -26,6 +26,8 @@
 #include "dataset.h"
 #include "model.h"
 #include "rng.h"
+#include "run.h"
+#include "runrec.h"
 #include "sl.h"
 #include "testutil.h"
 
@@ -1049,6 +1051,67 @@ START_TEST(gpt_learns_toy_task)
 }
 END_TEST
 
+/* the toy task as a text set: n samples of TT ids, TT targets each */
+static void
+toy_set(dataset *d, uint32_t n, uint64_t seed)
+{
+	rng g;
+	rng_seed(&g, seed, 10);
+	*d = (dataset){.n = n, .c = 1, .h = 1, .w = TT, .dim = TT, .classes = TV, .targets = TT};
+	d->x = sl_calloc_aligned((size_t)n * TT, sizeof(float));
+	d->y = malloc((size_t)n * TT);
+	ck_assert(d->x && d->y);
+	toy_batch(&g, d->x, d->y, (int)n);
+}
+
+/* a whole run (the server, 3 asgd workers on the virtual clock,
+ * evaluations) on a text-shaped set: the held-out loss per position falls
+ * and next-token accuracy rises; a model with one label a sample is
+ * refused */
+START_TEST(gpt_run_on_a_text_set)
+{
+	dataset_pair pair = {0};
+	toy_set(&pair.train, 1024, 1);
+	toy_set(&pair.test, 128, 2);
+	snprintf(pair.name, sizeof(pair.name), "toy");
+	run_config c;
+	config_defaults(&c);
+	snprintf(c.model, sizeof(c.model), "gpt:L1-H2-E16-T7");
+	snprintf(c.dataset, sizeof(c.dataset), "synthetic:1024");
+	snprintf(c.rule, sizeof(c.rule), "asgd");
+	snprintf(c.clock, sizeof(c.clock), "virtual");
+	snprintf(c.device, sizeof(c.device), "cpu");
+	c.workers = 3;
+	c.batch = 16;
+	c.lr = 0.2;
+	c.eval_every = 300;
+	c.stop_steps = 1500;
+	rec ev = {0};
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	run_callbacks cb = {.eval = on_eval, .ud = &ev};
+	ck_assert_msg(run_new(&c, &pair, NULL, 0, &cb, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	run_free(r);
+	ck_assert_int_ge(ev.n, 3);
+	const run_eval *a = &ev.ev[0], *z = &ev.ev[ev.n - 1];
+	printf("gpt: a run of gpt:L1-H2-E16-T7, 3 asgd workers: held-out loss %.3f -> %.3f, "
+	       "next-token accuracy %.3f -> %.3f (v %llu)\n", a->test_loss, z->test_loss,
+	       a->test_acc, z->test_acc, (unsigned long long)z->v);
+	ck_assert_msg(z->test_loss < 0.5 * log(TV) && z->test_acc > 0.6, "loss %g, accuracy %g",
+		      z->test_loss, z->test_acc);
+	ck_assert(z->test_loss < a->test_loss);
+	for (int i = 0; i < ev.n; i++) /* a fraction of the positions */
+		ck_assert(ev.ev[i].test_acc >= 0 && ev.ev[i].test_acc <= 1);
+	/* one label a sample: refused by name */
+	snprintf(c.model, sizeof(c.model), "mlp:7-16-5");
+	ck_assert_int_eq(run_new(&c, &pair, NULL, 0, &cb, &r, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "mlp:7-16-5 predicts 1 label per sample but the train set's "
+				  "samples carry 7"), "%s", err);
+	ds_pair_free(&pair);
+}
+END_TEST
+
 static Suite *
 gpt_suite(void)
 {
@@ -1071,6 +1134,7 @@ gpt_suite(void)
 	tcase_add_test(mod, gpt_step_parity);
 	tcase_add_test(mod, gpt_partial_depths);
 	tcase_add_test(mod, gpt_learns_toy_task);
+	tcase_add_test(mod, gpt_run_on_a_text_set);
 	suite_add_tcase(s, mod);
 	return s;
 }

@@ -1018,6 +1018,55 @@ START_TEST(gpt_partial_depths)
 }
 END_TEST
 
+/* the same network as a graph spec (what the run object's {"nodes":
+ * [...]} becomes): the same nodes and parameters, and with the builtin's
+ * parameters the same loss and gradient, bit for bit */
+START_TEST(gpt_as_a_graph)
+{
+	static const char graph[] =
+		"graph:embed(units=8,vocab=5);layernorm();linear(units=24);attention(heads=2);"
+		"linear(units=8);add(in=0+4);layernorm();linear(units=32);gelu();linear(units=8);"
+		"add(in=5+9);layernorm();lmhead(tie=1)";
+	backend *be = open_be("ref", 1);
+	model *a = gpt_on(be, "gpt:L1-H2-E8-T7", 3), *b = gpt_on(be, graph, 3);
+	ck_assert_int_eq(a->n_nodes, b->n_nodes);
+	ck_assert_uint_eq(a->n_params, b->n_params);
+	ck_assert_int_eq(b->targets, TT);
+	memcpy(b->params, a->params, sizeof(float) * a->n_params);
+	rng r1, r2;
+	rng_seed(&r1, 12, 12);
+	rng_seed(&r2, 12, 12);
+	load_toy(a, &r1, 3);
+	load_toy(b, &r2, 3);
+	ck_assert(model_step(a, NULL, 3, 0) == model_step(b, NULL, 3, 0));
+	ck_assert(!memcmp(a->grads, b->grads, sizeof(float) * a->n_params));
+	/* attributes missing: refused by node and op */
+	static const struct {
+		const char *spec, *want;
+	} bad[] = {
+		{"graph:embed(units=8);lmhead(tie=1)", "model.nodes[0] (embed): embed with vocab 0"},
+		{"graph:embed(units=8,vocab=5);lmhead()", "model.nodes[1] (lmhead): lmhead needs tie"},
+		{"graph:embed(units=8,vocab=5);lmhead(tie=2)",
+		 "model.nodes[1] (lmhead): tie names node 1, which is no earlier embed node"},
+		{"graph:embed(units=9,vocab=5);linear(units=27);attention();lmhead(tie=1)",
+		 "model.nodes[2] (attention): attention with 0 heads over width 9"},
+		{"graph:embed(units=8,vocab=5);attention(heads=2);lmhead(tie=1)",
+		 "model.nodes[1] (attention): attention reads q, k and v side by side: 8 columns"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		model *m = (model *)1;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_int_eq(model_new(bad[i].spec, 1, 1, TT, TV, 2, 1, be, &m, err), -SL_EINVAL);
+		ck_assert_ptr_null(m);
+		ck_assert_msg(strstr(err, bad[i].want), "%s: \"%s\", expected \"%s\"", bad[i].spec,
+			      err, bad[i].want);
+	}
+	model_free(a);
+	model_free(b);
+	backend_free(be);
+}
+END_TEST
+
 /* a tiny gpt learns to repeat the token before: the loss over fresh
  * batches falls from ln 5 to a fraction of it */
 START_TEST(gpt_learns_toy_task)
@@ -1133,6 +1182,7 @@ gpt_suite(void)
 	tcase_add_test(mod, gpt_step_gradient);
 	tcase_add_test(mod, gpt_step_parity);
 	tcase_add_test(mod, gpt_partial_depths);
+	tcase_add_test(mod, gpt_as_a_graph);
 	tcase_add_test(mod, gpt_learns_toy_task);
 	tcase_add_test(mod, gpt_run_on_a_text_set);
 	suite_add_tcase(s, mod);

@@ -257,10 +257,11 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 {
 	*n = 0;
 	if (graph_spec_is(spec)) {
-		/* a model given node by node: maps in unless it starts dense */
+		/* a model given node by node: maps in unless it starts dense
+		 * (rows) or embed (token ids) */
 		int rc = graph_spec_parse(spec, d, MODEL_MAX_NODES, n, err);
 		if (rc == 0)
-			input->cb = strcmp(d[0].op, "dense") != 0;
+			input->cb = strcmp(d[0].op, "dense") && strcmp(d[0].op, "embed");
 		return rc;
 	}
 	if (!strcmp(spec, "logreg")) {

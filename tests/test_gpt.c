@@ -21,6 +21,7 @@
  * central differences on ref, and a tiny gpt learning a toy sequence task
  * through model_step on ref and cpu. */
 #include <math.h>
+#include <signal.h>
 
 #include "backend.h"
 #include "dataset.h"
@@ -102,7 +103,7 @@ run_embed(backend *be, emb_io *c, int bwd)
 	const size_t nte = (size_t)c->v * c->e, npe = (size_t)c->t * c->e;
 	float *ids = up(be, c->ids, rows), *wte = up(be, c->wte, nte), *wpe = up(be, c->wpe, npe);
 	float *y = up(be, NULL, ny);
-	be->ops->embed_fwd(be, ids, wte, wpe, y, c->b, c->t, c->e);
+	be->ops->embed_fwd(be, ids, wte, wpe, y, c->b, c->t, c->e, c->v);
 	if (bwd) {
 		float *dy = up(be, c->dy, ny), *dwte = up(be, c->dwte0, nte),
 		      *dwpe = up(be, NULL, npe);
@@ -354,6 +355,20 @@ START_TEST(embed_forward_and_gradients)
 	free(dwte);
 	free(dwpe);
 	emb_free(&c);
+	backend_free(be);
+}
+END_TEST
+
+/* an id past the table is our bug (the run checks the data first): the
+ * op aborts instead of reading outside wte (_i: ref, cpu) */
+START_TEST(embed_id_past_the_table_aborts)
+{
+	backend *be = open_be(_i ? "cpu" : "ref", 1);
+	emb_io c;
+	emb_make(&c, 1, 7, 5, 6, 16);
+	c.ids[4] = 6.0f;
+	run_embed(be, &c, 0);
+	emb_free(&c); /* not reached */
 	backend_free(be);
 }
 END_TEST
@@ -1168,6 +1183,7 @@ gpt_suite(void)
 	TCase *ops = tcase_create("ops");
 	tcase_set_timeout(ops, 120);
 	tcase_add_test(ops, embed_forward_and_gradients);
+	tcase_add_loop_test_raise_signal(ops, embed_id_past_the_table_aborts, SIGABRT, 0, 2);
 	tcase_add_test(ops, layernorm_forward_and_gradients);
 	tcase_add_test(ops, gelu_forward_and_gradient);
 	tcase_add_test(ops, attention_forward_and_gradients);

@@ -193,10 +193,12 @@ typedef struct backend_ops {
 	 * attention's products). */
 	/* Token and position embedding: y[b][t] = wte[id] + wpe[t] (float),
 	 * id = (int)ids[b T + t], a float holding an integer in [0, V) (the
-	 * dataset's byte ids; V = the model's classes). wte [V][E], wpe
-	 * [T][E]. FLOPs per sample: T E. */
+	 * dataset's token ids; V = vocab, the model's classes: the run checks
+	 * the data, model_check_data, so an id outside is our bug and ref and
+	 * cpu assert). wte [V][E], wpe [T][E]. FLOPs per sample: T E. */
 	void (*embed_fwd)(backend *, const float *ids, const float *wte,
-			  const float *wpe, float *y, int batch, int t, int e);
+			  const float *wpe, float *y, int batch, int t, int e,
+			  int vocab);
 	/* Its backward: dwpe[t] = sum over b of dy[b][t] (written); dwte[v] =
 	 * the sum of dy[b][t] over the positions whose id is v, ascending (b,
 	 * t) (a scatter-add: repeated tokens add up), added onto dwte when acc

@@ -72,7 +72,7 @@ void cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
 
 /* backend_cpu_seq.c: the sequence ops (backend.h), on the team */
 void cpu_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
-		   float *y, int batch, int t, int e);
+		   float *y, int batch, int t, int e, int vocab);
 void cpu_embed_bwd(backend *be, const float *ids, const float *dy, float *dwte,
 		   float *dwpe, int batch, int t, int e, int vocab, int acc);
 void cpu_layernorm_fwd(backend *be, const float *x, const float *g, const float *b,

@@ -40,6 +40,7 @@ embed_fwd_part(void *p, int tid, int nt)
 	team_split((long)a->batch * a->t, tid, nt, &lo, &hi);
 	for (long r = lo; r < hi; r++) {
 		const int id = (int)a->ids[r], pos = (int)(r % a->t);
+		SL_ASSERT(id >= 0 && id < a->vocab); /* model_check_data */
 		const float *we = a->wte + (size_t)id * a->e, *pe = a->wpe + (size_t)pos * a->e;
 		float *y = a->y + (size_t)r * a->e;
 		for (int j = 0; j < a->e; j++)
@@ -49,10 +50,10 @@ embed_fwd_part(void *p, int tid, int nt)
 
 void
 cpu_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
-	      float *y, int batch, int t, int e)
+	      float *y, int batch, int t, int e, int vocab)
 {
 	struct emb_args a = {.ids = ids, .wte = wte, .wpe = wpe, .y = y, .batch = batch,
-			     .t = t, .e = e};
+			     .t = t, .e = e, .vocab = vocab};
 	run(be, embed_fwd_part, &a, (long)batch * t * e);
 }
 

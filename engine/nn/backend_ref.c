@@ -425,13 +425,14 @@ ref_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 
 static void
 ref_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
-	      float *y, int batch, int t, int e)
+	      float *y, int batch, int t, int e, int vocab)
 {
 	(void)be;
 	for (int b = 0; b < batch; b++)
 		for (int p = 0; p < t; p++) {
 			const size_t r = (size_t)b * t + p;
 			const int id = (int)ids[r];
+			SL_ASSERT(id >= 0 && id < vocab); /* model_check_data */
 			const float *we = wte + (size_t)id * e, *pe = wpe + (size_t)p * e;
 			float *yr = y + r * e;
 			for (int j = 0; j < e; j++)

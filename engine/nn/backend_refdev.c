@@ -233,9 +233,9 @@ rd_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 
 static void
 rd_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
-	     float *y, int batch, int t, int e)
+	     float *y, int batch, int t, int e, int vocab)
 {
-	REF.embed_fwd(INNER(be), R(ids), R(wte), R(wpe), R(y), batch, t, e);
+	REF.embed_fwd(INNER(be), R(ids), R(wte), R(wpe), R(y), batch, t, e, vocab);
 }
 
 static void

@@ -47,7 +47,8 @@ embed_forward(node *n, backend *be, const float *p, const float *const *x, float
 {
 	const float *wte = p + n->p_off;
 	const int e = n->units;
-	be->ops->embed_fwd(be, x[0], wte, wte + (size_t)n->vocab * e, y, batch, n->out.h, e);
+	be->ops->embed_fwd(be, x[0], wte, wte + (size_t)n->vocab * e, y, batch, n->out.h, e,
+			   n->vocab);
 }
 
 static void

@@ -81,7 +81,8 @@ deps:
 # only vectorizes loops with no remainder).
 KERNEL_CFLAGS := -fvect-cost-model=dynamic
 $(BUILD)/engine/nn/backend_cpu.o $(BUILD)/engine/nn/backend_cpu_conv.o \
-	$(BUILD)/engine/nn/backend_cpu_norm.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
+	$(BUILD)/engine/nn/backend_cpu_norm.o \
+	$(BUILD)/engine/nn/backend_cpu_seq.o: ALL_CFLAGS += $(KERNEL_CFLAGS)
 # The direct convolutions: each tap a fused multiply-add where the ISA has it.
 $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += -ffp-contract=fast
 # The reference backend and the ops it shares with cpu: no fused

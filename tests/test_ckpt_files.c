@@ -136,13 +136,12 @@ END_TEST
 
 /* A text run's checkpoint keeps its vocabulary (meta.vocab), so sampled
  * ids map back to bytes; a resume on a text with other bytes is refused,
- * and a vocabulary out of order is refused by name. (An MLP stands in for
- * a model with a context: the data set's samples are 16 token ids.) */
+ * and a vocabulary out of order is refused by name. */
 START_TEST(text_checkpoint_keeps_the_vocabulary)
 {
 	dataset_pair d, other;
 	char err[SL_ERR_LEN] = "";
-	run_config c = virt_config("mlp:16-4-16", "synthetic-text:4000", 1, 4);
+	run_config c = virt_config("gpt:L1-H2-E8-T16", "synthetic-text:4000", 1, 4);
 	c.stop_steps = 4;
 	c.eval_every = 2;
 	ck_assert_msg(ds_load_ctx(c.dataset, 16, c.seed, &d, err) == 0, "%s", err);

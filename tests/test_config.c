@@ -422,14 +422,16 @@ START_TEST(schema)
 	/* the model: its named specs and the graph form, whose example parses */
 	json_t *mf = schema_field(fs, "model");
 	json_t *specs = json_object_get(mf, "specs");
-	ck_assert_int_eq(json_array_size(specs), 5);
+	ck_assert_int_eq(json_array_size(specs), 6);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(specs, 5), "spec")),
+			 "gpt:L4-H4-E128-T64");
 	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(specs, 4), "spec")),
 			 "resnet:<N>");
 	json_t *arg = json_object_get(json_array_get(specs, 4), "arg");
 	ck_assert_int_eq(json_integer_value(json_object_get(arg, "max")), 200);
 	ck_assert_int_eq(json_integer_value(json_object_get(arg, "step")), 6);
 	json_t *graph = json_object_get(mf, "graph");
-	ck_assert_int_eq(json_array_size(json_object_get(graph, "ops")), 9);
+	ck_assert_int_eq(json_array_size(json_object_get(graph, "ops")), 15);
 	char spec[4096], err[SL_ERR_LEN];
 	ck_assert_int_eq(graph_json_parse(json_object_get(graph, "example"), spec, sizeof(spec), err), 0);
 	ck_assert_int_eq(model_spec_param_layers(spec), 4);

@@ -359,7 +359,7 @@ START_TEST(builtins_parse)
 			ck_assert_msg((model_spec_param_layers(spec) > 0) == (i < 3), "%s", spec);
 		}
 	}
-	ck_assert_int_eq(n, 5);
+	ck_assert_int_eq(n, 6);
 }
 END_TEST
 
@@ -567,7 +567,7 @@ START_TEST(op_table_rows)
 		ck_assert(op->n_in >= 1 && op->n_in <= OP_MAX_IN);
 		ck_assert(op->setup && op->forward && op->backward);
 	}
-	ck_assert_int_eq(n, 9);
+	ck_assert_int_eq(n, 15);
 	ck_assert_ptr_null(op_find("conv3d"));
 	ck_assert_ptr_null(op_find(NULL));
 }

@@ -426,7 +426,7 @@ cmd_bench(int argc, char **argv)
 	const double seconds = o.seconds;
 	char err[SL_ERR_LEN];
 	dataset_pair d;
-	if (ds_load(dspec, 1, &d, err) < 0) {
+	if (model_data_load(only ? only : "", dspec, 1, &d, err) < 0) {
 		fprintf(stderr, "stalelab bench: %s\n", err);
 		return 2;
 	}

@@ -387,7 +387,7 @@ cmd_cluster_profile(int argc, char **argv)
 	double t0 = sl_now();
 	char err[SL_ERR_LEN];
 	dataset_pair d;
-	if (ds_load(p.conv.dataset, 1, &d, err) < 0) {
+	if (model_data_load(p.conv.model, p.conv.dataset, 1, &d, err) < 0) {
 		fprintf(stderr, "stalelab cluster profile: %s\n", err);
 		return 2;
 	}

@@ -41,6 +41,7 @@ typedef struct ctl {
 	dataset_pair *data; /* read-only while runs use it */
 	char data_spec[256];
 	uint64_t data_seed;
+	int data_ctx; /* the model's context a text set was cut for (0: images) */
 	pthread_t th;
 	int th_live;
 	int said_device_note; /* "device auto: ..." printed once */

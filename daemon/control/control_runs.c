@@ -12,6 +12,7 @@
 #include "config_json.h"
 #include "control_impl.h"
 #include "jsonout.h"
+#include "model.h"
 
 /* ---- files a request names ---------------------------------------------------
  *
@@ -219,13 +220,14 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 			return rc;
 	}
 	dataset_pair *dp = c->data;
+	int ctx = model_spec_context(cfg->model);
 	int new_data = !dp || strcmp(c->data_spec, cfg->dataset) ||
-		       c->data_seed != cfg->seed;
+		       c->data_seed != cfg->seed || c->data_ctx != ctx;
 	if (new_data) {
 		dp = malloc(sizeof(*dp));
 		if (!dp)
 			return sl_fail(err, SL_ENOMEM, "out of memory");
-		if ((rc = ds_load(cfg->dataset, cfg->seed, dp, err)) < 0) {
+		if ((rc = model_data_load(cfg->model, cfg->dataset, cfg->seed, dp, err)) < 0) {
 			free(dp);
 			return rc;
 		}
@@ -261,6 +263,7 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 		c->data = dp;
 		snprintf(c->data_spec, sizeof(c->data_spec), "%s", cfg->dataset);
 		c->data_seed = cfg->seed;
+		c->data_ctx = ctx;
 	}
 	/* a divergence pauses the run: it resumes from the last good
 	 * checkpoint, kept at each finite evaluation */

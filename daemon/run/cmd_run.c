@@ -126,7 +126,7 @@ job_data(run_job *j)
 			 "serve, which takes remote workers; stalelab run has none: give 1 or more");
 		return runcli_usage_error(NULL, j->err);
 	}
-	if (ds_load(cfg->dataset, cfg->seed, &j->data, j->err) < 0)
+	if (model_data_load(cfg->model, cfg->dataset, cfg->seed, &j->data, j->err) < 0)
 		return runcli_usage_error(NULL, j->err);
 	if (j->data.note[0] && !quiet)
 		fprintf(stderr, "stalelab run: %s\n", j->data.note);

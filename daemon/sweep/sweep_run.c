@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "config.h"
 #include "dataset.h"
+#include "model.h"
 #include "sl.h"
 #include "sweep.h"
 #include "sweep_impl.h"
@@ -65,10 +66,16 @@ data_for(sweeper *s, const sweep_cell *c, char *err)
 	if (!spec)
 		spec = d.dataset;
 	uint64_t seed = json_is_integer(sj) ? (uint64_t)json_integer_value(sj) : d.seed;
+	json_t *mj = json_object_get(c->run, "model");
+	const char *mspec = json_is_object(mj) ? "{graph}" : json_string_value(mj);
+	if (!mspec)
+		mspec = d.model;
+	int ctx = model_spec_context(mspec);
 	char key[300];
-	/* only a synthetic set depends on the seed */
-	if (!strncmp(spec, "synthetic", 9))
-		snprintf(key, sizeof(key), "%s#%llu", spec, (unsigned long long)seed);
+	/* a synthetic set depends on the seed, a text set on the seed and the
+	 * model's context (its contexts are drawn at seeded offsets) */
+	if (!strncmp(spec, "synthetic", 9) || ds_spec_is_text(spec))
+		snprintf(key, sizeof(key), "%s#%llu#%d", spec, (unsigned long long)seed, ctx);
 	else
 		snprintf(key, sizeof(key), "%s", spec);
 	for (int i = 0; i < s->n_data; i++)
@@ -82,7 +89,7 @@ data_for(sweeper *s, const sweep_cell *c, char *err)
 	s->data = nd;
 	data_cache *e = &s->data[s->n_data];
 	snprintf(e->key, sizeof(e->key), "%s", key);
-	if (ds_load(spec, seed, &e->p, err) < 0)
+	if (model_data_load(mspec, spec, seed, &e->p, err) < 0)
 		return NULL;
 	if (e->p.note[0] && !s->quiet)
 		fprintf(stderr, "stalelab sweep: %s\n", e->p.note);

@@ -106,6 +106,7 @@ typedef struct wk {
 	run_config cfg;
 	char data_spec[256];
 	uint64_t data_seed;
+	int data_ctx; /* the model's context the text set was cut for (0: images) */
 	int have_data;
 	dataset_pair data;
 	backend *be;
@@ -217,17 +218,20 @@ welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 	k->timeout = json_real_value(json_object_get(d, "timeout_s"));
 	uint64_t seed = (uint64_t)json_integer_value(json_object_get(d, "data_seed"));
 	int rc = 0;
-	if (!k->have_data || strcmp(k->data_spec, ds) || k->data_seed != seed) {
+	int ctx = model_spec_context(cfg.model);
+	if (!k->have_data || strcmp(k->data_spec, ds) || k->data_seed != seed ||
+	    k->data_ctx != ctx) {
 		if (k->have_data)
 			ds_pair_free(&k->data);
 		k->have_data = 0;
-		if (ds_load(ds, seed, &k->data, err) < 0) {
+		if (model_data_load(cfg.model, ds, seed, &k->data, err) < 0) {
 			fprintf(stderr, "stalelab worker: data set %s: %s\n", ds, err);
 			rc = 1;
 		} else {
 			k->have_data = 1;
 			snprintf(k->data_spec, sizeof(k->data_spec), "%s", ds);
 			k->data_seed = seed;
+			k->data_ctx = ctx;
 		}
 	}
 	if (rc == 0 && (!k->m || strcmp(k->cfg.model, cfg.model) || k->m->batch_cap < cfg.batch)) {

@@ -45,7 +45,9 @@ typedef struct dataset {
 	int classes;
 	int ylen;   /* targets per sample: 1 for images, T for text */
 	float *x;   /* n*dim, 64-byte aligned (sl_calloc_aligned) */
-	uint8_t *y; /* n*ylen */
+	uint8_t *y; /* n*ylen: for text, y[i*ylen + t] is the token after
+		    * x[i*dim + t] (x holds T token ids, floats holding integers
+		    * < classes) */
 } dataset;
 
 /* Targets per sample; a dataset built by hand with ylen 0 has one. */

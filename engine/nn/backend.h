@@ -66,13 +66,15 @@ typedef struct backend_ops {
 		     float alpha, const float *a, int lda, const float *b,
 		     int ldb, float beta, float *c, int ldc);
 
-	/* Dense: y[B x out] = act(x[B x in] . w[out x in]^T + b). */
+	/* Dense: y[B x out] = act(x[B x in] . w[out x in]^T + b). b may be
+	 * NULL (no bias: the tied LM head) on a backend that has the sequence
+	 * ops below (layernorm_fwd set); cuda has neither yet. */
 	void (*linear_fwd)(backend *, const float *x, const float *w,
 			   const float *b, float *y, int batch, int in, int out,
 			   int relu);
 	/* Dense backward. dy is masked in place by relu'(y) when relu is set.
-	 * dw = dy^T x, db = column sums of dy (both overwritten); dx = dy w
-	 * unless dx is NULL. */
+	 * dw = dy^T x, db = column sums of dy (both overwritten; db NULL for
+	 * no bias, as b above); dx = dy w unless dx is NULL. */
 	void (*linear_bwd)(backend *, const float *x, const float *w,
 			   const float *y, float *dy, float *dx, float *dw,
 			   float *db, int batch, int in, int out, int relu);
@@ -182,6 +184,64 @@ typedef struct backend_ops {
 			     float *dx, int cin, int h, int w, int cout, int stride,
 			     int batch, int relu);
 
+	/* ---- the sequence ops (the transformer, engine/nn/ops/embed.c,
+	 * layernorm.c, gelu.c, attention.c). Optional: NULL on a backend
+	 * without them (cuda, for now), where a model using them is refused by
+	 * name (model_new). A sequence activation is [B][T][E] row-major: one
+	 * row of E features per position. ref computes in double and rounds
+	 * once, with its own exp; cpu in float on the team (sgemm for
+	 * attention's products). */
+	/* Token and position embedding: y[b][t] = wte[id] + wpe[t] (float),
+	 * id = (int)ids[b T + t], a float holding an integer in [0, V) (the
+	 * dataset's token ids; V = vocab, the model's classes: the run checks
+	 * the data, model_check_data, so an id outside is our bug and ref and
+	 * cpu assert). wte [V][E], wpe [T][E]. FLOPs per sample: T E. */
+	void (*embed_fwd)(backend *, const float *ids, const float *wte,
+			  const float *wpe, float *y, int batch, int t, int e,
+			  int vocab);
+	/* Its backward: dwpe[t] = sum over b of dy[b][t] (written); dwte[v] =
+	 * the sum of dy[b][t] over the positions whose id is v, ascending (b,
+	 * t) (a scatter-add: repeated tokens add up), added onto dwte when acc
+	 * (a tied LM head wrote its share first), else written (rows no token
+	 * hits: 0). */
+	void (*embed_bwd)(backend *, const float *ids, const float *dy,
+			  float *dwte, float *dwpe, int batch, int t, int e,
+			  int vocab, int acc);
+	/* Layer norm over each of `rows` rows of n: mean and biased variance
+	 * of the row (double sums), rstd = 1 / sqrt(var + eps), y = (x -
+	 * mean) rstd g + b; mean[r] and rstd[r] kept for the backward. */
+	void (*layernorm_fwd)(backend *, const float *x, const float *g,
+			      const float *b, float *y, float *mean, float *rstd,
+			      int rows, int n, float eps);
+	/* With xh = (x - mean) rstd: dg = sum over rows of dy xh, db = sum of
+	 * dy (written); dx = rstd (dy g - mean(dy g) - xh mean(dy g xh)) per
+	 * row, unless dx is NULL. */
+	void (*layernorm_bwd)(backend *, const float *x, const float *g,
+			      const float *mean, const float *rstd,
+			      const float *dy, float *dx, float *dg, float *db,
+			      int rows, int n);
+	/* GELU, the tanh form (GPT-2's, llm.c's; torch's approximate="tanh"):
+	 * y = x (1 + tanh(u)) / 2, u = sqrt(2 / pi) (x + 0.044715 x^3);
+	 * dx = dy (dy/dx of that), from x. */
+	void (*gelu_fwd)(backend *, const float *x, float *y, size_t n);
+	void (*gelu_bwd)(backend *, const float *x, const float *dy, float *dx,
+			 size_t n);
+	/* Causal multi-head self-attention on one fused projection: qkv
+	 * [B][T][3E] (q the first E columns, k the next, v the last; head h
+	 * the D = E / H columns from h D of each), y [B][T][E] (heads side by
+	 * side). att [B][H][T][T] receives the probabilities
+	 * softmax_j(q_t . k_j / sqrt(D)) over j <= t (j > t: 0), kept for
+	 * the backward; y_t = sum_j att[t][j] v_j. */
+	void (*attn_fwd)(backend *, const float *qkv, float *y, float *att,
+			 int batch, int t, int heads, int hd);
+	/* Its backward from att: dv_j = sum_t att[t][j] dy_t; datt[t][j] =
+	 * dy_t . v_j; dz = att (datt - sum_j att datt) (the softmax's
+	 * Jacobian); dq_t = sum_j dz[t][j] k_j / sqrt(D), dk_j = sum_t
+	 * dz[t][j] q_t / sqrt(D). dqkv [B][T][3E] written whole. */
+	void (*attn_bwd)(backend *, const float *qkv, const float *att,
+			 const float *dy, float *dqkv, int batch, int t,
+			 int heads, int hd);
+
 	/* The batch's input, gathered from the dataset's images x[i * dim]
 	 * for i = idx[0..batch) into host memory dst: [B][dim], or with
 	 * inner set [dim][B] (the batch innermost, for conv models). A
@@ -192,7 +252,8 @@ typedef struct backend_ops {
 
 	/* Softmax cross-entropy over logits[B x K] with labels. Returns the
 	 * mean loss; dlogits (may be NULL) = (softmax - onehot) / B; *correct
-	 * (may be NULL) = number of argmax hits. */
+	 * (may be NULL) = number of argmax hits. (A language model calls it
+	 * with B T rows, a label each: the mean over every position.) */
 	double (*softmax_xent)(backend *, const float *logits,
 			       const uint8_t *labels, float *dlogits,
 			       int batch, int classes, int *correct);

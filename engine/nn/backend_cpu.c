@@ -26,6 +26,15 @@ cpu_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha,
 		    ldb, beta, c, ldc);
 }
 
+void
+cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a, int lda,
+	  const float *b, int ldb, float beta, float *c, int ldc)
+{
+	cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans,
+		    tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+		    ldb, beta, c, ldc);
+}
+
 /* Below this many multiply-adds an op runs on one thread. */
 #define PAR_MIN_WORK 40000L
 
@@ -71,7 +80,7 @@ linear_fwd_part(void *p, int tid, int nt)
 	cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, a->batch, cols,
 		    a->in, 1.0f, a->x, a->in, a->w + (size_t)lo * a->in, a->in,
 		    0.0f, a->yout + lo, a->out);
-	for (int r = 0; r < a->batch; r++) {
+	for (int r = 0; a->b && r < a->batch; r++) { /* b NULL: no bias */
 		float *y = a->yout + (size_t)r * a->out + lo;
 		const float *b = a->b + lo;
 		if (a->relu) {
@@ -114,6 +123,8 @@ linear_bwd_w_part(void *p, int tid, int nt)
 	cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, a->in,
 		    a->batch, 1.0f, a->dy + lo, a->out, a->x, a->in, 0.0f,
 		    a->dw + (size_t)lo * a->in, a->in);
+	if (!a->db)
+		return; /* no bias */
 	for (int j = lo; j < hi; j++)
 		a->db[j] = 0.0f;
 	for (int r = 0; r < a->batch; r++) {
@@ -309,6 +320,14 @@ static const backend_ops cpu_ops = {
 	.shortcut_bwd = cpu_shortcut_bwd,
 	.residual_fwd = cpu_residual_fwd,
 	.residual_bwd = cpu_residual_bwd,
+	.embed_fwd = cpu_embed_fwd,
+	.embed_bwd = cpu_embed_bwd,
+	.layernorm_fwd = cpu_layernorm_fwd,
+	.layernorm_bwd = cpu_layernorm_bwd,
+	.gelu_fwd = cpu_gelu_fwd,
+	.gelu_bwd = cpu_gelu_bwd,
+	.attn_fwd = cpu_attn_fwd,
+	.attn_bwd = cpu_attn_bwd,
 	.gather = cpu_gather,
 	.softmax_xent = cpu_softmax_xent,
 	.sgd = cpu_sgd,
@@ -355,6 +374,7 @@ cpu_destroy(backend *be)
 	team_free(c->team);
 	for (int t = 0; t < 3; t++)
 		sl_free_aligned(c->buf[t]);
+	sl_free_aligned(c->seq);
 	free(c);
 	free(be);
 }

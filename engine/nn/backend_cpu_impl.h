@@ -39,6 +39,8 @@ typedef struct cpu_ctx {
 	int nt;
 	float *buf[3]; /* convolution: padded input, dilated dy, flipped w */
 	size_t buf_cap[3];
+	float *seq;    /* attention's backward: T x T per thread */
+	size_t seq_cap;
 } cpu_ctx;
 
 static inline cpu_ctx *
@@ -61,6 +63,29 @@ grow(float **buf, size_t *cap, size_t n)
 	}
 	return *buf;
 }
+
+/* backend_cpu.c: OpenBLAS's sgemm on the calling thread (row-major, as
+ * backend.h's gemm), for the other files (only backend_cpu.c includes
+ * cblas.h) */
+void cpu_sgemm(int ta, int tb, int m, int n, int k, float alpha, const float *a,
+	       int lda, const float *b, int ldb, float beta, float *c, int ldc);
+
+/* backend_cpu_seq.c: the sequence ops (backend.h), on the team */
+void cpu_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
+		   float *y, int batch, int t, int e, int vocab);
+void cpu_embed_bwd(backend *be, const float *ids, const float *dy, float *dwte,
+		   float *dwpe, int batch, int t, int e, int vocab, int acc);
+void cpu_layernorm_fwd(backend *be, const float *x, const float *g, const float *b,
+		       float *y, float *mean, float *rstd, int rows, int n, float eps);
+void cpu_layernorm_bwd(backend *be, const float *x, const float *g, const float *mean,
+		       const float *rstd, const float *dy, float *dx, float *dg,
+		       float *db, int rows, int n);
+void cpu_gelu_fwd(backend *be, const float *x, float *y, size_t n);
+void cpu_gelu_bwd(backend *be, const float *x, const float *dy, float *dx, size_t n);
+void cpu_attn_fwd(backend *be, const float *qkv, float *y, float *att, int batch,
+		  int t, int heads, int hd);
+void cpu_attn_bwd(backend *be, const float *qkv, const float *att, const float *dy,
+		  float *dqkv, int batch, int t, int heads, int hd);
 
 /* backend_cpu_conv.c: convolution and max pooling */
 void cpu_conv_fwd(backend *be, const conv_geom *g, const float *x,

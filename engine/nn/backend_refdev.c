@@ -231,6 +231,62 @@ rd_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 	REF.shortcut_bwd(INNER(be), R(dy), R(dx), cin, h, w, cout, stride, batch, acc);
 }
 
+static void
+rd_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
+	     float *y, int batch, int t, int e, int vocab)
+{
+	REF.embed_fwd(INNER(be), R(ids), R(wte), R(wpe), R(y), batch, t, e, vocab);
+}
+
+static void
+rd_embed_bwd(backend *be, const float *ids, const float *dy, float *dwte,
+	     float *dwpe, int batch, int t, int e, int vocab, int acc)
+{
+	REF.embed_bwd(INNER(be), R(ids), R(dy), R(dwte), R(dwpe), batch, t, e, vocab, acc);
+}
+
+static void
+rd_layernorm_fwd(backend *be, const float *x, const float *g, const float *b,
+		 float *y, float *mean, float *rstd, int rows, int n, float eps)
+{
+	REF.layernorm_fwd(INNER(be), R(x), R(g), R(b), R(y), R(mean), R(rstd), rows, n, eps);
+}
+
+static void
+rd_layernorm_bwd(backend *be, const float *x, const float *g, const float *mean,
+		 const float *rstd, const float *dy, float *dx, float *dg, float *db,
+		 int rows, int n)
+{
+	REF.layernorm_bwd(INNER(be), R(x), R(g), R(mean), R(rstd), R(dy), R(dx), R(dg),
+			  R(db), rows, n);
+}
+
+static void
+rd_gelu_fwd(backend *be, const float *x, float *y, size_t n)
+{
+	REF.gelu_fwd(INNER(be), R(x), R(y), n);
+}
+
+static void
+rd_gelu_bwd(backend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+	REF.gelu_bwd(INNER(be), R(x), R(dy), R(dx), n);
+}
+
+static void
+rd_attn_fwd(backend *be, const float *qkv, float *y, float *att, int batch, int t,
+	    int heads, int hd)
+{
+	REF.attn_fwd(INNER(be), R(qkv), R(y), R(att), batch, t, heads, hd);
+}
+
+static void
+rd_attn_bwd(backend *be, const float *qkv, const float *att, const float *dy,
+	    float *dqkv, int batch, int t, int heads, int hd)
+{
+	REF.attn_bwd(INNER(be), R(qkv), R(att), R(dy), R(dqkv), batch, t, heads, hd);
+}
+
 /* the labels are host memory (backend.h) */
 static double
 rd_softmax_xent(backend *be, const float *logits, const uint8_t *labels,
@@ -329,6 +385,14 @@ static const backend_ops refdev_ops = {
 	.avgpool_bwd = rd_avgpool_bwd,
 	.shortcut_fwd = rd_shortcut_fwd,
 	.shortcut_bwd = rd_shortcut_bwd,
+	.embed_fwd = rd_embed_fwd,
+	.embed_bwd = rd_embed_bwd,
+	.layernorm_fwd = rd_layernorm_fwd,
+	.layernorm_bwd = rd_layernorm_bwd,
+	.gelu_fwd = rd_gelu_fwd,
+	.gelu_bwd = rd_gelu_bwd,
+	.attn_fwd = rd_attn_fwd,
+	.attn_bwd = rd_attn_bwd,
 	.gather = NULL, /* the model stages on the host, as for a GPU */
 	.softmax_xent = rd_softmax_xent,
 	.sgd = rd_sgd,

@@ -19,6 +19,10 @@ const graph_attr graph_attrs[] = {
 	A("relu", relu, 0, 1, 0, "dense, conv2d, batchnorm, shortcut: a relu fused on the output"),
 	A("no_bias", no_bias, 0, 1, 0, "conv2d: no bias (a batch norm follows)"),
 	A("he", he, 0, 1, 0, "conv2d, dense: He init though no relu follows (a batch norm does)"),
+	A("heads", heads, 1, 256, 0, "attention: heads (each width / heads columns of q, k, v)"),
+	A("vocab", vocab, 2, 65536, 0, "embed: the token table's rows (the data's classes)"),
+	A("tie", tie, 1, 1 << 20, 0,
+	  "lmhead: 1 + the index of the embed node whose token table it uses (tie=1: node 0)"),
 	{NULL, 0, 0, 0, 0, NULL},
 };
 

@@ -6,6 +6,7 @@
 #include "model.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,60 @@ parse_resnet(const char *spec, int *depth, char *err)
 	return 0;
 }
 
+/* gpt:L<layers>-H<heads>-E<width>-T<context> */
+typedef struct gpt_dims {
+	int l, h, e, t;
+} gpt_dims;
+
+/* the deepest gpt: 10 nodes a block, 3 more */
+#define GPT_MAX_L ((MODEL_MAX_NODES - 3) / 10)
+#define GPT_MAX_E 4096
+#define GPT_MAX_T 4096
+
+/* "gpt:L4-H4-E128-T64": the four fields in that order, each a letter and
+ * a positive integer in range, E a multiple of H. */
+static int
+parse_gpt(const char *spec, gpt_dims *g, char *err)
+{
+	static const struct {
+		char key;
+		const char *what;
+		int max;
+	} f[4] = {{'L', "layers", GPT_MAX_L}, {'H', "heads", 256}, {'E', "width", GPT_MAX_E},
+		  {'T', "context", GPT_MAX_T}};
+	int v[4];
+	const char *p = spec + 4;
+	for (int i = 0; i < 4; i++) {
+		if (*p != f[i].key || !isdigit((unsigned char)p[1]))
+			return sl_fail(err, SL_EINVAL,
+				       "model: \"%s\": expected %c<%s> at \"%s\" (gpt:L<layers>-"
+				       "H<heads>-E<width>-T<context>, e.g. gpt:L4-H4-E128-T64)",
+				       spec, f[i].key, f[i].what, p);
+		long x = 0;
+		for (p++; isdigit((unsigned char)*p); p++)
+			if ((x = x * 10 + (*p - '0')) > 1000000)
+				break;
+		if (x < 1 || x > f[i].max)
+			return sl_fail(err, SL_EINVAL,
+				       "model: \"%s\": %c (%s) must be 1 to %d", spec, f[i].key,
+				       f[i].what, f[i].max);
+		v[i] = (int)x;
+		if (*p != (i < 3 ? '-' : 0))
+			return sl_fail(err, SL_EINVAL,
+				       "model: \"%s\": expected %s after %c%d (gpt:L<layers>-"
+				       "H<heads>-E<width>-T<context>)",
+				       spec, i < 3 ? "'-'" : "the end", f[i].key, v[i]);
+		if (i < 3)
+			p++;
+	}
+	*g = (gpt_dims){v[0], v[1], v[2], v[3]};
+	if (g->e % g->h)
+		return sl_fail(err, SL_EINVAL,
+			       "model: \"%s\": E (width) %d is not a multiple of H (heads) %d",
+			       spec, g->e, g->h);
+	return 0;
+}
+
 const model_builtin model_builtins[] = {
 	{"logreg", NULL, 0, 0, 0, "one dense layer: the features to the classes"},
 	{"mlp:784-256-128-10", NULL, 0, 0, 0,
@@ -102,6 +157,10 @@ const model_builtin model_builtins[] = {
 	 "blocks"},
 	{"resnet:<N>", "N", 8, 6 * RESNET_MAX_N + 2, 6,
 	 "the CIFAR ResNet of depth N = 6n + 2: 3 stages of n residual blocks"},
+	{"gpt:L4-H4-E128-T64", NULL, 0, 0, 0,
+	 "gpt:L<layers>-H<heads>-E<width>-T<context>: a GPT (nanoGPT's) on token ids, "
+	 "T per sample (a text set): pre-norm blocks of causal attention and a 4x "
+	 "GELU MLP, the head tied to the token embedding"},
 	{NULL, NULL, 0, 0, 0, NULL},
 };
 
@@ -143,6 +202,46 @@ resnet_nodes(node_desc *d, int *n, int nb, int classes)
 	seq(d, n, "dense", classes, 0, 0, 0);
 }
 
+/* A node reading node `in` (-1: the model's input). */
+static int
+node_on(node_desc *d, int *n, const char *op, int in)
+{
+	d[*n] = (node_desc){.op = op, .n_in = 1, .inputs = {in}};
+	return (*n)++;
+}
+
+/* nanoGPT (model.h): the embeddings; per block x += proj(attn(qkv(ln1
+ * x))), x += proj2(gelu(fc(ln2 x))); the final layer norm; the head tied
+ * to the token table. Residual projections' init sd 0.02 / sqrt(2 L). */
+static void
+gpt_nodes(node_desc *d, int *n, const gpt_dims *g, int vocab)
+{
+	const float resid_sd = (float)(0.02 / sqrt(2.0 * g->l));
+	int x = node_on(d, n, "embed", -1);
+	d[x].units = g->e;
+	d[x].vocab = vocab;
+	for (int l = 0; l < g->l; l++) {
+		node_on(d, n, "layernorm", x);
+		seq(d, n, "linear", 3 * g->e, 0, 0, 0);
+		seq(d, n, "attention", 0, 0, 0, 0);
+		d[*n - 1].heads = g->h;
+		seq(d, n, "linear", g->e, 0, 0, 0);
+		d[*n - 1].init_std = resid_sd;
+		d[*n] = (node_desc){.op = "add", .n_in = 2, .inputs = {x, *n - 1}};
+		x = (*n)++;
+		node_on(d, n, "layernorm", x);
+		seq(d, n, "linear", 4 * g->e, 0, 0, 0);
+		seq(d, n, "gelu", 0, 0, 0, 0);
+		seq(d, n, "linear", g->e, 0, 0, 0);
+		d[*n - 1].init_std = resid_sd;
+		d[*n] = (node_desc){.op = "add", .n_in = 2, .inputs = {x, *n - 1}};
+		x = (*n)++;
+	}
+	node_on(d, n, "layernorm", x);
+	seq(d, n, "lmhead", 0, 0, 0, 0);
+	d[*n - 1].tie = 1; /* node 0, the embedding */
+}
+
 /* A relu after the node before: fused into it (a spec's dense and conv
  * layers are always followed by their relu directly). */
 static void
@@ -158,10 +257,11 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 {
 	*n = 0;
 	if (graph_spec_is(spec)) {
-		/* a model given node by node: maps in unless it starts dense */
+		/* a model given node by node: maps in unless it starts dense
+		 * (rows) or embed (token ids) */
 		int rc = graph_spec_parse(spec, d, MODEL_MAX_NODES, n, err);
 		if (rc == 0)
-			input->cb = strcmp(d[0].op, "dense") != 0;
+			input->cb = strcmp(d[0].op, "dense") && strcmp(d[0].op, "embed");
 		return rc;
 	}
 	if (!strcmp(spec, "logreg")) {
@@ -213,9 +313,24 @@ spec_nodes(const char *spec, int in_dim, int classes, node_desc *d, int *n,
 		resnet_nodes(d, n, (depth - 2) / 6, classes);
 		return 0;
 	}
+	if (!strncmp(spec, "gpt:", 4)) {
+		gpt_dims g;
+		int rc;
+		if ((rc = parse_gpt(spec, &g, err)) < 0)
+			return rc;
+		if (in_dim != g.t)
+			return sl_fail(err, SL_EINVAL,
+				       "model: \"%s\": T (context) %d but the dataset's samples hold "
+				       "%d values (a sample is T token ids: a text set's)",
+				       spec, g.t, in_dim);
+		input->cb = 0;
+		gpt_nodes(d, n, &g, classes);
+		return 0;
+	}
 	return sl_fail(err, SL_EINVAL,
 		       "model: unknown \"%s\" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, "
-		       "resnet20, resnet:N, or {\"nodes\": [...]})",
+		       "resnet20, resnet:N, gpt:L<layers>-H<heads>-E<width>-T<context>, or "
+		       "{\"nodes\": [...]})",
 		       spec);
 }
 
@@ -245,6 +360,12 @@ spec_wiring(const char *spec, wiring *g)
 			return -1;
 		in = sizes[0];
 		classes = sizes[ns - 1];
+	}
+	gpt_dims gd;
+	if (!strncmp(spec, "gpt:", 4)) {
+		if (parse_gpt(spec, &gd, err) < 0)
+			return -1;
+		in = gd.t;
 	}
 	if (spec_nodes(spec, in, classes, d, &g->n, &input, err) < 0)
 		return -1;
@@ -378,7 +499,7 @@ link_node(model *m, const node_desc *d, int i, node *nd, char *err)
 {
 	nd->op = op_find(d->op);
 	if (!nd->op) {
-		char names[128];
+		char names[256];
 		size_t len = 0;
 		names[0] = 0;
 		for (int k = 0; op_table[k] && len < sizeof names; k++)
@@ -425,10 +546,20 @@ build(model *m, const node_desc *desc, int n, char *err)
 		node *nd = &m->nodes[i];
 		const node_desc *d = &desc[i];
 		*nd = (node){.units = d->units, .k = d->k, .stride = d->stride,
-			     .pad = d->pad, .relu = d->relu, .no_bias = d->no_bias};
+			     .pad = d->pad, .relu = d->relu, .no_bias = d->no_bias,
+			     .heads = d->heads, .vocab = d->vocab, .init_std = d->init_std};
 		int rc = link_node(m, d, i, nd, err);
 		if (rc < 0)
 			return rc;
+		if (d->tie) { /* a head reading an earlier embed node's table */
+			int j = d->tie - 1;
+			if (j < 0 || j >= i || m->nodes[j].op != op_find("embed"))
+				return sl_fail(err, SL_EINVAL,
+					       "model.nodes[%d] (%s): tie names node %d, which is no "
+					       "earlier embed node", i, nd->op->name, j);
+			nd->tie = &m->nodes[j];
+			m->nodes[j].tied = 1;
+		}
 		m->n_nodes = i + 1;
 		/* He init where a relu follows: fused, or a relu node reads it */
 		nd->he_init = nd->relu || d->he;
@@ -451,8 +582,11 @@ build(model *m, const node_desc *desc, int n, char *err)
 			return sl_fail(err, SL_EINVAL,
 				       "model: node %d (%s): nothing reads its output (only the last "
 				       "node's is the model's)", i, m->nodes[i].op->name);
+	/* the output: a row of class scores per sample, or per position of
+	 * a sequence ({classes, T, 1}: T targets per sample) */
 	shape last = m->nodes[n - 1].out;
-	if (shape_size(last) != (size_t)m->classes || last.cb)
+	m->targets = !last.cb && last.c == m->classes && last.w == 1 ? last.h : 1;
+	if (shape_size(last) != (size_t)m->classes * m->targets || last.cb)
 		return sl_fail(err, SL_EINVAL,
 			       "model: output has %zu values per sample, expected %d classes (the "
 			       "last node, nodes[%d] (%s), gives the model's output%s)",
@@ -481,7 +615,7 @@ alloc_buffers(model *m, char *err)
 	m->grads = balloc(m, sizeof(float) * SL_MAX(m->n_params, 1));
 	m->act[0] = balloc(m, sizeof(float) * B * m->in_dim);
 	m->dact[0] = balloc(m, sizeof(float) * B * m->in_dim);
-	m->labels = malloc(B);
+	m->labels = malloc(B * (size_t)m->targets);
 	if (m->n_state) {
 		if (!(m->state = balloc(m, sizeof(float) * m->n_state)))
 			return sl_fail(err, SL_ENOMEM, "model: out of memory");
@@ -534,6 +668,14 @@ model_create(const node_desc *desc, int n, shape input, int classes,
 	m->classes = classes;
 	m->batch_cap = batch_cap;
 	int rc = build(m, desc, n, err);
+	for (int i = 0; rc == 0 && i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		if (nd->op->check && (rc = nd->op->check(nd, be, err)) < 0) {
+			char why[SL_ERR_LEN];
+			snprintf(why, sizeof(why), "%s", !strncmp(err, "model: ", 7) ? err + 7 : err);
+			sl_fail(err, -rc, "model.nodes[%d] (%s): %s", i, nd->op->name, why);
+		}
+	}
 	if (rc == 0)
 		rc = alloc_buffers(m, err);
 	if (rc < 0) {
@@ -576,6 +718,30 @@ model_new_nodes(const node_desc *desc, int n, shape input, int classes,
 {
 	return model_create(desc, n, input, classes, batch_cap, seed, be,
 			    "custom", out, err);
+}
+
+int
+model_check_data(const model *m, const dataset *d, const char *what, char *err)
+{
+	int dt = ds_ylen(d);
+	if (dt != m->targets)
+		return sl_fail(err, SL_EINVAL,
+			       "model: %s predicts %d label%s per sample but the %s set's samples "
+			       "carry %d", m->spec, m->targets, m->targets == 1 ? "" : "s", what, dt);
+	/* an embedding reads its input as row indices of its table */
+	const node *e = &m->nodes[0];
+	if (strcmp(e->op->name, "embed") || e->inputs[0] != -1)
+		return 0;
+	for (size_t i = 0; i < (size_t)d->n * (size_t)d->dim; i++) {
+		float v = d->x[i];
+		if (!(v >= 0.0f && v < (float)e->vocab && v == (float)(int)v))
+			return sl_fail(err, SL_EINVAL,
+				       "model: %s set sample %zu, position %zu holds %g, not a token "
+				       "id in 0..%d (the model's vocabulary: the set's classes)",
+				       what, i / (size_t)d->dim, i % (size_t)d->dim, (double)v,
+				       e->vocab - 1);
+	}
+	return 0;
 }
 
 void
@@ -631,8 +797,9 @@ model_load_batch(model *m, const float *x, const uint8_t *y,
 	SL_ASSERT(stage != NULL);
 	/* a conv model's input is [C][H][W][B], the batch innermost */
 	backend_gather(m->be, stage, x, idx, batch, dim, m->input.cb);
+	const size_t t = (size_t)m->targets; /* labels per sample */
 	for (int b = 0; b < batch; b++)
-		m->labels[b] = y[idx[b]];
+		memcpy(m->labels + (size_t)b * t, y + (size_t)idx[b] * t, t);
 	if (!host) {
 		m->be->ops->upload(m->be, dst, stage, sizeof(float) * (size_t)batch * dim);
 		free(stage);
@@ -673,9 +840,10 @@ forward(model *m, const float *p, int batch, int *correct, int want_grad,
 	backend *be = m->be;
 	run_nodes(m, p, batch, training, BN_MOMENTUM);
 	double t = m->profile ? sl_now() : 0;
+	/* one row of logits per target: the mean over the batch's B T */
 	double loss = be->ops->softmax_xent(be, m->act[m->n_nodes], m->labels,
 					    want_grad ? m->dact[m->n_nodes] : NULL,
-					    batch, m->classes, correct);
+					    batch * m->targets, m->classes, correct);
 	if (m->profile)
 		m->prof_loss += sl_now() - t;
 	return loss;
@@ -898,5 +1066,32 @@ model_evaluate_with(model *m, const float *params, const dataset *d, double *los
 	}
 	free(idx);
 	*loss = d->n ? lsum / d->n : 0.0;
-	*acc = d->n ? (double)hits / d->n : 0.0;
+	*acc = d->n ? (double)hits / ((double)d->n * m->targets) : 0.0;
+}
+
+int
+model_spec_context(const char *spec)
+{
+	gpt_dims g;
+	char err[SL_ERR_LEN];
+	if (strncmp(spec, "gpt:", 4))
+		return 0;
+	return parse_gpt(spec, &g, err) < 0 ? -1 : g.t;
+}
+
+int
+model_data_load(const char *model_spec, const char *data_spec, uint64_t seed,
+		dataset_pair *out, char *err)
+{
+	int ctx = model_spec_context(model_spec);
+	gpt_dims g;
+	if (ctx < 0)
+		return parse_gpt(model_spec, &g, err);
+	if (ds_spec_is_text(data_spec) && !ctx)
+		return sl_fail(err, SL_EINVAL,
+			       "dataset: %s is text, read as contexts of a language model's T "
+			       "bytes; model %s has no context: give a gpt:L<layers>-H<heads>-"
+			       "E<width>-T<context> model (e.g. gpt:L4-H4-E128-T64)",
+			       data_spec, model_spec[0] == '{' ? "(a graph)" : model_spec);
+	return ds_load_ctx(data_spec, ctx, seed, out, err);
 }

@@ -27,6 +27,17 @@
  *                            Any input size (32x32 -> 16 -> 8, 28 -> 14 -> 7).
  *                            resnet20 on 32x32x3, 10 classes: 269,722
  *                            parameters, 1,376 floats of state.
+ *   "gpt:L4-H4-E128-T64"     nanoGPT's GPT on T token ids a sample (a text
+ *                            set; vocabulary = the classes): token and
+ *                            learned position embeddings; L pre-norm blocks
+ *                            (layernorm, one fused QKV linear, causal
+ *                            attention of H heads, a linear, the residual
+ *                            add; layernorm, linear 4E, GELU (tanh form),
+ *                            linear E, the residual add); a final layernorm;
+ *                            the head tied to the token table. Init normal
+ *                            sd 0.02, residual projections 0.02 / sqrt(2 L),
+ *                            biases 0, layer norms 1 and 0. T targets per
+ *                            sample (model.targets), the loss per position.
  * A relu that follows a dense or conv layer is fused into it (for a resnet:
  * into the bn, or the shortcut node that ends a block).
  *
@@ -75,6 +86,12 @@ typedef struct model {
 	int n_param_layers; /* nodes with parameters */
 	shape input;
 	int in_dim, classes;
+	/* labels per sample: 1 (a class per image), or T for a language
+	 * model, whose output is a row of class scores per position
+	 * ({classes, T, 1}); the loss and accuracy are then per position
+	 * (the mean over the batch's B T), and a dataset's y holds T labels
+	 * per sample (dataset.h's ylen) */
+	int targets;
 	size_t n_params;
 	size_t n_state;   /* untrained state floats of all nodes */
 	size_t mem_bytes; /* backend memory its buffers hold */
@@ -114,6 +131,27 @@ int model_new_nodes(const node_desc *desc, int n, shape input, int classes,
 		    int batch_cap, uint64_t seed, backend *be, model **out,
 		    char *err);
 void model_free(model *m);
+
+/* Can m run on d (its "train" or "test" set, what)? d's samples must
+ * carry the labels m predicts (m->targets per sample against ds_ylen(d),
+ * 0 counting as 1), and a model that starts with an embedding needs token
+ * ids in its input (integers in [0, vocab)). 0, or -SL_EINVAL with err
+ * naming the set and what is wrong. One pass over d->x for an embedding. */
+struct dataset;
+int model_check_data(const model *m, const struct dataset *d, const char *what,
+		     char *err);
+
+/* The context length T a model spec reads a sample as (gpt:...-T<T>), 0
+ * for a model of images (or a graph: its input is the data's), -1 when
+ * the spec is a gpt one that does not parse. */
+int model_spec_context(const char *spec);
+
+/* Load the data set spec for a run of model_spec: ds_load_ctx with the
+ * model's context, so a text set is cut into the model's T; a text set
+ * for a model with no context is refused naming both fields. */
+struct dataset_pair;
+int model_data_load(const char *model_spec, const char *data_spec, uint64_t seed,
+		    struct dataset_pair *out, char *err);
 
 /* Parameterised layers of a model spec without building it (the deepest
  * useful spb_depth), or -1 when the spec is not one model_new takes. */

@@ -46,6 +46,12 @@ typedef struct node_desc {
 	int no_bias;             /* conv: no bias (one before a batch norm) */
 	int he;                  /* He init though no relu follows (a conv
 				  * before a batch norm) */
+	int heads;               /* attention: heads (units / heads each) */
+	int vocab;               /* embed: the token table's rows */
+	int tie;                 /* lmhead: 1 + the index of the embed node
+				  * whose token table it multiplies by (0:
+				  * none) */
+	float init_std;          /* linear: the weights' normal sd (0: 0.02) */
 } node_desc;
 
 typedef struct node node;
@@ -71,6 +77,10 @@ typedef struct op_class {
 	void (*backward)(node *n, backend *be, const float *params,
 			 const float *const *x, const float *y, float *dy,
 			 float *const *dx, float *grads, int batch);
+	/* Can backend be run it: 0, or -SL_EUNSUP and err naming the op the
+	 * backend lacks (the sequence ops are optional in backend.h). NULL:
+	 * every backend can. */
+	int (*check)(const node *n, const backend *be, char *err);
 } op_class;
 
 struct node {
@@ -80,6 +90,13 @@ struct node {
 	shape in[OP_MAX_IN], out;
 	int units, k, stride, pad, relu, no_bias;
 	int he_init;             /* He (a relu follows) or Xavier init */
+	int heads, vocab;        /* attention, embed (node_desc) */
+	float init_std;          /* linear (node_desc) */
+	/* lmhead: the embed node whose token table it reads (its weights'
+	 * gradient is written there, before that node's backward adds its
+	 * own); embed: tied, 1 when a head reads its table */
+	const node *tie;
+	int tied;
 	conv_geom geom;
 	size_t n_params, n_weights; /* weights then bias */
 	size_t p_off;            /* offset in the flat buffers */

@@ -218,6 +218,10 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	 * EVAL_MEM: a ResNet-20's would take 1.4 GB at 500 */
 	rc = model_new(cfg->model, tr->c, tr->h, tr->w, tr->classes, 1, cfg->seed,
 		       r->be_eval, &r->evm, err);
+	if (rc == 0)
+		rc = model_check_data(r->evm, tr, "train", err);
+	if (rc == 0)
+		rc = model_check_data(r->evm, &data->test, "test", err);
 	if (rc < 0)
 		goto fail;
 	double act = 0;

@@ -92,10 +92,10 @@ bench_first() { # NAME WANT-FIRST-LINE ARGS...
 }
 command -v stdbuf >/dev/null 2>&1 || bad "stdbuf (coreutils) is needed"
 bench_first "-m nosuch" \
-	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, or {"nodes": [...]})' \
+	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, gpt:L<layers>-H<heads>-E<width>-T<context>, or {"nodes": [...]})' \
 	-m nosuch -d synthetic:600 -S 0.1 -t 1
 bench_first "-m nosuch -P" \
-	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, or {"nodes": [...]})' \
+	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, gpt:L<layers>-H<heads>-E<width>-T<context>, or {"nodes": [...]})' \
 	-m nosuch -P -d synthetic:600 -S 0.1 -t 1
 bench_first "a model the data does not fit" \
 	"$("$SL" bench -m mlp:100-10 -d synthetic:600 -S 0.1 -t 1 2>&1 >/dev/null | head -n 1)" \
@@ -103,7 +103,7 @@ bench_first "a model the data does not fit" \
 grep -q '^stalelab bench: model: ' "$TMP/err" && ok "bench mlp:100-10: a model error" ||
 	bad "bench mlp:100-10: a model error" "$(cat "$TMP/err")"
 bench_first "--device ref -m nosuch" \
-	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, or {"nodes": [...]})' \
+	'stalelab bench: model: unknown "nosuch" (expected logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20, resnet:N, gpt:L<layers>-H<heads>-E<width>-T<context>, or {"nodes": [...]})' \
 	--device ref -m nosuch -d synthetic:600 -S 0.1 -t 1
 [ "$(grep -c . "$TMP/err")" -eq 1 ] && ok "bench --device ref -m nosuch: said once" ||
 	bad "bench --device ref -m nosuch: said once" "$(cat "$TMP/err")"

@@ -41,8 +41,28 @@ expect_grep 'dataset: ' "bad dataset names the field" "$LAST_OUT"
 expect_exit 2 "missing idx dir" "$SL" run --dataset idx:/nonexistent/dir
 expect_grep '/nonexistent/dir' "missing dir is named" "$LAST_OUT"
 expect_exit 2 "a text data set for a model without a context" "$SL" run --dataset synthetic-text:5000
-expect_grep "dataset: synthetic-text:5000 is text: it needs the model's context length" \
-	"... says what it needs" "$LAST_OUT"
+expect_grep "dataset: synthetic-text:5000 is text, read as contexts of a language model's T bytes; model mlp:784-256-128-10 has no context: give a gpt:" \
+	"... names the data set, the model and what it needs" "$LAST_OUT"
+expect_exit 2 "a gpt spec cut short" "$SL" run --model gpt:L1-H2-E8 --dataset synthetic-text:5000
+expect_grep "model: \"gpt:L1-H2-E8\": expected '-' after E8" "... named where it stops" "$LAST_OUT"
+# a language model on text, end to end: the data cut into the model's T,
+# the held-out loss per position falls (first evaluation against the last)
+GPTRUN="--clock virtual --model gpt:L1-H2-E16-T16 --optimizer adamw --lr 0.01 --workers 2
+ --batch 16 --steps 1500 --eval-every 500 --threads 1"
+# shellcheck disable=SC2086
+expect_exit 0 "gpt on synthetic text" "$SL" run $GPTRUN --dataset synthetic-text:20000 --log "$TMP/gpt.jsonl"
+expect_grep 'gpt:L1-H2-E16-T16 on synthetic-text:20000 \(1125 train, 256 test\)' \
+	"... 18000 training bytes cut into 1125 contexts of 16, 256 held out" "$LAST_OUT"
+python3 - "$TMP/gpt.jsonl" <<'PY' && ok "... its held-out loss per position falls by 0.5 nats, below 2.3 (the letters alone: 2.76)" || bad "... the held-out loss" "$(grep test_loss "$TMP/gpt.jsonl" | head -3)"
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1]) if '"test_loss"' in l and '"event"' not in l]
+first, last = r[0]["test_loss"], r[-1]["test_loss"]
+print(first, last)
+sys.exit(0 if len(r) >= 3 and last < first - 0.5 and last < 2.3 else 1)
+PY
+# any file read as bytes: this script
+expect_exit 0 "gpt on text:FILE" "$SL" run --clock virtual --model gpt:L1-H2-E8-T8 --steps 4 \
+	--batch 4 --quiet --dataset "text:$0" --log "$TMP/gptf.jsonl"
 
 # --- the batches' augmentation: --augment, "augment" in the run object ------
 expect_grep 'augment NAME' "run --help lists --augment" "$("$SL" run --help)"

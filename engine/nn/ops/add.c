@@ -17,7 +17,9 @@ add_setup(node *n, char *err)
 			       "model: add of a %dx%dx%d%s and a %dx%dx%d%s output: the shapes differ",
 			       a.c, a.h, a.w, a.cb ? " map" : "", b.c, b.h, b.w,
 			       b.cb ? " map" : "");
-	n->out = a.cb ? a : (shape){(int)shape_size(a), 1, 1, 0};
+	/* rows of one shape (a sequence's [B][T][E]) keep it */
+	int rows_alike = !a.cb && a.c == b.c && a.h == b.h && a.w == b.w;
+	n->out = a.cb || rows_alike ? a : (shape){(int)shape_size(a), 1, 1, 0};
 	n->flops_fwd = (double)shape_size(a);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "ops.h"
+#include "sl.h"
 
 void
 op_init_weights(const node *n, float *w, int fan_in, int fan_out, rng *r)
@@ -17,4 +18,23 @@ op_init_weights(const node *n, float *w, int fan_in, int fan_out, rng *r)
 			w[i] = (float)(a * (2.0 * rng_uniform(r) - 1.0));
 	}
 	memset(w + n->n_weights, 0, sizeof(float) * (n->n_params - n->n_weights));
+}
+
+void
+op_init_normal(float *w, size_t n, double std, rng *r)
+{
+	for (size_t i = 0; i < n; i++)
+		w[i] = (float)(std * rng_normal(r));
+}
+
+int
+op_check_seq(const node *n, const backend *be, char *err)
+{
+	const backend_ops *o = be->ops;
+	if (o->embed_fwd && o->embed_bwd && o->layernorm_fwd && o->layernorm_bwd &&
+	    o->gelu_fwd && o->gelu_bwd && o->attn_fwd && o->attn_bwd)
+		return 0;
+	return sl_fail(err, SL_EUNSUP,
+		       "model: the %s backend has no %s op yet (the transformer's ops run on "
+		       "ref and cpu)", o->name, n->op->name);
 }

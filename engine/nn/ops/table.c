@@ -14,6 +14,12 @@ const op_class *const op_table[] = {
 	&op_batchnorm,
 	&op_avgpool,
 	&op_shortcut,
+	&op_embed,
+	&op_layernorm,
+	&op_linear,
+	&op_gelu,
+	&op_attention,
+	&op_lmhead,
 	NULL,
 };
 

@@ -79,6 +79,9 @@ wait_api 30 /api/v1/status "d['version'] > $v1 + 100" && ok "the run goes on wit
 worker --worker-id 7
 wait_api 60 /api/v1/status 'd["remote"]["joined"]==3 and sum(1 for w in d["workers"] if w["remote"])==2' &&
 	ok "a new worker joins (--worker-id 7)" || bad "a new worker joins" "$(cat "$TMP/body")"
+# the daemon counts a join at the hello; the worker says it once its data
+# is loaded, which a busy machine may take seconds for
+wait_until 30 grep -q 'remote id 7, --worker-id' "$TMP/w.2"
 expect_grep '\(remote id 7, --worker-id\)' "it got the id it asked for, and says from where" "$(cat "$TMP/w.2")"
 S=$WPID
 kill -STOP "$S"

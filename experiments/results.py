@@ -80,6 +80,16 @@ def late_loss(c):
     return xs[len(xs) // 2] if xs else None
 
 
+def geo_tv(c):
+    """the total-variation distance of a cell's staleness histogram to the
+    geometric (1 − 1/M)^l / M of Mitliagkas et al. (the last bin, 64 and
+    above, as the tail)"""
+    M, h = c.run["workers"], c.end["staleness"]["hist"]
+    q = [(1 / M) * (1 - 1 / M) ** k for k in range(len(h) - 1)]
+    q.append(max(0.0, 1 - sum(q)))
+    return tv_distance([x / sum(h) for x in h], q)
+
+
 def seed_curve(cs, xkey, ykey, scale=1.0):
     """the seeds' mean of ykey at each evaluation, against xkey / scale"""
     n = min(len(c.evals) for c in cs)
@@ -512,7 +522,7 @@ def r4m(rep, cs, figs, quick):
         return out
     for M in (2, 4, 8):
         a, b = "asgd%d" % M, "hb%d" % M
-        for k in ("hb_sgd", "gap", "spread"):  # the quick sweep runs M=4 only
+        for k in ("hb_sgd", "gap", "spread", "tv"):  # the quick sweep runs M=4 only
             rep.set("%s%d" % (k, M), "(M=%d not run)" % M)
         if a in g and b in g:
             dh, ds = dist(a, b), dist(a, "sgd")
@@ -520,6 +530,7 @@ def r4m(rep, cs, figs, quick):
             gap = mean(signed_gap(a, b).values())
             rows.append((M, dh, ds, hs, gap, spread[a], spread[b]))
             rep.set("hb_sgd%d" % M, hs)
+            rep.set("tv%d" % M, mean([geo_tv(c) for c in g[a]]))
             rep.set("gap%d" % M, gap)
             rep.set("spread%d" % M, spread[b])
             rep.claim("asgd with M=%d tracks momentum 1−1/M" % M,
@@ -577,11 +588,13 @@ def r4mu(rep, cs, figs, quick):
     rep.set("table", table(["workers M", "momentum µ", "best lr", "updates to %g at it" % MU_TARGET,
                             "updates at lr %s" % ", ".join(fmt(x) for x in lrs)], rows))
     seeds = sorted(set.intersection(*(set(opt[M]) for M in Ms)))
+    tv = {M: mean([geo_tv(c) for c in cs if c.run["workers"] == M]) for M in Ms}
     rep.set("opt", table(["workers M"] + ["µ_opt, seed %d" % sd_ for sd_ in seeds] +
-                         ["µ_opt, mean of the seeds", "first order: µ_opt(1) − (1 − 1/M)"],
+                         ["µ_opt, mean of the seeds", "first order: µ_opt(1) − (1 − 1/M)",
+                          "staleness: TV distance to geometric"],
                          [tuple([M] + [opt[M][sd_] for sd_ in seeds] +
                                 [mean([opt[M][sd_] for sd_ in seeds]),
-                                 mean([opt[Ms[0]][sd_] for sd_ in seeds]) - (1 - 1 / M)]) for M in Ms]))
+                                 mean([opt[Ms[0]][sd_] for sd_ in seeds]) - (1 - 1 / M), tv[M]]) for M in Ms]))
     if len(Ms) >= 2:
         trend = seed_slopes({math.log2(M): {sd_: opt[M][sd_] for sd_ in seeds} for M in Ms})
         rep.claim("the best momentum falls as M grows", "explicit momentum should fall as asynchrony adds "

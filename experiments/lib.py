@@ -267,6 +267,31 @@ def seeds_to_resolve(iv, lo=0.0, hi=math.inf, most=100000):
     return None
 
 
+def slope(xs, ys):
+    """the least-squares slope of ys on xs (two distinct xs at least)"""
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mx) ** 2 for x in xs)
+    if not den:
+        raise ValueError("slope: the xs are all equal: %r" % (xs,))
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / den
+
+
+def seed_slopes(points):
+    """points {x: {seed: y}}: {seed: the slope of y on x}, over the seeds
+    present at every x (the per-seed trend an interval then judges)"""
+    xs = sorted(points)
+    seeds = sorted(set.intersection(*(set(points[x]) for x in xs))) if xs else []
+    return {s: slope(xs, [points[x][s] for x in xs]) for s in seeds}
+
+
+def seed_argmin(points):
+    """points {x: {seed: y}}: {seed: the x with the least y}, over the seeds
+    present at every x; a tie goes to the smallest x"""
+    xs = sorted(points)
+    seeds = sorted(set.intersection(*(set(points[x]) for x in xs))) if xs else []
+    return {s: min(xs, key=lambda x: (points[x][s], x)) for s in seeds}
+
+
 def first_at(c, key, test, field="v"):
     """the field of the first evaluation whose key passes test"""
     for e in c.evals:

@@ -24,7 +24,7 @@ import time
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import (LEVEL, Report, by_group, cells, first_at, fmt, gnuplot, isclose,  # noqa: E402
-                 lines, mean, sd, sweep, table, tally, tv_distance)
+                 lines, mean, sd, seed_argmin, seed_slopes, sweep, table, tally, tv_distance)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 STEP_MS = 6.4455  # one MLP 784-256-128-10 step of batch 64 on the virtual clock (the sweeps' unit)
@@ -54,17 +54,23 @@ def step_s(c):
     return c.metrics["step_flops"] / c.metrics["samples"] * c.run["batch"] / NOMINAL_FLOPS
 
 
-def loss_spikes(c, skip=10):
-    """evaluations whose train loss is over 1.2 times the lowest so far
-    (a non-finite loss counts), after the first `skip`"""
+def spike_rate(c, skip=10):
+    """loss spikes per 1,000 updates, over the evaluations on the run's
+    regular grid (every eval_every updates: an epoch's end between them is
+    left out, so every run is judged at the same spacing in updates, sync
+    and async alike): an evaluation after the first `skip` whose train loss
+    is over 1.2 times the lowest so far (a non-finite loss counts)"""
+    k = c.run["eval_every"]
+    grid = [e for e in c.evals if e["v"] % k == 0]
     n, low = 0, float("inf")
-    for i, e in enumerate(c.evals):
+    for i, e in enumerate(grid):
         x = e.get("train_loss")
         if i >= skip and (x is None or x > 1.2 * low):
             n += 1
         if x is not None:
             low = min(low, x)
-    return n
+    judged = max(0, len(grid) - skip)
+    return 1000.0 * n / (judged * k) if judged else 0.0
 
 
 def late_loss(c):
@@ -72,6 +78,16 @@ def late_loss(c):
     xs = [e.get("train_loss") for e in c.evals[len(c.evals) // 2:]]
     xs = sorted(float("inf") if x is None else x for x in xs)
     return xs[len(xs) // 2] if xs else None
+
+
+def geo_tv(c):
+    """the total-variation distance of a cell's staleness histogram to the
+    geometric (1 − 1/M)^l / M of Mitliagkas et al. (the last bin, 64 and
+    above, as the tail)"""
+    M, h = c.run["workers"], c.end["staleness"]["hist"]
+    q = [(1 / M) * (1 - 1 / M) ** k for k in range(len(h) - 1)]
+    q.append(max(0.0, 1 - sum(q)))
+    return tv_distance([x / sum(h) for x in h], q)
 
 
 def seed_curve(cs, xkey, ykey, scale=1.0):
@@ -88,31 +104,38 @@ def seed_curve(cs, xkey, ykey, scale=1.0):
 
 def r1(rep, cs, figs, quick):
     rows, curves = [], {}
+    lr0 = min(c.run["lr"] for c in cs)
     for g, l in by_group(cs).items():
         c0 = l[0]
         w, B = c0.run["workers"], c0.run["batch"]
         d = c0.run["delay"].get("mean_ms", 0) if c0.run["delay"]["dist"] != "none" else 0
-        name = {"sequential": "sequential", "sync": "sync %d" % w}.get(
-            c0.variant, "async %d, d=%g" % (w, round(d / STEP_MS, 2)))
+        scale = c0.run["lr"] / lr0
+        sync = c0.run["rule"] == "ssgd"
+        name = ("sequential" if c0.variant == "sequential" else
+                "sync %d, lr ×%g" % (w, scale) if sync and scale != 1 else "sync %d" % w if sync else
+                "async %d, d=%g" % (w, round(d / STEP_MS, 2)))
         b = by_seed(l, lambda c: to_target(c, "train_loss", lambda x: x <= 0.6, "samples"))
         never = sum(not hit for _, hit in b.values())
         u = [first_at(c, "train_loss", lambda x: x <= 0.6) for c in l]
-        rows.append(dict(name=name, variant=c0.variant, w=w, d=d / STEP_MS, n=len(l), never=never,
+        rows.append(dict(name=name, variant="sync" if sync else c0.variant, scaled=sync and scale != 1,
+                         w=w, d=d / STEP_MS, n=len(l), never=never, lr=c0.run["lr"],
                          b={s: x / B for s, (x, _) in b.items()},
                          mb=mean([x / B for x, hit in b.values() if hit]), u=mean(u),
-                         spikes=by_seed(l, loss_spikes), late=by_seed(l, late_loss),
+                         rate=by_seed(l, spike_rate), late=by_seed(l, late_loss),
+                         updates=mean([c.metrics["updates"] for c in l]),
                          stale=mean([c.metrics["stale_mean"] for c in l]),
                          acc=mean([c.end["test_acc"] for c in l])))
         curves[name] = seed_curve(l, "samples", "train_loss", B)
     rep.set("table", table(
-        ["run", "delay (steps)", "batches to train loss 0.6", "updates to it", "seeds never",
-         "loss spikes", "mean staleness", "final test acc"],
-        [(r["name"], r["d"], r["mb"], r["u"], r["never"], mean(r["spikes"].values()), r["stale"], r["acc"])
-         for r in rows]))
+        ["run", "lr", "delay (steps)", "batches to train loss 0.6", "updates to it", "seeds never",
+         "spikes per 1,000 updates", "updates", "mean staleness", "final test acc"],
+        [(r["name"], r["lr"], r["d"], r["mb"], r["u"], r["never"], mean(r["rate"].values()), r["updates"],
+          r["stale"], r["acc"]) for r in rows]))
 
-    def get(var, w, d):
+    def get(var, w, d, scaled=False):
         for r in rows:
-            if r["variant"] == var and (w is None or r["w"] == w) and (d is None or abs(r["d"] - d) < 1e-6):
+            if (r["variant"] == var and (w is None or r["w"] == w) and (d is None or abs(r["d"] - d) < 1e-6)
+                    and r["scaled"] == scaled):
                 return r
         return None
 
@@ -120,23 +143,32 @@ def r1(rep, cs, figs, quick):
         return fmt(r["mb"]) if not r["never"] else "never (%d of %d seeds)" % (r["never"], r["n"])
 
     dmax = max(r["d"] for r in rows)
+    delays = sorted({r["d"] for r in rows if r["variant"] == "async"})
     for w in (2, 3):
-        a0, s, amax = get("async", w, 0), get("sync", w, None), get("async", w, dmax)
-        if a0 and s:
-            rep.claim("sync and async alike at delay 0 (%d workers)" % w,
+        a0, s, fair, amax = get("async", w, 0), get("sync", w, None), get("sync", w, None, True), get("async", w, dmax)
+        if a0 and fair:
+            unscaled = (" (at the unscaled lr %g: sync %s, the ratio %s)" % (
+                s["lr"], batches(s), fmt(a0["mb"] / s["mb"]) if not s["never"] and not a0["never"] else "n/a")
+                if s else "")
+            rep.claim("sync (lr ×%d) and async alike at delay 0 (%d workers)" % (w, w),
                       "sync ≈ async at delay 0 (Figs. 5, 6)",
-                      "batches to loss 0.6: async %s, sync %s; updates: %s, %s; the ratio async/sync "
-                      "within 0.8 to 1.25" % (batches(a0), batches(s), fmt(a0["u"]), fmt(s["u"])),
-                      logs(a0["b"]), logs(s["b"]), math.log(0.8), math.log(1.25), finding=True, ratio=True)
+                      "batches to loss 0.6: async %s, sync at lr %g %s%s; the ratio async/sync within 0.8 to "
+                      "1.25" % (batches(a0), fair["lr"], batches(fair), unscaled),
+                      logs(a0["b"]), logs(fair["b"]), math.log(0.8), math.log(1.25), finding=True, ratio=True)
         if a0 and amax:
             rep.claim("slower with the delay (%d workers)" % w, "slower convergence as the delay grows",
                       "batches to loss 0.6: %s at d=0, %s at d=%g%s; the ratio d=%g / d=0" % (
                           batches(a0), batches(amax), dmax, " (%s)" % NEVER if amax["never"] else "", dmax),
                       logs(amax["b"]), logs(a0["b"]), ratio=True)
+        pts = {d: get("async", w, d)["rate"] for d in delays if get("async", w, d)}
+        # --quick's 0.6 epochs: 3 workers at a large delay never descend, so a spike (over 1.2 times the
+        # lowest loss so far) cannot happen there; the full run judges both
+        if len(pts) >= 2 and (not quick or w == 2):
             rep.claim("spikes grow with the delay (%d workers)" % w, "spikes and instability grow with the delay",
-                      "loss spikes: %s at d=0, %s at d=%g; the difference" % (
-                          fmt(mean(a0["spikes"].values())), fmt(mean(amax["spikes"].values())), dmax),
-                      amax["spikes"], a0["spikes"])
+                      "spikes per 1,000 updates at d = %s: %s; per seed, the slope of the rate on d (per step "
+                      "of delay)" % (", ".join("%g" % d for d in sorted(pts)),
+                                     ", ".join(fmt(mean(pts[d].values())) for d in sorted(pts))),
+                      seed_slopes(pts))
     a2, a3 = get("async", 2, dmax), get("async", 3, dmax)
     if a2 and a3:
         # a diverged seed's loss is not finite: counted as the largest finite one (an underestimate)
@@ -148,7 +180,7 @@ def r1(rep, cs, figs, quick):
     if figs:
         for w in (2, 3):
             data = [(k, v) for k, v in curves.items()
-                    if k == "sequential" or k == "sync %d" % w or k.startswith("async %d," % w)]
+                    if k == "sequential" or k.startswith("sync %d" % w) or k.startswith("async %d," % w)]
             rep.figures.append(gnuplot(figs, "r1-loss-%dworkers" % w,
                                        "set xlabel 'processed batches'\nset ylabel 'train loss'\n"
                                        "set logscale y\nset yrange [0.25:3]\n" + lines(data), data))
@@ -158,6 +190,8 @@ def r1(rep, cs, figs, quick):
         rep.set("step_ms", 1000 * step_s(c), 5)
     rep.set("delays", ", ".join(fmt(r["d"]) for r in rows if r["variant"] == "async" and r["w"] == 2))
     rep.set("delay_ms", dmax * STEP_MS)
+    rep.set("eval_every", cs[0].run["eval_every"])
+    rep.set("lr", lr0)
     for w in (2, 3):
         if get("async", w, dmax):
             rep.set("stale%d" % w, get("async", w, dmax)["stale"], 2)
@@ -166,6 +200,10 @@ def r1(rep, cs, figs, quick):
 # ---- 2. Staleness in the manner of Dai et al. 2019 ------------------------
 
 TARGET = {"logreg": 0.78, "lenet5": 0.80}
+
+
+# parameterised layers of each model r2 runs (its "depth" in the claim)
+DEPTH = {"logreg": 1, "mlp 256-10": 2, "mlp 256-256-256-10": 4, "lenet5": 5}
 
 
 def target_of(model):
@@ -251,13 +289,37 @@ def r2(rep, cs, figs, quick, extra=()):
                           "slow-down at s=%d: sgd %s, momentum %s; per seed, momentum's slow-down over "
                           "sgd's" % (s_cmp, fmt(a), fmt(b)),
                           log_slowdown(k, s_cmp), log_slowdown(ksgd, s_cmp), ratio=True)
-    deep, shallow = "mlp 256-256-256-10, sgd", "logreg, sgd"
-    a, b = ratio(shallow, s_cmp), ratio(deep, s_cmp)
-    if a is not None and b is not None:
-        rep.claim("deeper models suffer more", "deeper networks suffer more",
-                  "slow-down at s=%d: logreg %s, 3-hidden-layer MLP %s; per seed, the MLP's slow-down "
-                  "over logreg's" % (s_cmp, fmt(a), fmt(b)),
-                  log_slowdown(deep, s_cmp), log_slowdown(shallow, s_cmp), ratio=True)
+    # every model measured, by depth (parameterised layers): the slow-down at each s, and the claim on all
+    models = sorted({k.rsplit(", ", 1)[0] for k in sl}, key=lambda m: DEPTH.get(m, 99))
+    opts = [o for o in ("sgd", "momentum") if any(k.endswith(", " + o) for k in sl)]
+    all_s = sorted({s for k in sl for s in sl[k]})
+    per_model = []
+    for o in opts:
+        for m in models:
+            k = "%s, %s" % (m, o)
+            if k not in sl:
+                continue
+            per_model.append(tuple([m, DEPTH.get(m, "?"), o] + [
+                "" if s not in sl[k] else "never (%d/%d)" % (never(k, s), len(sl[k][s])) if never(k, s)
+                else ratio(k, s) if ratio(k, s) is not None else "" for s in all_s]))
+    rep.set("per_model", table(["model", "layers", "optimiser"] + ["s=%d" % s for s in all_s], per_model))
+    for o in opts:
+        for s_at in (4, s_cmp):
+            ks = ["%s, %s" % (m, o) for m in models if "%s, %s" % (m, o) in sl and s_at in sl["%s, %s" % (m, o)]
+                  and 0 in sl["%s, %s" % (m, o)] and m in DEPTH]
+            if len(ks) < 2:
+                continue
+            pts = {DEPTH[k.rsplit(", ", 1)[0]]: log_slowdown(k, s_at) for k in ks}
+            nev = [k.rsplit(", ", 1)[0] for k in ks if never(k, s_at)]
+            trend = seed_slopes(pts)
+            if not trend:
+                continue
+            rep.claim("deeper models suffer more (%s, s=%d)" % (o, s_at), "deeper networks suffer more",
+                      "slow-down at s=%d: %s%s; per seed (%d in common), the slope of log slow-down on the "
+                      "layers" % (s_at, ", ".join("%s %s" % (k.rsplit(", ", 1)[0], "never" if never(k, s_at)
+                                                            else fmt(ratio(k, s_at))) for k in ks),
+                                  " (never: the run's length, a lower bound, for %s)" % ", ".join(nev) if nev else "",
+                                  len(trend)), trend)
     # gradient coherence: early against late, where it is measured
     co, rise = [], {}
     for g, l in by_group(cs).items():
@@ -460,16 +522,27 @@ def r4m(rep, cs, figs, quick):
         return out
     for M in (2, 4, 8):
         a, b = "asgd%d" % M, "hb%d" % M
+        for k in ("hb_sgd", "gap", "spread", "tv"):  # the quick sweep runs M=4 only
+            rep.set("%s%d" % (k, M), "(M=%d not run)" % M)
         if a in g and b in g:
             dh, ds = dist(a, b), dist(a, "sgd")
-            rows.append((M, dh, ds, spread[a], spread[b]))
+            hs = dist(b, "sgd") if "sgd" in g else None
+            gap = mean(signed_gap(a, b).values())
+            rows.append((M, dh, ds, hs, gap, spread[a], spread[b]))
+            rep.set("hb_sgd%d" % M, hs)
+            rep.set("tv%d" % M, mean([geo_tv(c) for c in g[a]]))
+            rep.set("gap%d" % M, gap)
+            rep.set("spread%d" % M, spread[b])
             rep.claim("asgd with M=%d tracks momentum 1−1/M" % M,
                       "asgd ≈ momentum SGD with µ = 1−1/M, step α/M (Theorems 5, 6)",
                       "mean |Δ train loss|: to momentum %s, to plain SGD %s; seed spread %s; per seed, asgd's "
                       "train loss − momentum's, within twice the spread" % (fmt(dh), fmt(ds), fmt(spread[a])),
                       signed_gap(a, b), lo=-2 * spread[a], hi=2 * spread[a], finding=True)
-    rep.set("table", table(["M", "asgd to momentum 1−1/M", "asgd to plain SGD", "seed sd, asgd",
-                            "seed sd, momentum"], rows))
+    gaps = [r[4] for r in rows]
+    rep.set("gap_dir", "above" if gaps and all(x > 0 for x in gaps) else
+            "below" if gaps and all(x < 0 for x in gaps) else "on either side of")
+    rep.set("table", table(["M", "asgd to momentum 1−1/M", "asgd to plain SGD", "momentum to plain SGD",
+                            "asgd − momentum (signed)", "seed sd, asgd", "seed sd, momentum"], rows))
     c = cs[0]
     rep.set("compute_ms", 1000 * step_s(c), 3)
     if figs:
@@ -480,48 +553,147 @@ def r4m(rep, cs, figs, quick):
                                        "set logscale y\n" + lines(d), d))
 
 
+MU_TARGET = 0.80  # r4-mu's test accuracy (its sweep stops a run there)
+
+
+def r4mu(rep, cs, figs, quick):
+    """E3: the best explicit momentum per worker count, each momentum at
+    its best learning rate of the grid"""
+    up = {}  # (M, mu, lr) -> {seed: (updates to target or the run's length, reached)}
+    for g, l in by_group(cs).items():
+        c0 = l[0]
+        up[(c0.run["workers"], c0.run["momentum"], c0.run["lr"])] = by_seed(
+            l, lambda c: to_target(c, "test_acc", lambda x: x >= MU_TARGET))
+    Ms = sorted({k[0] for k in up})
+    mus = sorted({k[1] for k in up})
+    lrs = sorted({k[2] for k in up})
+
+    def cost(M, mu, lr):
+        """the seeds' mean updates to the target (a seed that never reached it counts its run's length)"""
+        return mean([x for x, _ in up[(M, mu, lr)].values()])
+    best_lr = {(M, mu): min((lr for lr in lrs if (M, mu, lr) in up), key=lambda lr: (cost(M, mu, lr), lr))
+               for M in Ms for mu in mus}
+    rows, opt, data = [], {}, []
+    for M in Ms:
+        # per momentum, at its best lr of the grid (chosen on the seeds' mean): {seed: updates}
+        pts = {mu: {sd_: x for sd_, (x, _) in up[(M, mu, best_lr[(M, mu)])].items()} for mu in mus}
+        opt[M] = seed_argmin(pts)
+        for mu in mus:
+            u = up[(M, mu, best_lr[(M, mu)])]
+            n = sum(not hit for _, hit in u.values())
+            rows.append((M, mu, best_lr[(M, mu)], mean(pts[mu].values()) if not n else
+                         "≥ %s (%d of %d seeds never)" % (fmt(mean(pts[mu].values())), n, len(u)),
+                         " ".join(fmt(cost(M, mu, lr)) for lr in lrs)))
+        data.append(("M=%d" % M, [(mu, mean(pts[mu].values())) for mu in mus]))
+    rep.set("table", table(["workers M", "momentum µ", "best lr", "updates to %g at it" % MU_TARGET,
+                            "updates at lr %s" % ", ".join(fmt(x) for x in lrs)], rows))
+    seeds = sorted(set.intersection(*(set(opt[M]) for M in Ms)))
+    tv = {M: mean([geo_tv(c) for c in cs if c.run["workers"] == M]) for M in Ms}
+    rep.set("opt", table(["workers M"] + ["µ_opt, seed %d" % sd_ for sd_ in seeds] +
+                         ["µ_opt, mean of the seeds", "first order: µ_opt(1) − (1 − 1/M)",
+                          "staleness: TV distance to geometric"],
+                         [tuple([M] + [opt[M][sd_] for sd_ in seeds] +
+                                [mean([opt[M][sd_] for sd_ in seeds]),
+                                 mean([opt[Ms[0]][sd_] for sd_ in seeds]) - (1 - 1 / M), tv[M]]) for M in Ms]))
+    if len(Ms) >= 2:
+        trend = seed_slopes({math.log2(M): {sd_: opt[M][sd_] for sd_ in seeds} for M in Ms})
+        rep.claim("the best momentum falls as M grows", "explicit momentum should fall as asynchrony adds "
+                  "implicit momentum 1 − 1/M (§4, Fig. 3)",
+                  "µ_opt (each µ at its best lr, per seed) at M = %s: %s; per seed, the slope of µ_opt on "
+                  "log2 M" % (", ".join(str(M) for M in Ms),
+                              ", ".join(fmt(mean([opt[M][sd_] for sd_ in seeds])) for M in Ms)), trend,
+                  lo=-math.inf, hi=0.0)
+        lo_, hi_ = Ms[0], Ms[-1]
+        rep.claim("µ_opt at M=%d below µ_opt at M=%d" % (hi_, lo_), "µ_opt non-increasing in M",
+                  "per seed, µ_opt(%d) − µ_opt(%d): %s" % (hi_, lo_, ", ".join(
+                      fmt(opt[hi_][sd_] - opt[lo_][sd_]) for sd_ in seeds)),
+                  {sd_: opt[hi_][sd_] for sd_ in seeds}, {sd_: opt[lo_][sd_] for sd_ in seeds}, hi=0.0,
+                  lo=-math.inf)
+        top = mus[-1]
+
+        def penalty(M):
+            """per seed: log of the updates at the largest µ over those at that seed's best µ (each at its best lr)"""
+            return {sd_: math.log(up[(M, top, best_lr[(M, top)])][sd_][0] /
+                                  up[(M, opt[M][sd_], best_lr[(M, opt[M][sd_])])][sd_][0]) for sd_ in seeds}
+        rep.claim("the penalty of µ=%g grows with M" % top, "a fixed large momentum hurts more as M grows",
+                  "updates at µ=%g over those at the seed's best µ: %s at M=%d, %s at M=%d; per seed, the ratio "
+                  "of the two" % (top, fmt(math.exp(mean(penalty(lo_).values()))), lo_,
+                                  fmt(math.exp(mean(penalty(hi_).values()))), hi_),
+                  penalty(hi_), penalty(lo_), ratio=True)
+    rep.set("target", MU_TARGET)
+    rep.set("mus", "{%s}" % ", ".join(fmt(x) for x in mus))
+    rep.set("lrs", "{%s}" % ", ".join(fmt(x) for x in lrs))
+    rep.set("Ms", "{%s}" % ", ".join(str(x) for x in Ms))
+    c = cs[0]
+    rep.set("compute_ms", 1000 * step_s(c), 3)
+    rep.set("delay_ms", c.run["delay"]["mean_ms"])
+    rep.set("epochs", c.run["stop"]["epochs"])
+    rep.set("eval_every", c.run["eval_every"])
+    if figs:
+        rep.figures.append(gnuplot(figs, "r4-mu", "set xlabel 'explicit momentum µ'\n"
+                                   "set ylabel 'updates to %g (best lr, mean of the seeds)'\nset logscale y\n"
+                                   % MU_TARGET + lines(data, style="linespoints lw 1.5"), data))
+
+
 # ---- 5. OD-SGD against SSGD and ASGD, with the communication model -----------
 
 def r5(rep, cs, figs, quick):
     rows, per = [], {}
     model_bytes = None
+    lr0 = min(c.run["lr"] for c in cs)
     for g, l in by_group(cs).items():
         c0 = l[0]
         bw = (c0.run.get("link") or {}).get("bandwidth_mbps", 0)
         if c0.run["rule"] == "asgd":  # a push is the whole model's gradient
             model_bytes = c0.metrics["bytes_sent"] / c0.metrics["updates"]
         rho = 0.0 if not bw else round(2 * MLP_BYTES * 8 / (bw * 1e6) / (STEP_MS / 1000), 3)
-        r = dict(rule=c0.run["rule"], M=c0.run["workers"], rho=rho,
+        scale = c0.run["lr"] / lr0
+        name = c0.run["rule"] if scale == 1 else "%s, lr ×%g" % (c0.run["rule"], scale)
+        r = dict(rule=name, M=c0.run["workers"], rho=rho, lr=c0.run["lr"],
                  accs=by_seed(l, lambda c: c.end["test_acc"]),
                  t=mean([c.metrics["virtual_s_to_target"] for c in l]),
                  never=sum(c.metrics["virtual_s_to_target"] is None for c in l),
                  per_update=mean([c.metrics["virtual_s"] / c.metrics["updates"] for c in l]),
                  sps=mean([c.metrics["samples"] / c.metrics["virtual_s"] for c in l]))
         r["acc"] = mean(r["accs"].values())
-        per[(r["rule"], r["M"], rho)] = r
-        rows.append((r["rule"], r["M"], rho, r["acc"], r["t"] if not r["never"] else "never",
+        per[(name, r["M"], rho)] = r
+        rows.append((name, r["M"], r["lr"], rho, r["acc"], r["t"] if not r["never"] else "never",
                      1000 * r["per_update"], r["sps"]))
-    rep.set("table", table(["rule", "workers", "ρ = comm / compute", "final acc", "virtual s to target",
+    rows.sort(key=lambda x: (x[1], x[0], x[3]))
+    rep.set("table", table(["rule", "workers", "lr", "ρ = comm / compute", "final acc", "virtual s to target",
                             "ms per update", "samples per virtual s"], rows))
     Ms = sorted({k[1] for k in per})
     rhos = sorted({k[2] for k in per})
     for M in Ms:
+        # the fair pair: both synchronous global steps average M gradients, at M × lr (linear scaling)
+        od, ss = "odsgd, lr ×%d" % M, "ssgd, lr ×%d" % M
         # the ρ whose runs end with the same accuracies, seed for seed, are one measurement
         same = {}
         for rho in rhos:
-            o, s = per.get(("odsgd", M, rho)), per.get(("ssgd", M, rho))
+            o, s = per.get((od, M, rho)), per.get((ss, M, rho))
             if o and s:
                 same.setdefault((tuple(sorted(o["accs"].items())), tuple(sorted(s["accs"].items()))),
                                 []).append(rho)
         for group in same.values():
-            o, s = per[("odsgd", M, group[0])], per[("ssgd", M, group[0])]
+            o, s = per[(od, M, group[0])], per[(ss, M, group[0])]
+            uo, us = per.get(("odsgd", M, group[0])), per.get(("ssgd", M, group[0]))
             at = "ρ=%g" % group[0] if len(group) == 1 else "ρ ∈ {%s}" % ", ".join("%g" % x for x in group)
-            rep.claim("OD-SGD's accuracy near SSGD's (M=%d, %s)" % (M, at),
+            rep.claim("OD-SGD's accuracy near SSGD's, both at lr ×%d (M=%d, %s)" % (M, M, at),
                       "similar or even slightly better accuracy than SSGD",
-                      "final acc: odsgd %s, ssgd %s%s; no worse than by 0.005" % (
-                          fmt(o["acc"]), fmt(s["acc"]),
+                      "final acc at lr %g: odsgd %s, ssgd %s%s%s; no worse than by 0.005" % (
+                          s["lr"], fmt(o["acc"]), fmt(s["acc"]),
                           " (the same at each of these ρ, seed for seed: one measurement)"
-                          if len(group) > 1 else ""), o["accs"], s["accs"], lo=-0.005)
+                          if len(group) > 1 else "",
+                          "; at the unscaled lr %g: odsgd %s, ssgd %s" % (us["lr"], fmt(uo["acc"]), fmt(us["acc"]))
+                          if uo and us else ""), o["accs"], s["accs"], lo=-0.005)
+        a, s, us = per.get(("asgd", M, 0.0)), per.get((ss, M, 0.0)), per.get(("ssgd", M, 0.0))
+        if a and s and not quick:  # one epoch at lr × M ends on a noisy final accuracy
+            rep.claim("SSGD (lr ×%d) at least as accurate as ASGD (M=%d)" % (M, M),
+                      "the premise: SSGD is the accurate one, ASGD the fast one",
+                      "final acc at ρ=0: ssgd at lr %g %s, asgd at lr %g %s%s; the difference" % (
+                          s["lr"], fmt(s["acc"]), a["lr"], fmt(a["acc"]),
+                          " (ssgd at the unscaled lr %g: %s)" % (us["lr"], fmt(us["acc"])) if us else ""),
+                      s["accs"], a["accs"], lo=-0.005)
     for (rule, M, rho), r in sorted(per.items()):
         a = per.get(("asgd", M, rho))
         if rule == "odsgd" and a and rho >= 1:
@@ -541,11 +713,19 @@ def r5(rep, cs, figs, quick):
                              "%.3f ms per update, Tc(1+ρ) = %.3f ms" % (1000 * s["per_update"], 1000 * want),
                              isclose(s["per_update"], want, 0.01))
     rep.set("model_bytes", model_bytes)
+    rep.set("lr", lr0)
+    free = [(rule, M) for rule in ("ssgd", "odsgd") for M in Ms
+            if len({tuple(sorted(per[(rule, M, rho)]["accs"].items())) for rho in rhos if (rule, M, rho) in per}) == 1]
+    allpairs = [(rule, M) for rule in ("ssgd", "odsgd") for M in Ms]
+    rep.set("rho_free", "at the unscaled lr, ssgd's and odsgd's final accuracies are the same at every ρ, seed "
+            "for seed, at every M: ρ changes their time, not their updates" if free == allpairs else
+            "at the unscaled lr, the final accuracies are the same at every ρ, seed for seed, only for %s" % (
+                ", ".join("%s at M=%d" % x for x in free) or "none of ssgd and odsgd"))
     rep.set("rhos", "{%s}" % ", ".join("%g" % x for x in rhos))
     if figs:
         for M in Ms:
             d = [(rule, [(rho, per[(rule, M, rho)]["sps"]) for rho in rhos if (rule, M, rho) in per])
-                 for rule in ("ssgd", "asgd", "odsgd")]
+                 for rule in ("ssgd", "asgd", "odsgd")]  # the scaled runs' throughput is the same as unscaled
             rep.figures.append(gnuplot(figs, "r5-throughput-%d" % M,
                                        "set xlabel 'communication / computation ρ'\n"
                                        "set ylabel 'samples per virtual second'\nset yrange [0:*]\n" +
@@ -587,7 +767,11 @@ def r6(rep, cs, figs, quick):
 
 # ---- 7. Partial backprop ----------------------------------------------------------
 
+SPB_TARGET = 0.80  # the test accuracy whose virtual time r7 compares
+SPB_QUICK = 0.75  # the same in --quick (0.6 epochs: full backprop's runs do not all reach 0.80)
+
 def r7(rep, cs, figs, quick):
+    target = SPB_QUICK if quick else SPB_TARGET
     rows, per = [], {}
     for g, l in by_group(cs).items():
         c0 = l[0]
@@ -598,11 +782,54 @@ def r7(rep, cs, figs, quick):
         per[c0.variant] = dict(accs=by_seed(l, lambda c: c.end["test_acc"]), bytes=m["bytes_sent"],
                                push=m["bytes_sent"] / m["updates"], step=m["step_flops"], bwd=m["bwd_flops"],
                                saved=m["bwd_flops_saved"], model=c0.run["model"])
-        per[c0.variant]["acc"] = mean(per[c0.variant]["accs"].values())
-        rows.append((c0.variant, per[c0.variant]["acc"], m["bytes_sent"], per[c0.variant]["push"],
-                     m["step_flops"], m["bwd_flops"], m["bwd_flops_saved"] / (m["bwd_flops"] + m["bwd_flops_saved"])))
+        r = per[c0.variant]
+        r["acc"] = mean(r["accs"].values())
+        # time to the target on the virtual clock: a partial step is shorter by the backward FLOPs it
+        # skips and the bytes it does not push (every cell runs over the same link)
+        tt = by_seed(l, lambda c: to_target(c, "test_acc", lambda x: x >= target, "t"))
+        r["tt"] = {sd_: x for sd_, (x, _) in tt.items()}
+        r["hit"] = {sd_: hit for sd_, (_, hit) in tt.items()}
+        r["never"] = sum(not hit for _, hit in tt.values())
+        r["ut"] = mean([to_target(c, "test_acc", lambda x: x >= target)[0] for c in l])
+        r["per_update"] = mean([c.metrics["virtual_s"] / c.metrics["updates"] for c in l])
+        rows.append((c0.variant, r["acc"], m["bytes_sent"], r["push"], m["step_flops"], m["bwd_flops"],
+                     m["bwd_flops_saved"] / (m["bwd_flops"] + m["bwd_flops_saved"]), 1000 * r["per_update"],
+                     r["ut"] if not r["never"] else "never (%d of %d seeds)" % (r["never"], len(l)),
+                     mean(r["tt"].values()) if not r["never"] else "≥ %s" % fmt(mean(r["tt"].values()))))
     rep.set("table", table(["schedule", "final acc", "bytes sent", "bytes per push",
-                            "step FLOPs (forward + backward)", "backward FLOPs", "backward saved"], rows))
+                            "step FLOPs (forward + backward)", "backward FLOPs", "backward saved",
+                            "virtual ms per update", "updates to %g" % target,
+                            "virtual s to %g" % target], rows))
+    rep.set("target", target)
+    link = cs[0].run.get("link") or {}
+    rep.set("link", "%s Mbit/s" % fmt(link["bandwidth_mbps"]) if link.get("bandwidth_mbps") else "no link")
+    undecided = []
+    for m_ in ("mlp", "lenet5"):
+        f = per.get(m_ + "-full")
+        if not f:
+            continue
+        for v in sorted(per):
+            if not v.startswith(m_ + "-") or v == m_ + "-full":
+                continue
+            p_ = per[v]
+            # a seed that never reached the target took longer than its run: that tells against "sooner"
+            # only where the run outlasted full's time to the target (a partial run of the same epochs
+            # is shorter); else that seed cannot tell, and the claim is not judged
+            blind = [sd_ for sd_ in p_["tt"] if not p_["hit"][sd_] and p_["tt"][sd_] < f["tt"][sd_]]
+            if blind:
+                undecided.append("%s %s (seed%s %s)" % (m_, v[len(m_) + 1:], "s" * (len(blind) > 1),
+                                                        ", ".join(str(x) for x in blind)))
+                continue
+            rep.claim("%s: %s reaches %g sooner than full" % (m_, v[len(m_) + 1:], target),
+                      "partial backprop: less compute and network per iteration, so faster to an accuracy",
+                      "virtual s to test acc %g: %s %s, full %s%s; the ratio" % (
+                          target, v[len(m_) + 1:], fmt(mean(p_["tt"].values())), fmt(mean(f["tt"].values())),
+                          " (%d seed%s never reached it: the run's length, longer than full's time)" % (
+                              p_["never"], "s" * (p_["never"] > 1)) if p_["never"] else ""),
+                      logs(p_["tt"]), logs(f["tt"]), hi=0.0, lo=-math.inf, ratio=True)
+    rep.set("undecided", "The schedules whose runs ended before full backprop reached the target, "
+            "with a seed that never reached it, cannot tell sooner from later and are not judged: %s." % (
+                "; ".join(undecided)) if undecided else "Every schedule's time is judged.")
     for p, layers in (("mlp", [(128 * 10 + 10), (256 * 128 + 128)]),):
         if p + "-top1" in per:
             rep.identity("top-1 sends the last layer only", "partial backprop sends fewer layers",
@@ -670,7 +897,7 @@ def r8(rep, cs, figs, quick):
 EXPERIMENTS = [
     ("r1-testbed", r1), ("r2-lenet5", None), ("r2-staleness", r2), ("r2-workers", r2w),
     ("r3-softsync-staleness", r3s), ("r3-softsync-lr", r3l), ("r4-geometric", r4g),
-    ("r4-momentum", r4m), ("r5-odsgd", r5), ("r6-dcasgd", r6), ("r7-spb", r7),
+    ("r4-momentum", r4m), ("r4-mu", r4mu), ("r5-odsgd", r5), ("r6-dcasgd", r6), ("r7-spb", r7),
     ("r8-identities", r8),
 ]
 

@@ -17,7 +17,7 @@ import unittest
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import (AGREES, DIFFERS, FAILS, HOLDS, OPEN, Interval, Report, decide, interval,  # noqa: E402
-                 seeds_to_resolve, t_cdf, t_quantile, tally)
+                 seed_argmin, seed_slopes, seeds_to_resolve, slope, t_cdf, t_quantile, tally)
 
 
 class StudentT(unittest.TestCase):
@@ -127,6 +127,25 @@ class Verdicts(unittest.TestCase):
         nw = seeds_to_resolve(w, 0.0)
         self.assertLess(w.halfwidth(nw), w.diff)
         self.assertGreater(w.halfwidth(nw - 1), w.diff)
+
+
+class Trends(unittest.TestCase):
+    def test_slope(self):
+        self.assertAlmostEqual(slope([0, 1, 2, 3], [1, 3, 5, 7]), 2.0)
+        # y = 1, 0, 2 at x = 0, 1, 2: covariance 1, variance 2
+        self.assertAlmostEqual(slope([0, 1, 2], [1, 0, 2]), 0.5)
+        self.assertRaises(ValueError, slope, [1, 1], [0, 5])
+
+    def test_seed_slopes(self):
+        pts = {0: {1: 0.0, 2: 1.0, 3: 9.0}, 2: {1: 4.0, 2: 1.0}, 1: {1: 2.0, 2: 1.0}}
+        # seed 3 lacks x = 1 and 2: left out; seed 1 rises by 2, seed 2 is flat
+        self.assertEqual(seed_slopes(pts), {1: 2.0, 2: 0.0})
+        self.assertEqual(seed_slopes({}), {})
+
+    def test_seed_argmin(self):
+        pts = {0.9: {1: 5.0, 2: 1.0}, 0.0: {1: 3.0, 2: 4.0}, 0.5: {1: 3.0, 2: 2.0}}
+        # seed 1: 0.0 and 0.5 tie at 3, the smaller x wins; seed 2: 0.9
+        self.assertEqual(seed_argmin(pts), {1: 0.0, 2: 0.9})
 
 
 class Page(unittest.TestCase):

@@ -8,8 +8,9 @@ set logscale y
 set yrange [0.25:3]
 plot 'r1-loss-2workers.dat' index 0 using 1:2 with lines lw 1.5 title 'sequential', \
      'r1-loss-2workers.dat' index 1 using 1:2 with lines lw 1.5 title 'sync 2', \
-     'r1-loss-2workers.dat' index 2 using 1:2 with lines lw 1.5 title 'async 2, d=0', \
-     'r1-loss-2workers.dat' index 3 using 1:2 with lines lw 1.5 title 'async 2, d=1', \
-     'r1-loss-2workers.dat' index 4 using 1:2 with lines lw 1.5 title 'async 2, d=2', \
-     'r1-loss-2workers.dat' index 5 using 1:2 with lines lw 1.5 title 'async 2, d=3', \
-     'r1-loss-2workers.dat' index 6 using 1:2 with lines lw 1.5 title 'async 2, d=4'
+     'r1-loss-2workers.dat' index 2 using 1:2 with lines lw 1.5 title 'sync 2, lr ×2', \
+     'r1-loss-2workers.dat' index 3 using 1:2 with lines lw 1.5 title 'async 2, d=0', \
+     'r1-loss-2workers.dat' index 4 using 1:2 with lines lw 1.5 title 'async 2, d=1', \
+     'r1-loss-2workers.dat' index 5 using 1:2 with lines lw 1.5 title 'async 2, d=2', \
+     'r1-loss-2workers.dat' index 6 using 1:2 with lines lw 1.5 title 'async 2, d=3', \
+     'r1-loss-2workers.dat' index 7 using 1:2 with lines lw 1.5 title 'async 2, d=4'

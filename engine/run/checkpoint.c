@@ -640,8 +640,11 @@ load_doc(run *r, ckpt_doc *d, char *err)
 	}
 	memcpy(r->perm, d->perm, sizeof(uint32_t) * r->data->train.n);
 	if (d->n_series) {
-		for (int i = 0; i < d->n_series; i++)
+		for (int i = 0; i < d->n_series; i++) {
 			d->series[i].stop_reason = NULL;
+			/* not a field: the run's data says it (a text set) */
+			d->series[i].lm = r->data->vocab_n > 0;
+		}
 		free(r->series);
 		r->series = d->series;
 		r->n_series = r->cap_series = d->n_series;

@@ -52,6 +52,7 @@ report_fill(run *r, run_eval *e)
 	e->best_acc = r->best_acc;
 	e->test_acc = r->last_acc;
 	e->test_loss = r->last_test_loss;
+	e->lm = r->data->vocab_n > 0;
 	e->train_loss = r->last_train_loss;
 	e->coherence = r->coh_n ? r->coh_sum / r->coh_n : NAN;
 	e->coherence_n = r->coh_n;
@@ -237,6 +238,8 @@ build_snapshot(run *r)
 	s->updates_per_s_now = rate_now(&r->rate_updates, run_now(r), (double)r->updates, WINDOW_S);
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
+	s->test_loss = r->last_test_loss;
+	s->lm = r->data->vocab_n > 0;
 	s->best_acc = r->best_acc;
 	/* in double, as the run object's lr (ps_lr is the float the update uses) */
 	s->lr_now = r->cfg.lr * lr_sched_factor(&r->cfg.opt.sched, ps_version(r->ps));

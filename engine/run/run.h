@@ -83,6 +83,11 @@ typedef struct run_eval {
 	uint64_t samples;
 	double train_loss;   /* mean batch loss since the previous record */
 	double test_loss, test_acc, best_acc;
+	/* 1: a language model on text (the data set has a vocabulary): its
+	 * test_loss is the mean cross-entropy per token (nats), its test_acc
+	 * the next-token accuracy; reports add the perplexity exp(test_loss)
+	 * and the bits per byte test_loss / ln 2 (a token is a byte) */
+	int lm;
 	double train_s;      /* wall seconds of training, evaluation excluded */
 	double samples_per_s;
 	double updates_per_s;
@@ -169,6 +174,8 @@ typedef struct run_snapshot {
 	double samples_per_s_now, updates_per_s_now;
 	double rate_window_s;
 	double last_loss, test_acc, best_acc;
+	double test_loss;    /* at the latest evaluation (NaN before one) */
+	int lm;              /* a language model: as run_eval's lm */
 	double lr_now;       /* the lr of the next update (lr under the schedule) */
 	model_summary model;
 	stale_hist stale;    /* cumulative */

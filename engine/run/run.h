@@ -356,6 +356,11 @@ int run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *er
 int run_checkpoint_vocab(const uint8_t *buf, size_t len, uint8_t vocab[256], int *n,
 			 char *err);
 
+/* The server's weights in a checkpoint (the model the run trained so
+ * far): *w malloc'd (caller frees), *n floats, after the whole checkpoint
+ * is checked as run_checkpoint_check does (pure). */
+int run_checkpoint_weights(const uint8_t *buf, size_t len, float **w, size_t *n, char *err);
+
 /* Check a whole checkpoint without loading it: framing, checksum (unless
  * skip_crc, for fuzzing), every required field, types, lengths, ranges
  * (pure; err names the first problem, e.g. checkpoint: missing

@@ -3,11 +3,13 @@
 # small gpt on the synthetic text for a few virtual-clock updates with
 # AdamW (hogwild, threads only, on the wall clock with sgd) to finite
 # losses; a run is the same bits twice and resumed from a checkpoint.
+# On the cpu backend (--device cpu): auto's look for a GPU costs half a
+# second a start.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: gpt"
 
-base="--dataset synthetic-text:4000 --model gpt:L1-H2-E8-T8 --threads 1 --batch 8 --workers 2 -q"
+base="--device cpu --dataset synthetic-text:4000 --model gpt:L1-H2-E8-T8 --threads 1 --batch 8 --workers 2 -q"
 rules=$("$SL" run --rule none-such --steps 1 -q 2>&1 | sed -n 's/.*(expected \(.*\))$/\1/p' | tr -d ,)
 [ "$(echo $rules | wc -w)" -ge 10 ] && ok "the rules: $(echo $rules)" || bad "the rules" "$rules"
 for r in $rules; do
@@ -38,7 +40,7 @@ done
 
 # the same bits twice, and from a checkpoint (virtual clock, cpu, one thread)
 for r in asgd localsgd; do
-	printf '{"model": "gpt:L1-H2-E8-T8", "dataset": "synthetic-text:4000", "clock": "virtual", "threads": 1, "batch": 8, "workers": 2, "rule": "%s", "rule_params": {"H": 2}, "optimizer": "adamw", "lr": 0.01, "weight_decay": 0.05, "eval_every": 4, "schedule": [{"at": {"v": 6}, "set": {"checkpoint": "%s"}}]}' \
+	printf '{"device": "cpu", "model": "gpt:L1-H2-E8-T8", "dataset": "synthetic-text:4000", "clock": "virtual", "threads": 1, "batch": 8, "workers": 2, "rule": "%s", "rule_params": {"H": 2}, "optimizer": "adamw", "lr": 0.01, "weight_decay": 0.05, "eval_every": 4, "schedule": [{"at": {"v": 6}, "set": {"checkpoint": "%s"}}]}' \
 		"$r" "$TMP/$r.ckpt" >"$TMP/$r.json"
 	"$SL" run -c "$TMP/$r.json" --steps 12 -q --log "$TMP/$r-a.jsonl"
 	"$SL" run -c "$TMP/$r.json" --steps 12 -q --log "$TMP/$r-b.jsonl"
@@ -87,14 +89,14 @@ PY
 )
 case $out in ok*) ok "... its log: test_ppl = exp(test_loss), test_bpb = test_loss / ln 2 (${out#ok })" ;;
 *) bad "the log's test_ppl and test_bpb" "$out" ;; esac
-expect_exit 0 "an image run" "$SL" run --dataset synthetic:200 --model logreg --clock virtual \
+expect_exit 0 "an image run" "$SL" run --device cpu --dataset synthetic:200 --model logreg --clock virtual \
 	--steps 2 --eval-every 1 --log "$TMP/img.jsonl"
 ! grep -q 'test_ppl\|test_bpb' "$TMP/img.jsonl" && grep -q '"test_loss"' "$TMP/img.jsonl" &&
 	ok "... its log has test_loss and neither test_ppl nor test_bpb" || bad "image log" "$(cat "$TMP/img.jsonl")"
 expect_grep 'test_acc [0-9.]+  staleness' "... its progress says test_acc" "$LAST_OUT"
 
 # the same in /api/v1/status and /metrics while a daemon runs one
-printf '{"model": "gpt:L1-H2-E8-T8", "dataset": "synthetic-text:4000", "clock": "virtual", "threads": 1, "batch": 8, "workers": 2, "rule": "asgd", "optimizer": "adamw", "lr": 0.01, "eval_every": 3, "stop": {"steps": 6}}' >"$TMP/serve.json"
+printf '{"device": "cpu", "model": "gpt:L1-H2-E8-T8", "dataset": "synthetic-text:4000", "clock": "virtual", "threads": 1, "batch": 8, "workers": 2, "rule": "asgd", "optimizer": "adamw", "lr": 0.01, "eval_every": 3, "stop": {"steps": 6}}' >"$TMP/serve.json"
 start --config "$TMP/serve.json"
 if wait_api 60 /api/v1/status 'd["state"] != "running" and d["version"] == 6'; then
 	out=$(python3 - "$TMP/body" <<'PY' 2>&1
@@ -141,8 +143,8 @@ else
 fi
 kill "$PID" 2>/dev/null; wait "$PID" 2>/dev/null
 # results.csv of a sweep: test_ppl and test_bpb for a language model, empty for an image model
-printf '{"model": ["gpt:L1-H2-E8-T8"], "dataset": "synthetic-text:4000", "batch": 8, "eval_every": 3, "threads": 1, "optimizer": "adamw", "lr": 0.01, "rule": ["asgd"], "workers": [2], "stop": {"steps": 6}}' >"$TMP/sw.json"
-printf '{"model": "logreg", "dataset": "synthetic:200", "batch": 8, "eval_every": 3, "rule": ["asgd"], "workers": [2], "stop": {"steps": 6}}' >"$TMP/swi.json"
+printf '{"device": "cpu", "model": ["gpt:L1-H2-E8-T8"], "dataset": "synthetic-text:4000", "batch": 8, "eval_every": 3, "threads": 1, "optimizer": "adamw", "lr": 0.01, "rule": ["asgd"], "workers": [2], "stop": {"steps": 6}}' >"$TMP/sw.json"
+printf '{"device": "cpu", "model": "logreg", "dataset": "synthetic:200", "batch": 8, "eval_every": 3, "rule": ["asgd"], "workers": [2], "stop": {"steps": 6}}' >"$TMP/swi.json"
 "$SL" sweep "$TMP/sw.json" --out "$TMP/sw" >"$TMP/sw.out" 2>&1 && "$SL" sweep "$TMP/swi.json" --out "$TMP/swi" >>"$TMP/sw.out" 2>&1
 out=$(python3 - "$TMP/sw/results.csv" "$TMP/swi/results.csv" <<'PY' 2>&1
 import csv, math, sys

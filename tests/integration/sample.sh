@@ -26,7 +26,7 @@ for _ in range(30000):
 open(sys.argv[1], "w").write("".join(out))
 PY
 mkdir "$TMP/ck"
-expect_exit 0 "a gpt trains on the chain's text (1000 virtual updates)" "$SL" run --clock virtual \
+expect_exit 0 "a gpt trains on the chain's text (1000 virtual updates)" "$SL" run --device cpu --clock virtual \
 	--model gpt:L1-H2-E16-T16 --optimizer adamw --lr 0.01 --workers 2 --batch 16 --steps 1000 \
 	--threads 1 --dataset "text:$TMP/chain.txt" --checkpoint-dir "$TMP/ck" --checkpoint-every 1000 \
 	-q --log "$TMP/train.jsonl"
@@ -82,7 +82,7 @@ printf 'not a checkpoint' >"$TMP/junk.ckpt"
 expect_exit 2 "a file that is not a checkpoint" "$SL" sample --resume "$TMP/junk.ckpt"
 expect_grep "^stalelab sample: --resume: $TMP/junk.ckpt: not a stalelab checkpoint" "... said, naming the file once" "$LAST_OUT"
 mkdir "$TMP/img"
-"$SL" run --clock virtual --model logreg --dataset synthetic:200 --steps 4 --threads 1 -q \
+"$SL" run --device cpu --clock virtual --model logreg --dataset synthetic:200 --steps 4 --threads 1 -q \
 	--checkpoint-dir "$TMP/img" --checkpoint-every 4 --log "$TMP/img.jsonl"
 expect_exit 2 "an image model's checkpoint" "$SL" sample --resume "$TMP/img/stalelab-v4.ckpt"
 expect_grep "stalelab-v4.ckpt is a checkpoint of model logreg on synthetic:200, not of a language model" \

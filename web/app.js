@@ -474,6 +474,7 @@ function resetRun(id) {
   st.history = [];
   st.markers = [];
   $("changes").replaceChildren();
+  $("lm-sample-box").hidden = true;
 }
 
 function addEval(e) {
@@ -485,6 +486,12 @@ function addEval(e) {
   s.train.push(e.train_loss ?? null);
   s.test.push(e.test_loss ?? null);
   s.coh.push(e.coherence ?? null);
+  // a language model's text at this evaluation: what it has learned
+  if (typeof e.sample === "string") {
+    $("lm-sample").textContent = e.sample;
+    $("lm-sample-v").textContent = `v ${e.v}`;
+    $("lm-sample-box").hidden = false;
+  }
 }
 
 // updates/s before the page opened: from the evaluations' versions and

@@ -71,6 +71,21 @@ lm_fields(json_t *o, int lm, double test_loss)
 	json_object_set_new(o, "test_bpb", jsonout_real(api_bpb(test_loss)));
 }
 
+/* a language model's sample as JSON text: a byte outside printable ASCII
+ * (but a newline or a tab) shows as '?', so the string is always UTF-8 */
+static json_t *
+sample_json(const char *sample)
+{
+	char b[sizeof(((run_eval *)0)->sample)];
+	size_t n = 0;
+	for (; sample[n] && n + 1 < sizeof(b); n++) {
+		unsigned char c = (unsigned char)sample[n];
+		b[n] = (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? (char)c : '?';
+	}
+	b[n] = 0;
+	return json_string(b);
+}
+
 json_t *
 api_eval_json(const run_eval *e)
 {
@@ -82,6 +97,8 @@ api_eval_json(const run_eval *e)
 	json_object_set_new(o, "train_loss", jsonout_real(e->train_loss));
 	json_object_set_new(o, "test_loss", jsonout_real(e->test_loss));
 	lm_fields(o, e->lm, e->test_loss);
+	if (e->lm && e->sample[0])
+		json_object_set_new(o, "sample", sample_json(e->sample));
 	json_object_set_new(o, "test_acc", jsonout_real(e->test_acc));
 	json_object_set_new(o, "samples_per_s", jsonout_real(e->samples_per_s));
 	json_object_set_new(o, "updates_per_s", jsonout_real(e->updates_per_s));
@@ -108,6 +125,8 @@ api_log_record(const run_eval *e)
 		json_object_set_new(r, "test_loss", jsonout_real(e->test_loss));
 		/* only for a language model: image runs' logs stay as they were */
 		lm_fields(r, e->lm, e->test_loss);
+		if (e->lm && e->sample[0])
+			json_object_set_new(r, "sample", sample_json(e->sample));
 	}
 	json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
 	json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));

@@ -119,8 +119,6 @@ typedef struct sampler {
 	int vocab_n, ctx;
 	backend *be;
 	model *m;
-	float *x, *logits;
-	uint8_t *y;
 } sampler;
 
 static int
@@ -167,13 +165,6 @@ sampler_open(sampler *s, const char *path, char *err)
 	}
 	s->be->ops->upload(s->be, s->m->params, w, sizeof(float) * n);
 	free(w);
-	s->x = calloc((size_t)s->ctx, sizeof(float));
-	s->y = calloc((size_t)s->ctx, 1);
-	s->logits = malloc(sizeof(float) * (size_t)s->vocab_n);
-	if (!s->x || !s->y || !s->logits) {
-		fprintf(stderr, "stalelab sample: out of memory\n");
-		return 1;
-	}
 	return 0;
 }
 
@@ -184,38 +175,6 @@ sampler_close(sampler *s)
 		model_free(s->m);
 	if (s->be)
 		backend_free(s->be);
-	free(s->x);
-	free(s->y);
-	free(s->logits);
-}
-
-/* the next token after ids[0..n): the model's logits at the last of the
- * last T of them over the temperature, softmax, one draw from g */
-static int
-sampler_next(sampler *s, const int *ids, size_t n, double temp, rng *g)
-{
-	size_t k = n > (size_t)s->ctx ? n - (size_t)s->ctx : 0, len = n - k;
-	/* causal attention: positions past the context's end change nothing
-	 * before it, so a short context sits at positions 0..len-1 */
-	for (int t = 0; t < s->ctx; t++)
-		s->x[t] = (size_t)t < len ? (float)ids[k + (size_t)t] : 0;
-	uint32_t idx = 0;
-	model_load_batch(s->m, s->x, s->y, &idx, 1);
-	model_forward(s->m, NULL, 1, NULL);
-	const float *out = s->m->act[s->m->n_nodes];
-	s->be->ops->download(s->be, s->logits, out + (len - 1) * (size_t)s->vocab_n,
-			     sizeof(float) * (size_t)s->vocab_n);
-	double mx = -INFINITY, sum = 0;
-	for (int v = 0; v < s->vocab_n; v++)
-		mx = fmax(mx, s->logits[v] / temp);
-	double p[256];
-	for (int v = 0; v < s->vocab_n; v++)
-		sum += p[v] = exp(s->logits[v] / temp - mx);
-	double u = rng_uniform(g) * sum;
-	for (int v = 0; v < s->vocab_n; v++)
-		if ((u -= p[v]) < 0)
-			return v;
-	return s->vocab_n - 1;
 }
 
 int
@@ -269,12 +228,16 @@ cmd_sample(int argc, char **argv)
 	rng_seed(&g, o.seed, 0);
 	fwrite(prompt, 1, np, stdout);
 	for (size_t i = np; i < cap; i++) {
-		ids[i] = sampler_next(&s, ids, i, o.temperature, &g);
+		if ((ids[i] = model_sample_next(s.m, ids, i, o.temperature, &g)) < 0) {
+			fprintf(stderr, "stalelab sample: out of memory\n");
+			rc = 1;
+			break;
+		}
 		putchar(s.vocab[ids[i]]);
 	}
 	if (isatty(STDOUT_FILENO))
 		putchar('\n');
 	free(ids);
 	sampler_close(&s);
-	return fflush(stdout) == 0 ? 0 : 1;
+	return fflush(stdout) == 0 ? rc : 1;
 }

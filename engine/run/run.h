@@ -75,6 +75,8 @@ typedef struct run_sched {
 	run_cmd cmd;
 } run_sched;
 
+#define RUN_SAMPLE 64 /* bytes of a language model's sample at an evaluation */
+
 /* One evaluation (and the end record when final = 1). */
 typedef struct run_eval {
 	double t;            /* run seconds: wall, or virtual on the virtual clock */
@@ -88,6 +90,11 @@ typedef struct run_eval {
 	 * the next-token accuracy; reports add the perplexity exp(test_loss)
 	 * and the bits per byte test_loss / ln 2 (a token is a byte) */
 	int lm;
+	/* a language model: RUN_SAMPLE bytes drawn from the evaluated weights
+	 * (temperature 1, the same seeded stream at every evaluation, from a
+	 * newline or the vocabulary's first byte, which starts it), so the text
+	 * shows what the model learned; "" otherwise */
+	char sample[RUN_SAMPLE + 2];
 	double train_s;      /* wall seconds of training, evaluation excluded */
 	double samples_per_s;
 	double updates_per_s;

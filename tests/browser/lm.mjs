@@ -1,7 +1,8 @@
 // lm.mjs - the browser test of a language-model run on the dashboard
 // (docs/dashboard.md, "The header"): the accuracy is called next-token
-// accuracy and the held-out perplexity shows beside it; an image run's
-// header and chart say test accuracy. Debian's chromium, headless, through
+// accuracy and the held-out perplexity shows beside it, and the text
+// sampled at the last evaluation above the charts; an image run's header
+// and chart say test accuracy, and no sample shows. Debian's chromium, headless, through
 // playwright-core, against a real `stalelab serve`. Prints "  ok" /
 // "  FAIL" lines (tests/integration/dashboard.sh counts them).
 // Usage: node tests/browser/lm.mjs BINARY
@@ -49,7 +50,16 @@ await runChecks(t, browser, daemon, pageErrors, async () => {
     const c = await text("#acc-caption");
     if (c !== "Next-token accuracy") throw new Error(`caption ${c}`);
   });
-  await t.check("an image run: test acc. and Test accuracy, no perplexity", async () => {
+  await t.check("... and the text sampled at its last evaluation, under its version", async () => {
+    const m = await (await fetch(base + "/api/v1/metrics")).json();
+    const last = m.series[m.series.length - 1];
+    if (typeof last.sample !== "string" || last.sample.length !== 65) throw new Error(`sample ${last.sample}`);
+    await until("the sample", async () => (await text("#lm-sample")) === last.sample);
+    const v = await text("#lm-sample-v");
+    if (v !== `v ${last.v}`) throw new Error(`under ${v}, want v ${last.v}`);
+    if (!(await page.locator("#lm-sample").isVisible())) throw new Error("hidden");
+  });
+  await t.check("an image run: test acc. and Test accuracy, no perplexity, no sample", async () => {
     const r = await fetch(base + "/api/v1/run", { method: "POST", body: JSON.stringify(IMG) });
     if (r.status !== 201) throw new Error(`POST: ${r.status}`);
     await until("the header", async () => (await text("#h-acc-label")) === "test acc.");
@@ -57,5 +67,6 @@ await runChecks(t, browser, daemon, pageErrors, async () => {
     if (c !== "Test accuracy") throw new Error(`caption ${c}`);
     const a = await text("#h-acc");
     if (a.includes("ppl")) throw new Error(`h-acc ${a}`);
+    if (await page.locator("#lm-sample").isVisible()) throw new Error("the gpt run's sample still shows");
   });
 });

@@ -54,14 +54,14 @@ for r in asgd localsgd; do
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])][1:]
 c = [json.loads(l) for l in open(sys.argv[2])][1:]
-ka = {r["v"]: r.get("test_loss") for r in a if "test_loss" in r}
-kc = {r["v"]: r.get("test_loss") for r in c if "test_loss" in r}
+ka = {r["v"]: (r.get("test_loss"), r.get("sample")) for r in a if "test_loss" in r}
+kc = {r["v"]: (r.get("test_loss"), r.get("sample")) for r in c if "test_loss" in r}
 common = sorted(set(ka) & set(kc) - {0})
 assert common and all(ka[v] == kc[v] for v in common), (ka, kc)
 print("ok")
 PY
 )
-	[ "$out" = ok ] && ok "... and the same held-out losses after it" || bad "$r evaluations after resume" "$out"
+	[ "$out" = ok ] && ok "... and the same held-out losses and samples after it" || bad "$r evaluations after resume" "$out"
 done
 # what a language-model run reports: the held-out loss per token, its
 # perplexity exp(loss) and bits per byte loss / ln 2, named as such; an
@@ -77,6 +77,8 @@ import json, math, re, sys
 ev = [r for r in map(json.loads, open(sys.argv[1])) if "test_loss" in r]
 assert len(ev) == 2, ev
 for r in ev:
+    # the sample: a start byte and 64 drawn, all of the chain's 16 symbols
+    assert len(r["sample"]) == 65 and set(r["sample"]) <= set(" abcdefghijklmno"), r
     assert r["test_ppl"] == math.exp(r["test_loss"]), r
     assert r["test_bpb"] == r["test_loss"] / math.log(2), r
 # the progress line's figures are the log's, rounded
@@ -87,12 +89,12 @@ for v, ppl, bpb in re.findall(r"v (\d+) .*test_ppl ([0-9.]+)  test_bpb ([0-9.]+)
 print("ok", len(ev), ev[-1]["test_ppl"], ev[-1]["test_bpb"])
 PY
 )
-case $out in ok*) ok "... its log: test_ppl = exp(test_loss), test_bpb = test_loss / ln 2 (${out#ok })" ;;
+case $out in ok*) ok "... its log: test_ppl = exp(test_loss), test_bpb = test_loss / ln 2, a 65-byte sample (${out#ok })" ;;
 *) bad "the log's test_ppl and test_bpb" "$out" ;; esac
 expect_exit 0 "an image run" "$SL" run --device cpu --dataset synthetic:200 --model logreg --clock virtual \
 	--steps 2 --eval-every 1 --log "$TMP/img.jsonl"
-! grep -q 'test_ppl\|test_bpb' "$TMP/img.jsonl" && grep -q '"test_loss"' "$TMP/img.jsonl" &&
-	ok "... its log has test_loss and neither test_ppl nor test_bpb" || bad "image log" "$(cat "$TMP/img.jsonl")"
+! grep -q 'test_ppl\|test_bpb\|"sample"' "$TMP/img.jsonl" && grep -q '"test_loss"' "$TMP/img.jsonl" &&
+	ok "... its log has test_loss and no test_ppl, test_bpb or sample" || bad "image log" "$(cat "$TMP/img.jsonl")"
 expect_grep 'test_acc [0-9.]+  staleness' "... its progress says test_acc" "$LAST_OUT"
 
 # the same in /api/v1/status and /metrics while a daemon runs one

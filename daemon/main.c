@@ -32,6 +32,7 @@ static const char usage[] =
 	"  tui      the terminal front end of a running daemon (its nanomsg bus)\n"
 	"  sweep    a grid of runs on the virtual clock: results.csv, a log per\n"
 	"           cell, resumable, sharded, summarised over seeds\n"
+	"  sample   text from a language model's checkpoint (a gpt: on text)\n"
 	"  plot     a sweep's figures (gnuplot): loss, accuracy, staleness, slowdown\n"
 	"  worker   a remote worker: joins a daemon's run over the network\n"
 	"           (serve --workers-listen) and computes its gradients\n"
@@ -58,6 +59,7 @@ static const struct command {
 	{"tui", cmd_tui},
 	{"sweep", cmd_sweep},
 	{"plot", cmd_plot},
+	{"sample", cmd_sample},
 	{"worker", cmd_worker},
 	{"cluster", cmd_cluster},
 };

@@ -169,7 +169,12 @@ draw_header(app *a)
 		acc = best = NAN;
 	snprintf(item[k++], 64, " v %.0f", num(s, "version"));
 	snprintf(item[k++], 64, "  epoch %.2f", num(s, "epoch"));
-	if (isfinite(acc))
+	/* a language model: the next-token accuracy, called that, and the
+	 * held-out perplexity */
+	int lm = json_is_true(json_object_get(s, "language_model"));
+	if (isfinite(acc) && lm)
+		snprintf(item[k++], 64, "  next-token acc %.4f  ppl %.2f", acc, num(s, "test_ppl"));
+	else if (isfinite(acc))
 		snprintf(item[k++], 64, "  acc %.4f", acc);
 	if (isfinite(loss))
 		snprintf(item[k++], 64, "  loss %.4f", loss);
@@ -554,7 +559,8 @@ draw_all(app *a)
 	}
 	int n = a->m.ns, w = COLS - 16 > 1 ? COLS - 16 : 1, first = n > w ? n - w : 0;
 	if (l.spark) {
-		draw_spark(a, y, "acc", a->m.sacc, first, n, num(s, "test_acc"));
+		draw_spark(a, y, json_is_true(json_object_get(s, "language_model")) ? "ntok" : "acc",
+			   a->m.sacc, first, n, num(s, "test_acc"));
 		draw_spark(a, y + 1, "loss", a->m.sloss, first, n, num(s, "train_loss"));
 		y += l.spark;
 	}

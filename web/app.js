@@ -395,7 +395,14 @@ function drawHeader() {
   setText("h-lr", `${Number(lrNow).toPrecision(3)}${c.optimizer && c.optimizer !== "sgd" ? " · " + c.optimizer : ""}`);
   $("h-lr").title = c.lr_schedule ? `lr ${c.lr} under the ${c.lr_schedule.kind || "constant"} schedule` +
     ` (warm-up ${c.lr_schedule.warmup || 0} updates)` : `lr ${c.lr}, no schedule`;
-  setText("h-acc", fmt(s.test_acc, 4));
+  // a language model (a gpt on text): its accuracy is the next-token
+  // accuracy, and its held-out perplexity and bits per byte beside it
+  const lm = s.language_model === true;
+  setText("h-acc-label", lm ? "next-token acc." : "test acc.");
+  setText("acc-caption", lm ? "Next-token accuracy" : "Test accuracy");
+  setText("h-acc", lm ? `${fmt(s.test_acc, 4)} · ppl ${fmt(s.test_ppl, 2)}` : fmt(s.test_acc, 4));
+  $("h-acc").title = lm ? `held-out loss ${fmt(s.test_loss, 4)} nats per token: perplexity ` +
+    `${fmt(s.test_ppl, 3)}, ${fmt(s.test_bpb, 3)} bits per byte` : "";
   setText("h-run", String(s.run));
   const paused = s.state === "paused";
   setText("pause", paused ? "Resume" : "Pause");
@@ -467,6 +474,7 @@ function resetRun(id) {
   st.history = [];
   st.markers = [];
   $("changes").replaceChildren();
+  $("lm-sample-box").hidden = true;
 }
 
 function addEval(e) {
@@ -478,6 +486,12 @@ function addEval(e) {
   s.train.push(e.train_loss ?? null);
   s.test.push(e.test_loss ?? null);
   s.coh.push(e.coherence ?? null);
+  // a language model's text at this evaluation: what it has learned
+  if (typeof e.sample === "string") {
+    $("lm-sample").textContent = e.sample;
+    $("lm-sample-v").textContent = `v ${e.v}`;
+    $("lm-sample-box").hidden = false;
+  }
 }
 
 // updates/s before the page opened: from the evaluations' versions and

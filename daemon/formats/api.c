@@ -47,6 +47,45 @@ api_age_json(const age_hist *h)
 	return o;
 }
 
+/* a language model's held-out loss per token (nats) as perplexity and
+ * bits per byte (a token is a byte) */
+double
+api_ppl(double test_loss)
+{
+	return exp(test_loss);
+}
+
+double
+api_bpb(double test_loss)
+{
+	return test_loss / M_LN2;
+}
+
+/* test_ppl and test_bpb beside test_loss, for a language model only */
+static void
+lm_fields(json_t *o, int lm, double test_loss)
+{
+	if (!lm)
+		return;
+	json_object_set_new(o, "test_ppl", jsonout_real(api_ppl(test_loss)));
+	json_object_set_new(o, "test_bpb", jsonout_real(api_bpb(test_loss)));
+}
+
+/* a language model's sample as JSON text: a byte outside printable ASCII
+ * (but a newline or a tab) shows as '?', so the string is always UTF-8 */
+static json_t *
+sample_json(const char *sample)
+{
+	char b[sizeof(((run_eval *)0)->sample)];
+	size_t n = 0;
+	for (; sample[n] && n + 1 < sizeof(b); n++) {
+		unsigned char c = (unsigned char)sample[n];
+		b[n] = (c >= 0x20 && c < 0x7f) || c == '\n' || c == '\t' ? (char)c : '?';
+	}
+	b[n] = 0;
+	return json_string(b);
+}
+
 json_t *
 api_eval_json(const run_eval *e)
 {
@@ -57,6 +96,9 @@ api_eval_json(const run_eval *e)
 	json_object_set_new(o, "samples", json_integer((json_int_t)e->samples));
 	json_object_set_new(o, "train_loss", jsonout_real(e->train_loss));
 	json_object_set_new(o, "test_loss", jsonout_real(e->test_loss));
+	lm_fields(o, e->lm, e->test_loss);
+	if (e->lm && e->sample[0])
+		json_object_set_new(o, "sample", sample_json(e->sample));
 	json_object_set_new(o, "test_acc", jsonout_real(e->test_acc));
 	json_object_set_new(o, "samples_per_s", jsonout_real(e->samples_per_s));
 	json_object_set_new(o, "updates_per_s", jsonout_real(e->updates_per_s));
@@ -81,6 +123,10 @@ api_log_record(const run_eval *e)
 	if (!e->final) {
 		json_object_set_new(r, "train_loss", jsonout_real(e->train_loss));
 		json_object_set_new(r, "test_loss", jsonout_real(e->test_loss));
+		/* only for a language model: image runs' logs stay as they were */
+		lm_fields(r, e->lm, e->test_loss);
+		if (e->lm && e->sample[0])
+			json_object_set_new(r, "sample", sample_json(e->sample));
 	}
 	json_object_set_new(r, "test_acc", jsonout_real(e->test_acc));
 	json_object_set_new(r, "best_acc", jsonout_real(e->best_acc));
@@ -224,6 +270,13 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "lr_now", jsonout_real(s->lr_now));
 	json_object_set_new(o, "test_acc", jsonout_real(s->test_acc));
 	json_object_set_new(o, "best_acc", jsonout_real(s->best_acc));
+	/* a language model: its held-out loss per token, perplexity and bits
+	 * per byte (test_acc is then the next-token accuracy) */
+	json_object_set_new(o, "language_model", json_boolean(s->lm));
+	if (s->lm) {
+		json_object_set_new(o, "test_loss", jsonout_real(s->test_loss));
+		lm_fields(o, 1, s->test_loss);
+	}
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&s->stale)));
 	if (s->stop_reason)
 		json_object_set_new(o, "stop", json_string(s->stop_reason));
@@ -374,6 +427,17 @@ api_prometheus(const run_snapshot *s)
 	pf(&b, "# HELP stalelab_test_accuracy Test accuracy at the latest evaluation.\n");
 	pf(&b, "# TYPE stalelab_test_accuracy gauge\n");
 	pf(&b, "stalelab_test_accuracy %.17g\n", s->test_acc);
+	if (s->lm) { /* a language model: test_accuracy is the next-token accuracy */
+		pf(&b, "# HELP stalelab_test_loss_per_token Held-out mean cross-entropy per token "
+		   "(nats) at the latest evaluation.\n# TYPE stalelab_test_loss_per_token gauge\n"
+		   "stalelab_test_loss_per_token %.17g\n", s->test_loss);
+		pf(&b, "# HELP stalelab_test_perplexity Held-out perplexity, exp of the loss per "
+		   "token, at the latest evaluation.\n# TYPE stalelab_test_perplexity gauge\n"
+		   "stalelab_test_perplexity %.17g\n", api_ppl(s->test_loss));
+		pf(&b, "# HELP stalelab_test_bits_per_byte Held-out bits per byte, the loss per "
+		   "token over ln 2, at the latest evaluation.\n# TYPE stalelab_test_bits_per_byte "
+		   "gauge\nstalelab_test_bits_per_byte %.17g\n", api_bpb(s->test_loss));
+	}
 	pf(&b, "# HELP stalelab_workers Workers in the run.\n");
 	pf(&b, "# TYPE stalelab_workers gauge\n");
 	pf(&b, "stalelab_workers %d\n", s->n_workers);

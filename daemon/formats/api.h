@@ -11,6 +11,10 @@
 json_t *api_delay_json(const delay_cfg *d);
 json_t *api_stale_json(const stale_hist *h, int with_hist);
 json_t *api_age_json(const age_hist *h);
+/* a language model's perplexity exp(test_loss) and bits per byte
+ * test_loss / ln 2 (test_loss: the held-out loss per token, in nats) */
+double api_ppl(double test_loss);
+double api_bpb(double test_loss);
 json_t *api_eval_json(const run_eval *e);
 /* A log record (docs/formats.md) for an evaluation, or the end record when
  * e->final: the same for `stalelab run` and `stalelab serve`. */

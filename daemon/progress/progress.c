@@ -114,7 +114,10 @@ draw_bar(run_ctx *c, const run_eval *e)
 	} else {
 		n = snprintf(tail, sizeof(tail), "  loss %s",
 			     fmt_loss(loss, sizeof(loss), e->train_loss, 1));
-		if (e->test_acc > 0 && n < (int)sizeof(tail))
+		if (e->lm && e->test_loss > 0 && n < (int)sizeof(tail))
+			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  ppl %.4g  bpb %.3f",
+				      api_ppl(e->test_loss), api_bpb(e->test_loss));
+		else if (e->test_acc > 0 && n < (int)sizeof(tail))
 			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  acc %.4f", e->test_acc);
 		if (e->samples_per_s > 0 && n < (int)sizeof(tail))
 			n += snprintf(tail + n, sizeof(tail) - (size_t)n, "  %.0f samples/s",
@@ -173,13 +176,20 @@ progress_on_eval(void *ud, const run_eval *e)
 			draw_bar(c, e);
 		return;
 	}
-	char tl[32], vl[32];
+	char tl[32], vl[32], acc[96];
+	/* a language model: the held-out loss per token as perplexity and
+	 * bits per byte, and its accuracy called what it is */
+	if (e->lm)
+		snprintf(acc, sizeof(acc), "test_ppl %.4g  test_bpb %.4f  next_token_acc %.4f",
+			 api_ppl(e->test_loss), api_bpb(e->test_loss), e->test_acc);
+	else
+		snprintf(acc, sizeof(acc), "test_acc %.4f", e->test_acc);
 	fprintf(stderr,
-		"%sepoch %.2f  v %llu  train_loss %s  test_loss %s  test_acc %.4f  "
+		"%sepoch %.2f  v %llu  train_loss %s  test_loss %s  %s  "
 		"staleness %.2f  %.0f samples/s\n",
 		c->bar ? "\r\033[K" : "", e->epoch, (unsigned long long)e->v,
 		fmt_loss(tl, sizeof(tl), e->train_loss, 1), fmt_loss(vl, sizeof(vl), e->test_loss, 0),
-		e->test_acc, stale_mean(&e->stale), e->samples_per_s);
+		acc, stale_mean(&e->stale), e->samples_per_s);
 }
 
 void

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cmd_run_impl.h"
+#include "api.h"
 #include "cli.h"
 #include "graph_spec.h"
 #include "cmd_run.h"
@@ -311,12 +312,18 @@ job_finish(run_job *j, int exec_rc)
 			 interrupted == SIGINT ? "SIGINT" : "SIGTERM");
 	else
 		snprintf(head, sizeof(head), "done (%s)", s->stop_reason ? s->stop_reason : "stopped");
+	char acc[128];
+	if (s->lm) /* a language model: perplexity and bits per byte, next-token accuracy */
+		snprintf(acc, sizeof(acc), "test_ppl %.4g, test_bpb %.4f, next_token_acc %.4f (best %.4f)",
+			 api_ppl(s->test_loss), api_bpb(s->test_loss), s->test_acc, s->best_acc);
+	else
+		snprintf(acc, sizeof(acc), "test_acc %.4f (best %.4f)", s->test_acc, s->best_acc);
 	if (!j->o.quiet)
 		fprintf(stderr,
-			"%s: %.2f epochs, %llu updates, test_acc %.4f (best %.4f), "
+			"%s: %.2f epochs, %llu updates, %s, "
 			"staleness mean %.2f max %llu, %.0f samples/s over %.2f s of training; log %s\n",
 			head, s->epoch,
-			(unsigned long long)s->v, s->test_acc, s->best_acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
+			(unsigned long long)s->v, acc, stale_mean(&s->stale), (unsigned long long)s->stale.max,
 			s->samples_per_s, s->train_s, j->ctx.log.path);
 	run_snapshot_put(s);
 	if (j->ctx.log_failed) {

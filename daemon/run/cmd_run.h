@@ -4,5 +4,7 @@
 #define SL_CMD_RUN_H
 
 int cmd_run(int argc, char **argv);
+/* stalelab sample: text from a language model's checkpoint (cmd_sample.c) */
+int cmd_sample(int argc, char **argv);
 
 #endif

@@ -94,6 +94,9 @@ cell_metrics(const cell_ctx *c, const run_snapshot *s)
 	/* this machine's, not the cell's: they differ from run to run */
 	json_object_set_new(m, "train_s", jsonout_real(e->train_s));
 	json_object_set_new(m, "samples_per_s", jsonout_real(e->samples_per_s));
+	/* a language model's test_loss is per token: as perplexity and bits per byte */
+	json_object_set_new(m, "test_ppl", num_or_null(e->lm, exp(e->test_loss)));
+	json_object_set_new(m, "test_bpb", num_or_null(e->lm, e->test_loss / M_LN2));
 	return m;
 }
 

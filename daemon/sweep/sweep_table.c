@@ -37,6 +37,8 @@ const sweep_metric sweep_metrics[] = {
 	{"diverged", 0, "1 when the run diverged"},
 	{"train_s", 1, "wall seconds of training on this machine"},
 	{"samples_per_s", 1, "samples over train_s on this machine"},
+	{"test_ppl", 0, "a language model's held-out perplexity at the end, exp(test_loss) (empty: an image model)"},
+	{"test_bpb", 0, "a language model's held-out bits per byte at the end, test_loss / ln 2 (empty: an image model)"},
 };
 const int sweep_n_metrics = (int)(sizeof(sweep_metrics) / sizeof(sweep_metrics[0]));
 

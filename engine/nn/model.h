@@ -131,6 +131,12 @@ int model_new_nodes(const node_desc *desc, int n, shape input, int classes,
 		    int batch_cap, uint64_t seed, backend *be, model **out,
 		    char *err);
 void model_free(model *m);
+/* A language model's next token after ids[0..n) (n >= 1; ids in [0,
+ * classes)): a forward of the last T of them (T = the model's context)
+ * with m->params, the logits at the last position divided by temp (> 0),
+ * a softmax, one draw from g. Replaces m's loaded batch. -1 when out of
+ * memory. (model_sample.c) */
+int model_sample_next(model *m, const int *ids, size_t n, double temp, rng *g);
 
 /* Can m run on d (its "train" or "test" set, what)? d's samples must
  * carry the labels m predicts (m->targets per sample against ds_ylen(d),

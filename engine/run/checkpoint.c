@@ -603,6 +603,30 @@ run_checkpoint_vocab(const uint8_t *buf, size_t len, uint8_t vocab[256], int *n,
 }
 
 int
+run_checkpoint_weights(const uint8_t *buf, size_t len, float **w, size_t *n, char *err)
+{
+	ckpt_doc d;
+	const void *p = NULL;
+	*w = NULL;
+	*n = 0;
+	int rc = read_doc(buf, len, 0, &d, err);
+	if (rc == 0)
+		rc = get_f32(&d.server, "weights", REQ, d.n_params, &p, err);
+	if (rc >= 0 && p) {
+		*w = malloc(sizeof(float) * d.n_params);
+		if (!*w)
+			rc = sl_fail(err, SL_ENOMEM, "checkpoint: out of memory for %llu weights",
+				     (unsigned long long)d.n_params);
+		else {
+			memcpy(*w, p, sizeof(float) * d.n_params);
+			*n = d.n_params;
+		}
+	}
+	doc_free(&d);
+	return rc < 0 ? rc : 0;
+}
+
+int
 run_checkpoint_check(const uint8_t *buf, size_t len, int skip_crc, char *err)
 {
 	ckpt_doc d;
@@ -640,8 +664,11 @@ load_doc(run *r, ckpt_doc *d, char *err)
 	}
 	memcpy(r->perm, d->perm, sizeof(uint32_t) * r->data->train.n);
 	if (d->n_series) {
-		for (int i = 0; i < d->n_series; i++)
+		for (int i = 0; i < d->n_series; i++) {
 			d->series[i].stop_reason = NULL;
+			/* not a field: the run's data says it (a text set) */
+			d->series[i].lm = r->data->vocab_n > 0;
+		}
 		free(r->series);
 		r->series = d->series;
 		r->n_series = r->cap_series = d->n_series;

@@ -52,6 +52,8 @@ report_fill(run *r, run_eval *e)
 	e->best_acc = r->best_acc;
 	e->test_acc = r->last_acc;
 	e->test_loss = r->last_test_loss;
+	e->lm = r->data->vocab_n > 0;
+	memcpy(e->sample, r->last_sample, sizeof(e->sample));
 	e->train_loss = r->last_train_loss;
 	e->coherence = r->coh_n ? r->coh_sum / r->coh_n : NAN;
 	e->coherence_n = r->coh_n;
@@ -76,6 +78,36 @@ eval_between(void *p)
 	cmd_drain_queue(r);
 	ckpt_serve(r);
 	pthread_mutex_unlock(&r->mu);
+}
+
+/* a language model's short sample at the evaluated weights (evm's
+ * params) into out: the start byte (a newline, or the vocabulary's first)
+ * and RUN_SAMPLE bytes drawn at temperature 1 from the stream (seed, 0x5a)
+ * (the same draws at every evaluation: the text changes with the
+ * weights alone); "" for an image model or when out of memory */
+static void
+eval_sample(run *r, char *out)
+{
+	const dataset_pair *d = r->data;
+	int ids[RUN_SAMPLE + 1], start = 0;
+	out[0] = 0;
+	if (d->vocab_n <= 0)
+		return;
+	for (int k = 0; k < d->vocab_n; k++)
+		if (d->vocab[k] == '\n')
+			start = k;
+	rng g;
+	rng_seed(&g, r->cfg.seed, 0x5a);
+	ids[0] = start;
+	out[0] = (char)d->vocab[start];
+	for (int i = 1; i <= RUN_SAMPLE; i++) {
+		if ((ids[i] = model_sample_next(r->evm, ids, (size_t)i, 1.0, &g)) < 0) {
+			out[0] = 0;
+			return;
+		}
+		out[i] = (char)d->vocab[ids[i]];
+	}
+	out[RUN_SAMPLE + 1] = 0;
 }
 
 /* batch norm's statistics for an evaluation: this many training samples */
@@ -124,7 +156,10 @@ report_evaluate(run *r)
 		model_recompute_state(r->evm, NULL, &r->data->train,
 				      (EVAL_BN_SAMPLES + r->evm->batch_cap - 1) / r->evm->batch_cap);
 	model_evaluate_with(r->evm, NULL, &r->data->test, &loss, &acc, eval_between, r);
+	char sample[RUN_SAMPLE + 2];
+	eval_sample(r, sample);
 	pthread_mutex_lock(&r->mu);
+	memcpy(r->last_sample, sample, sizeof(sample));
 	if (!r->virt) {
 		r->eval_gate = 0;
 		pthread_cond_broadcast(&r->cv);
@@ -237,6 +272,8 @@ build_snapshot(run *r)
 	s->updates_per_s_now = rate_now(&r->rate_updates, run_now(r), (double)r->updates, WINDOW_S);
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
+	s->test_loss = r->last_test_loss;
+	s->lm = r->data->vocab_n > 0;
 	s->best_acc = r->best_acc;
 	/* in double, as the run object's lr (ps_lr is the float the update uses) */
 	s->lr_now = r->cfg.lr * lr_sched_factor(&r->cfg.opt.sched, ps_version(r->ps));

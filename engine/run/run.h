@@ -75,6 +75,8 @@ typedef struct run_sched {
 	run_cmd cmd;
 } run_sched;
 
+#define RUN_SAMPLE 64 /* bytes of a language model's sample at an evaluation */
+
 /* One evaluation (and the end record when final = 1). */
 typedef struct run_eval {
 	double t;            /* run seconds: wall, or virtual on the virtual clock */
@@ -83,6 +85,16 @@ typedef struct run_eval {
 	uint64_t samples;
 	double train_loss;   /* mean batch loss since the previous record */
 	double test_loss, test_acc, best_acc;
+	/* 1: a language model on text (the data set has a vocabulary): its
+	 * test_loss is the mean cross-entropy per token (nats), its test_acc
+	 * the next-token accuracy; reports add the perplexity exp(test_loss)
+	 * and the bits per byte test_loss / ln 2 (a token is a byte) */
+	int lm;
+	/* a language model: RUN_SAMPLE bytes drawn from the evaluated weights
+	 * (temperature 1, the same seeded stream at every evaluation, from a
+	 * newline or the vocabulary's first byte, which starts it), so the text
+	 * shows what the model learned; "" otherwise */
+	char sample[RUN_SAMPLE + 2];
 	double train_s;      /* wall seconds of training, evaluation excluded */
 	double samples_per_s;
 	double updates_per_s;
@@ -169,6 +181,8 @@ typedef struct run_snapshot {
 	double samples_per_s_now, updates_per_s_now;
 	double rate_window_s;
 	double last_loss, test_acc, best_acc;
+	double test_loss;    /* at the latest evaluation (NaN before one) */
+	int lm;              /* a language model: as run_eval's lm */
 	double lr_now;       /* the lr of the next update (lr under the schedule) */
 	model_summary model;
 	stale_hist stale;    /* cumulative */
@@ -348,6 +362,11 @@ int run_checkpoint_version(const uint8_t *buf, size_t len, uint64_t *v, char *er
  * set's. */
 int run_checkpoint_vocab(const uint8_t *buf, size_t len, uint8_t vocab[256], int *n,
 			 char *err);
+
+/* The server's weights in a checkpoint (the model the run trained so
+ * far): *w malloc'd (caller frees), *n floats, after the whole checkpoint
+ * is checked as run_checkpoint_check does (pure). */
+int run_checkpoint_weights(const uint8_t *buf, size_t len, float **w, size_t *n, char *err);
 
 /* Check a whole checkpoint without loading it: framing, checksum (unless
  * skip_crc, for fuzzing), every required field, types, lengths, ranges

@@ -184,6 +184,7 @@ struct run {
 	uint64_t next_eval_v;
 	uint64_t epochs_done;
 	double best_acc, last_acc, last_test_loss, last_train_loss;
+	char last_sample[RUN_SAMPLE + 2]; /* a language model's, at the last evaluation */
 	run_eval *series;
 	int n_series, cap_series;
 	/* control */

@@ -96,3 +96,18 @@ export async function finish(t, browser, daemon) {
   }
   process.exit(t.fail ? 1 : 0);
 }
+
+// a test's checks: body(), then that the page threw no script error; a
+// throw out of body counts as a failure; then finish (the exit status)
+export async function runChecks(t, browser, daemon, pageErrors, body) {
+  try {
+    await body();
+    await t.check("no script errors on the page", () => {
+      if (pageErrors.length) throw new Error(pageErrors.join("\n"));
+    });
+  } catch (e) {
+    t.fail++;
+    console.log(`  FAIL the test stopped: ${e.message}`);
+  }
+  await finish(t, browser, daemon);
+}

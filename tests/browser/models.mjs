@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-import { checks, finish, launch, serve, sleep, until } from "./lib.mjs";
+import { checks, launch, runChecks, serve, sleep, until } from "./lib.mjs";
 
 const BIN = resolve(process.argv[2] || "build/stalelab");
 const OUT = resolve(process.argv[3] || "build/dashboard");
@@ -54,7 +54,7 @@ async function startFromForm() {
   });
 }
 
-try {
+await runChecks(t, browser, daemon, pageErrors, async () => {
   console.log(`integration: the new-run form's models (chromium, daemon on port ${daemon.port})`);
   await page.goto(base + "/");
   await until("the form", () => page.locator('select[name="model"]').count());
@@ -221,11 +221,4 @@ try {
     if (s.config.device !== "refdev") throw new Error(`device ${s.config.device}`);
   });
 
-  await t.check("no script errors on the page", () => {
-    if (pageErrors.length) throw new Error(pageErrors.join("\n"));
-  });
-} catch (e) {
-  t.fail++;
-  console.log(`  FAIL the test stopped: ${e.message}`);
-}
-await finish(t, browser, daemon);
+});

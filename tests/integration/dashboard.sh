@@ -35,4 +35,5 @@ kill "$PID"; wait "$PID" 2>/dev/null
 out=$(dirname "$SL")/dashboard
 browser_test 300 tests/browser/dashboard.mjs "$SL" "$out"
 browser_test 180 tests/browser/models.mjs "$SL" "$out"
+browser_test 120 tests/browser/lm.mjs "$SL"
 finish dashboard

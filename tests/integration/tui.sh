@@ -309,6 +309,23 @@ wait_api 30 /api/v1/status 'd["state"] == "paused"' && ok "--rep: p pauses the r
 keys q
 wait_screen 10 'TUI_EXIT=[0-9]' && expect_grep 'TUI_EXIT=0' "--rep: q exits 0" "$SCREEN" || bad "--rep: q exits" "$SCREEN"
 
+# a language model (a gpt on text): the header says next-token acc and the
+# perplexity of /api/v1/status
+kill "$PID"; wait "$PID" 2>/dev/null
+printf '{"model": "gpt:L1-H2-E8-T8", "dataset": "synthetic-text:4000", "clock": "virtual", "threads": 1, "batch": 8, "workers": 2, "optimizer": "adamw", "lr": 0.01, "eval_every": 3, "stop": {"steps": 6}}' >"$TMP/run.json"
+SERVE_ARGS=
+serve || bad "daemon restarts with a gpt run" "$(cat "$TMP/serve.err")"
+keys clear Enter "$SL tui --connect $BUS; echo TUI_EXIT=\$?" Enter
+if wait_api 60 /api/v1/status 'd["state"] != "running" and d["version"] == 6'; then
+	ppl=$(python3 -c 'import json,sys; print("%.2f" % json.load(open(sys.argv[1]))["test_ppl"])' "$TMP/body")
+	wait_screen 20 "next-token acc [0-9.]+  ppl $ppl" && ok "a gpt run: the header says next-token acc and ppl $ppl" ||
+		bad "a gpt run's header (ppl $ppl)" "$SCREEN"
+else
+	bad "the gpt run ends" "$(head -c 300 "$TMP/body")"
+fi
+keys q
+wait_screen 10 'TUI_EXIT=[0-9]' || bad "q exits the gpt run's TUI" "$SCREEN"
+
 # flags
 expect_exit 2 "bad --rep: exit 2" "$SL" tui --rep tcp://127.0.0.1:0
 expect_grep "--rep: expected tcp://HOST:PORT with a port in \[1, 65535\], got 'tcp://127.0.0.1:0'" "bad --rep named" "$LAST_OUT"

@@ -773,10 +773,18 @@ START_TEST(gpt_sizes_and_init)
 	ck_assert_int_eq(m->targets, 64);
 	ck_assert_str_eq(m->nodes[m->n_nodes - 1].op->name, "lmhead");
 	ck_assert_int_eq(m->nodes[0].tied, 1);
+	/* the tied table is the head's, at the top of the buffer; the
+	 * embedding holds the position table */
+	const node *head = &m->nodes[m->n_nodes - 1];
+	ck_assert_uint_eq(head->n_params, V * E);
+	ck_assert_uint_eq(head->p_off, m->n_params - V * E);
+	ck_assert_uint_eq(m->nodes[0].n_params, T * E);
+	ck_assert_ptr_eq(m->nodes[0].tie, head);
 	/* the init: sd 0.02, the residual projections 0.02 / sqrt(8) */
 	for (int i = 0; i < m->n_nodes; i++) {
 		const node *nd = &m->nodes[i];
-		if (strcmp(nd->op->name, "linear") && strcmp(nd->op->name, "embed"))
+		if (strcmp(nd->op->name, "linear") && strcmp(nd->op->name, "embed") &&
+		    strcmp(nd->op->name, "lmhead"))
 			continue;
 		double s = 0.0, s2 = 0.0;
 		const float *w = m->params + nd->p_off;
@@ -792,7 +800,7 @@ START_TEST(gpt_sizes_and_init)
 		for (size_t k = nd->n_weights; k < nd->n_params; k++)
 			ck_assert_float_eq(w[k], 0.0f);
 	}
-	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H4-E128-T64"), 1 + 4 * 6 + 1);
+	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H4-E128-T64"), 1 + 4 * 6 + 1 + 1);
 	model_free(m);
 	/* the memory docs/architecture.md states, at batch 12: parameters
 	 * and gradient, the input twice, 18 E T floats a block + E T + E T +
@@ -996,8 +1004,9 @@ START_TEST(gpt_step_parity)
 END_TEST
 
 /* a partial backward at each cut depth gives the full step's gradient
- * of the tail, bit for bit (the tied head's share goes to the embedding,
- * which no partial depth reaches) */
+ * of the tail, bit for bit, but for the tied table (the head's, at the
+ * top): there every partial depth gives the head's share alone, and the
+ * full step adds the embedding's scatter of its output gradient */
 START_TEST(gpt_partial_depths)
 {
 	backend *be = open_be("ref", 1);
@@ -1007,26 +1016,52 @@ START_TEST(gpt_partial_depths)
 	load_toy(m, &r, 3);
 	int depths[64], nd = model_cut_depths(m, depths, 64);
 	char buf[256];
-	ck_assert_int_eq(m->n_param_layers, 1 + 2 * 6 + 1);
+	ck_assert_int_eq(m->n_param_layers, 1 + 2 * 6 + 1 + 1);
 	ck_assert_int_eq(model_spec_cut_depths("gpt:L2-H2-E8-T7", depths, 64), nd);
 	printf("gpt: L2-H2-E8-T7 cut depths %s (of %d layers)\n", model_depths_str(depths, nd, buf, sizeof(buf)),
 	       m->n_param_layers);
-	/* the final layer norm alone, and each block from its top */
-	/* the final layer norm alone, then each residual half-block from its
-	 * layer norm (MLP: ln2, fc, proj2; attention: ln1, qkv, proj): 1 + 3 k */
-	ck_assert_int_eq(nd, 5);
-	for (int k = 0; k < nd; k++)
-		ck_assert_int_eq(depths[k], 1 + 3 * k);
+	/* the head alone, the final layer norm and the head, then each
+	 * residual half-block from its layer norm (MLP: ln2, fc, proj2;
+	 * attention: ln1, qkv, proj): 1, then 2 + 3 k */
+	ck_assert_int_eq(nd, 6);
+	ck_assert_int_eq(depths[0], 1);
+	for (int k = 1; k < nd; k++)
+		ck_assert_int_eq(depths[k], 2 + 3 * (k - 1));
+	const node *head = &m->nodes[m->n_nodes - 1];
+	const size_t tab = head->p_off, V = (size_t)head->tie->vocab, E = (size_t)head->tie->units;
+	ck_assert_uint_eq(tab + V * E, m->n_params);
 	double l0 = model_step(m, NULL, 3, 0);
 	float *g = zeros(m->n_params);
 	memcpy(g, m->grads, sizeof(float) * m->n_params);
+	/* the embedding's share: its output gradient scattered by token */
+	double *scat = calloc(V * E, sizeof(double));
+	float x[3 * 7], dy[3 * 7 * 8];
+	be->ops->download(be, x, m->act[0], sizeof(x));
+	be->ops->download(be, dy, m->dact[1], sizeof(dy));
+	for (int bt = 0; bt < 3 * 7; bt++)
+		for (size_t e = 0; e < E; e++)
+			scat[(size_t)x[bt] * E + e] += dy[bt * E + e];
+	float *share = zeros(V * E);
 	for (int k = 0; k < nd; k++) {
 		size_t tail = model_tail_offset(m, depths[k]);
 		ck_assert(tail > 0);
 		ck_assert(model_step(m, NULL, 3, depths[k]) == l0);
-		ck_assert_msg(!memcmp(g + tail, m->grads + tail, sizeof(float) * (m->n_params - tail)),
+		ck_assert_msg(!memcmp(g + tail, m->grads + tail, sizeof(float) * (tab - tail)),
 			      "depth %d: the tail's gradient differs", depths[k]);
+		if (k == 0)
+			memcpy(share, m->grads + tab, sizeof(float) * V * E);
+		ck_assert_msg(!memcmp(share, m->grads + tab, sizeof(float) * V * E),
+			      "depth %d: the table's gradient is not the head's share", depths[k]);
 	}
+	double most = 0.0, diff = 0.0;
+	for (size_t i = 0; i < V * E; i++) {
+		most = fmax(most, fabs(scat[i]));
+		diff = fmax(diff, fabs(g[tab + i] - share[i] - scat[i]));
+	}
+	ck_assert(most > 1e-4); /* the scatter is not nothing */
+	ck_assert_msg(diff < 1e-5 * fmax(most, 1.0), "full - head share vs scatter: %g", diff);
+	free(share);
+	free(scat);
 	free(g);
 	model_free(m);
 	backend_free(be);
@@ -1128,23 +1163,89 @@ toy_set(dataset *d, uint32_t n, uint64_t seed)
 	toy_batch(&g, d->x, d->y, (int)n);
 }
 
+/* gpt:L1-H2-E16-T7 with asgd on the virtual clock, on the toy text set
+ * (pair: n training samples, n / 8 held out) and the given device */
+static void
+toy_run(run_config *c, dataset_pair *pair, uint32_t n, const char *device)
+{
+	*pair = (dataset_pair){0};
+	toy_set(&pair->train, n, 1);
+	toy_set(&pair->test, n / 8, 2);
+	snprintf(pair->name, sizeof(pair->name), "toy");
+	config_defaults(c);
+	snprintf(c->model, sizeof(c->model), "gpt:L1-H2-E16-T7");
+	snprintf(c->dataset, sizeof(c->dataset), "synthetic:%u", (unsigned)n);
+	snprintf(c->rule, sizeof(c->rule), "asgd");
+	snprintf(c->clock, sizeof(c->clock), "virtual");
+	snprintf(c->device, sizeof(c->device), "%s", device);
+}
+
+/* adamw's decoupled decay through a run: two runs that differ only in
+ * weight_decay move the matrices and tables apart (the embedding's
+ * position table, the projections, the head's token table) and leave the
+ * biases and the layer norms' gains and shifts the same bits after one
+ * update, whose gradient both runs share (nanoGPT's
+ * groups: only parameters of 2 or more dimensions decay) */
+START_TEST(gpt_adamw_decays_matrices_not_gains)
+{
+	dataset_pair pair;
+	float *w[2];
+	size_t n = 0;
+	for (int k = 0; k < 2; k++) {
+		run_config c;
+		toy_run(&c, &pair, 256, "ref");
+		c.opt.kind = OPT_ADAMW;
+		c.lr = 0.01;
+		c.weight_decay = k ? 0.5 : 0.0;
+		c.batch = 4;
+		c.eval_every = 0;
+		c.stop_steps = 1; /* one update: the same gradient in both */
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_msg(run_new(&c, &pair, NULL, 0, NULL, &r, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		w[k] = zeros(200000);
+		n = run_weights(r, w[k], 200000);
+		run_free(r);
+		ds_pair_free(&pair);
+	}
+	backend *be = open_be("ref", 1);
+	model *m = gpt_on(be, "gpt:L1-H2-E16-T7", 1);
+	ck_assert_uint_eq(n, m->n_params);
+	int decayed = 0, kept = 0;
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *nd = &m->nodes[i];
+		if (!nd->n_params)
+			continue;
+		int norm = !strcmp(nd->op->name, "layernorm");
+		const float *a = w[0] + nd->p_off, *b = w[1] + nd->p_off;
+		ck_assert_msg(!memcmp(a + nd->n_weights, b + nd->n_weights,
+				      sizeof(float) * (nd->n_params - nd->n_weights)),
+			      "node %d (%s): a bias decayed", i, nd->op->name);
+		int same = !memcmp(a, b, sizeof(float) * nd->n_weights);
+		ck_assert_msg(same == norm, "node %d (%s): weights %s", i, nd->op->name,
+			      same ? "not decayed" : "decayed");
+		decayed += !same;
+		kept += same;
+	}
+	ck_assert_int_eq(decayed, 1 + 4 + 1); /* embed, 4 linears, the head */
+	ck_assert_int_eq(kept, 3);            /* ln1, ln2, the final norm */
+	model_free(m);
+	backend_free(be);
+	free(w[0]);
+	free(w[1]);
+}
+END_TEST
+
 /* a whole run (the server, 3 asgd workers on the virtual clock,
  * evaluations) on a text-shaped set: the held-out loss per position falls
  * and next-token accuracy rises; a model with one label a sample is
  * refused */
 START_TEST(gpt_run_on_a_text_set)
 {
-	dataset_pair pair = {0};
-	toy_set(&pair.train, 1024, 1);
-	toy_set(&pair.test, 128, 2);
-	snprintf(pair.name, sizeof(pair.name), "toy");
+	dataset_pair pair;
 	run_config c;
-	config_defaults(&c);
-	snprintf(c.model, sizeof(c.model), "gpt:L1-H2-E16-T7");
-	snprintf(c.dataset, sizeof(c.dataset), "synthetic:1024");
-	snprintf(c.rule, sizeof(c.rule), "asgd");
-	snprintf(c.clock, sizeof(c.clock), "virtual");
-	snprintf(c.device, sizeof(c.device), "cpu");
+	toy_run(&c, &pair, 1024, "cpu");
 	c.workers = 3;
 	c.batch = 16;
 	c.lr = 0.2;
@@ -1212,6 +1313,7 @@ gpt_suite(void)
 	tcase_set_timeout(train, 300);
 	tcase_add_test(train, gpt_learns_toy_task);
 	tcase_add_test(train, gpt_run_on_a_text_set);
+	tcase_add_test(train, gpt_adamw_decays_matrices_not_gains);
 	suite_add_tcase(s, train);
 	return s;
 }

@@ -17,11 +17,12 @@ static const char bench_usage[] =
 	"\n"
 	"Throughput of the engine: samples/s of one worker training the MLP and\n"
 	"LeNet-5 (plain SGD, lr 0.05, batch 64), GFLOP/s achieved, and OpenBLAS's\n"
-	"own sgemm on the same shapes. Prints a table and one JSON line per figure.\n"
+	"own sgemm on the same shapes (a language model: tokens/s as well).\n"
+	"Prints a table and one JSON line per figure.\n"
 	"\n"
 	"  -m, --model SPEC   only this model: any spec `stalelab run` takes (logreg,\n"
-	"                     mlp:784-64-10, lenet5, resnet20; default: mlp:784-256-128-10\n"
-	"                     and lenet5)\n"
+	"                     mlp:784-64-10, lenet5, resnet20, gpt:L4-H4-E128-T64 with\n"
+	"                     -d text:webster; default: mlp:784-256-128-10 and lenet5)\n"
 	"  -t, --threads N    compute threads (default: all cores)\n"
 	"  -S, --seconds X    measuring time per figure (default 4)\n"
 	"  -d, --dataset SPEC data (default fashion-mnist)\n"
@@ -37,7 +38,8 @@ static const char bench_usage[] =
 	"                     and batch next to the cpu backend's in the same run,\n"
 	"                     the fraction of the device's FP32 peak, the server's\n"
 	"                     time per update, asgd with 1, 8 and 64 workers\n"
-	"  -b, --batch LIST   with --device: the batch sizes (default 64,256)\n"
+	"  -b, --batch LIST   the batch: on the cpu the first of the list (default\n"
+	"                     64); with --device each (default 64,256)\n"
 	"  -h, --help         this text\n";
 
 static int
@@ -102,7 +104,7 @@ bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
 			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
-							     info[i].n_weights};
+							     info[i].n_decay};
 	float *w = calloc(m->n_params, sizeof(float));
 	/* a gradient in the server's memory, as a worker's on its device */
 	float *g = be->ops->alloc(be, sizeof(float) * m->n_params);
@@ -205,13 +207,15 @@ bench_layers(model *m, double seconds, int team_threads, int sgemm_refs)
 	}
 	printf("  %-3s %-8s %11.1f %11s %6.1f%%\n", "", "loss",
 	       m->prof_loss / steps * 1e6, "", 100 * m->prof_loss / total);
-	/* each convolution pass per core against sgemm on a 1024 square, one
-	 * thread: how close the direct kernels come to the machine's GEMM */
+	/* each convolution, projection and attention pass per core against
+	 * sgemm on a 1024 square, one thread: how close the kernels come to
+	 * the machine's GEMM */
 	double sq = 0;
 	int threads = team_threads;
 	for (int i = 0; i < m->n_nodes; i++) {
 		const node *l = &m->nodes[i];
-		if (l->op != op_find("conv2d") || !sgemm_refs)
+		if (!sgemm_refs || (l->op != op_find("conv2d") && l->op != op_find("linear") &&
+				    l->op != op_find("attention") && l->op != op_find("lmhead")))
 			continue;
 		if (sq == 0)
 			sq = backend_cpu_sgemm_gflops(1024, 1024, 1024, 1, seconds / 8);
@@ -223,9 +227,11 @@ bench_layers(model *m, double seconds, int team_threads, int sgemm_refs)
 		printf("  %-3d %-8s per core: forward %6.1f GFLOP/s (%.2fx sgemm 1024), backward "
 		       "%6.1f (%.2fx); sgemm 1024, 1 thread: %.1f\n", i, l->op->name, gf, gf / sq,
 		       gb, gb / sq, sq);
-		printf("{\"bench\":\"conv_pass\",\"model\":\"%s\",\"layer\":%d,"
+		printf("{\"bench\":\"%s\",\"model\":\"%s\",\"layer\":%d,\"op\":\"%s\","
 		       "\"fwd_gflops_per_core\":%.2f,\"bwd_gflops_per_core\":%.2f,"
-		       "\"sgemm1024_gflops\":%.2f}\n", m->spec, i, gf, gb, sq);
+		       "\"sgemm1024_gflops\":%.2f}\n",
+		       l->op == op_find("conv2d") ? "conv_pass" : "op_pass", m->spec, i,
+		       l->op->name, gf, gb, sq);
 	}
 	/* the divergence check every step makes: one pass over the gradient */
 	backend *be = m->be;
@@ -242,24 +248,36 @@ bench_layers(model *m, double seconds, int team_threads, int sgemm_refs)
 	       "\"step_us\":%.1f,\"share\":%.5f}\n", m->spec, us, step_us, us / step_us);
 }
 
-/* The model's main GEMM shape (m x n x k), for the OpenBLAS reference:
- * LeNet-5's first convolution as im2col does it, else the dense layer
- * with the most FLOPs at batch 64. */
+/* The model's main GEMM shape (m x n x k) at its batch B, for the
+ * OpenBLAS reference: LeNet-5's first convolution as im2col does it, a
+ * language model's largest projection (B T rows), else the dense layer
+ * with the most FLOPs. */
 static void
 main_gemm(const model *m, int mnk[3])
 {
 	node_info info[MODEL_MAX_NODES];
-	int nl = model_node_info(m, info, MODEL_MAX_NODES);
-	mnk[0] = 64;
+	int nl = model_node_info(m, info, MODEL_MAX_NODES), B = m->batch_cap;
+	mnk[0] = B;
 	mnk[1] = 10;
 	mnk[2] = m->in_dim;
 	if (!strcmp(m->spec, "lenet5")) {
 		mnk[0] = 16;
-		mnk[1] = 64 * 100;
+		mnk[1] = B * 100;
 		mnk[2] = 150;
 		return;
 	}
 	double best = -1;
+	for (int i = 0; i < m->n_nodes; i++) {
+		const node *l = &m->nodes[i];
+		if (l->op != op_find("linear") || l->flops_fwd <= best || !l->units)
+			continue;
+		best = l->flops_fwd;
+		mnk[0] = B * (int)(l->act_floats / (size_t)l->units);
+		mnk[1] = l->units;
+		mnk[2] = (int)((l->n_params - (size_t)l->units) / (size_t)l->units);
+	}
+	if (best > 0)
+		return;
 	for (int i = 0; i < nl; i++) {
 		const node_info *l = &info[i];
 		if (strcmp(l->name, "dense") || !l->act_floats || l->flops_fwd <= best)
@@ -471,8 +489,9 @@ cmd_bench(int argc, char **argv)
 			code = 1;
 			break;
 		}
+		const int B = o.batches[0];
 		if (model_new(models[i], d.train.c, d.train.h, d.train.w,
-			      d.train.classes, 64, 1, be, &m, err) < 0) {
+			      d.train.classes, B, 1, be, &m, err) < 0) {
 			fprintf(stderr, "stalelab bench: %s\n", err);
 			backend_free(be);
 			code = 2;
@@ -502,21 +521,26 @@ cmd_bench(int argc, char **argv)
 		       "(OpenBLAS sgemm %dx%dx%d: %.1f GFLOP/s, ratio %.2f)\n",
 		       models[i], threads, sps, gf, mnk[0], mnk[1], mnk[2], ref,
 		       ref > 0 ? gf / ref : 0);
-		double ceil_sps = gemm_ceiling(m, 64, threads, seconds / 8 > 0.1 ? seconds / 8 : 0.1);
+		if (m->targets > 1) /* a language model: a sample is T tokens */
+			printf("%-20s batch %d x %d tokens: %.0f tokens/s\n", "", B, m->targets,
+			       sps * m->targets);
+		double ceil_sps = gemm_ceiling(m, B, threads, seconds / 8 > 0.1 ? seconds / 8 : 0.1);
 		if (ceil_sps > 0)
 			printf("%-20s GEMM ceiling on its own shapes (every GEMM of a step, as sgemm): "
 			       "%.0f samples/s; the step reaches %.2f of it\n", "", ceil_sps,
 			       sps / ceil_sps);
-		printf("{\"bench\":\"train\",\"model\":\"%s\",\"threads\":%d,"
-		       "\"samples_per_s\":%.1f,\"gflops\":%.2f,\"sgemm_gflops\":%.2f,"
-		       "\"step_mflop_per_sample\":%.4f,\"gemm_ceiling_samples_per_s\":%.1f}\n",
-		       m->spec, threads, sps, gf, ref, model_step_flops(m, 0) * 1e-6, ceil_sps);
+		printf("{\"bench\":\"train\",\"model\":\"%s\",\"threads\":%d,\"batch\":%d,"
+		       "\"samples_per_s\":%.1f,\"tokens_per_s\":%.1f,\"gflops\":%.2f,"
+		       "\"sgemm_gflops\":%.2f,\"step_mflop_per_sample\":%.4f,"
+		       "\"gemm_ceiling_samples_per_s\":%.1f}\n",
+		       m->spec, threads, B, sps, sps * m->targets, gf, ref,
+		       model_step_flops(m, 0) * 1e-6, ceil_sps);
 		if (layers)
 			bench_layers(m, seconds, threads, 1);
 		if (async) {
 			bench_ps_rate(m, "cpu", seconds, 0);
 			for (int nw = 1; nw <= 4; nw *= 2)
-				bench_async_rate(&d, models[i], "cpu", 64, nw, seconds);
+				bench_async_rate(&d, models[i], "cpu", B, nw, seconds);
 		}
 		fflush(stdout);
 		model_free(m);

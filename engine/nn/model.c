@@ -542,6 +542,26 @@ build(model *m, const node_desc *desc, int n, char *err)
 		return sl_fail(err, SL_EINVAL, "model: %d nodes, at most %d", n,
 			       MODEL_MAX_NODES);
 	const op_class *relu_op = op_find("relu");
+	/* ties first: a tied table is its head's parameter (the top of the
+	 * model, so every partial backward trains it), the embed reads it */
+	int head_of[MODEL_MAX_NODES];
+	for (int i = 0; i < n; i++)
+		head_of[i] = -1;
+	for (int i = 0; i < n; i++) {
+		if (!desc[i].tie)
+			continue;
+		int j = desc[i].tie - 1;
+		if (j < 0 || j >= i || !desc[j].op || strcmp(desc[j].op, "embed"))
+			return sl_fail(err, SL_EINVAL,
+				       "model.nodes[%d] (%s): tie names node %d, which is no "
+				       "earlier embed node", i, desc[i].op ? desc[i].op : "?", j);
+		if (head_of[j] >= 0)
+			return sl_fail(err, SL_EINVAL,
+				       "model.nodes[%d] (%s): tie names node %d, whose table "
+				       "node %d already reads", i, desc[i].op ? desc[i].op : "?", j,
+				       head_of[j]);
+		head_of[j] = i;
+	}
 	for (int i = 0; i < n; i++) {
 		node *nd = &m->nodes[i];
 		const node_desc *d = &desc[i];
@@ -551,14 +571,11 @@ build(model *m, const node_desc *desc, int n, char *err)
 		int rc = link_node(m, d, i, nd, err);
 		if (rc < 0)
 			return rc;
-		if (d->tie) { /* a head reading an earlier embed node's table */
-			int j = d->tie - 1;
-			if (j < 0 || j >= i || m->nodes[j].op != op_find("embed"))
-				return sl_fail(err, SL_EINVAL,
-					       "model.nodes[%d] (%s): tie names node %d, which is no "
-					       "earlier embed node", i, nd->op->name, j);
-			nd->tie = &m->nodes[j];
-			m->nodes[j].tied = 1;
+		if (d->tie) /* a head holding an earlier embed node's table */
+			nd->tie = &m->nodes[d->tie - 1];
+		if (head_of[i] >= 0) { /* an embed whose table a later head holds */
+			nd->tie = &m->nodes[head_of[i]];
+			nd->tied = 1;
 		}
 		m->n_nodes = i + 1;
 		/* He init where a relu follows: fused, or a relu node reads it */
@@ -1029,6 +1046,7 @@ model_node_info(const model *m, node_info *info, int max)
 			.n_params = nd->n_params,
 			.p_off = nd->p_off,
 			.n_weights = nd->n_weights,
+			.n_decay = nd->op->no_decay ? 0 : nd->n_weights,
 			.act_floats = nd->act_floats,
 			.flops_fwd = nd->flops_fwd,
 			.flops_bwd_w = nd->flops_bwd_w,

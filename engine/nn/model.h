@@ -75,6 +75,8 @@ typedef struct node_info {
 	int param_index;         /* -1 if no parameters, else 0-based index */
 	size_t n_params, p_off;
 	size_t n_weights;        /* the first of n_params: weights (the rest bias) */
+	size_t n_decay;          /* of those, what adamw decays: n_weights, or 0
+				  * for a norm's gains */
 	size_t act_floats;       /* output activation floats per sample */
 	double flops_fwd, flops_bwd_w, flops_bwd_x; /* per sample */
 } node_info;

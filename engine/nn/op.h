@@ -81,6 +81,9 @@ typedef struct op_class {
 	 * backend lacks (the sequence ops are optional in backend.h). NULL:
 	 * every backend can. */
 	int (*check)(const node *n, const backend *be, char *err);
+	/* 1: its weights are a norm's gains (1-D), which adamw's decoupled
+	 * decay leaves alone, as nanoGPT decays only matrices and tables */
+	int no_decay;
 } op_class;
 
 struct node {
@@ -92,9 +95,11 @@ struct node {
 	int he_init;             /* He (a relu follows) or Xavier init */
 	int heads, vocab;        /* attention, embed (node_desc) */
 	float init_std;          /* linear (node_desc) */
-	/* lmhead: the embed node whose token table it reads (its weights'
-	 * gradient is written there, before that node's backward adds its
-	 * own); embed: tied, 1 when a head reads its table */
+	/* A tied token table is the head's parameter (at the top of the
+	 * flat buffer, so every partial backward trains it through the
+	 * head). lmhead: tie is the embed node that reads its table; embed:
+	 * tied = 1 and tie the head whose table it reads (the head's backward
+	 * writes the table's gradient first, this one adds its scatter) */
 	const node *tie;
 	int tied;
 	conv_geom geom;

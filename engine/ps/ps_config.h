@@ -21,8 +21,9 @@ typedef struct rule_params {
 /* A parameterised layer's slice of the flat buffer. */
 typedef struct ps_layer {
 	size_t off, len;
-	size_t wlen; /* its first wlen floats are weights (adamw decays them),
-		      * the rest biases */
+	size_t wlen; /* its first wlen floats are what adamw decays (a
+		      * matrix's, kernel's or table's weights), the rest
+		      * biases or a norm's gains */
 } ps_layer;
 
 /* The optimiser of every update the server applies (docs/rules.md,

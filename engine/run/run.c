@@ -244,7 +244,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
 			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
-							     info[i].n_weights};
+							     info[i].n_decay};
 	float *w0 = malloc(sizeof(float) * r->n_params);
 	if (!w0) {
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");

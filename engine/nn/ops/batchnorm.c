@@ -75,6 +75,7 @@ bn_backward(node *n, backend *be, const float *p, const float *const *x,
 
 const op_class op_batchnorm = {
 	.name = "batchnorm",
+	.no_decay = 1,
 	.n_in = 1,
 	.setup = bn_setup,
 	.init = bn_init,

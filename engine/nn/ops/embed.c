@@ -3,11 +3,13 @@
  * V), V = n->vocab), the output is [B][T][E] (E = n->units, shape {E, T,
  * 1}): y[b][t] = wte[id] + wpe[t]. Parameters: the token table wte [V][E],
  * then the position table wpe [T][E], both weights (no bias), normal with
- * sd 0.02 as nanoGPT's. The backward is a scatter-add into wte (a token
+ * sd 0.02 as nanoGPT's; when a tied LM head holds wte (n->tied, n->tie the
+ * head), only wpe. The backward is a scatter-add into wte (a token
  * repeated in the batch adds each of its positions' gradients) and a sum
- * over the batch into wpe; the ids get no gradient. When a tied LM head
- * reads wte (n->tied), the head's backward has written its share of wte's
- * gradient first and this one adds to it. */
+ * over the batch into wpe; the ids get no gradient. Tied, the head's
+ * backward has written its share of wte's gradient first and this one adds
+ * to it; a partial backward that stops above the embedding leaves the
+ * table with the head's share alone. */
 #include "ops.h"
 #include "sl.h"
 
@@ -28,7 +30,7 @@ embed_setup(node *n, char *err)
 			       EMBED_MAX_VOCAB);
 	const int t = (int)shape_size(in), e = n->units;
 	n->out = (shape){e, t, 1, 0};
-	n->n_weights = (size_t)(n->vocab + t) * e;
+	n->n_weights = (size_t)(n->tied ? t : n->vocab + t) * e;
 	n->n_params = n->n_weights;
 	n->flops_fwd = (double)t * e;
 	n->flops_bwd_w = 2.0 * t * e;
@@ -45,10 +47,10 @@ static void
 embed_forward(node *n, backend *be, const float *p, const float *const *x, float *y,
 	      int batch)
 {
-	const float *wte = p + n->p_off;
 	const int e = n->units;
-	be->ops->embed_fwd(be, x[0], wte, wte + (size_t)n->vocab * e, y, batch, n->out.h, e,
-			   n->vocab);
+	const float *wte = p + (n->tied ? n->tie->p_off : n->p_off);
+	const float *wpe = n->tied ? p + n->p_off : wte + (size_t)n->vocab * e;
+	be->ops->embed_fwd(be, x[0], wte, wpe, y, batch, n->out.h, e, n->vocab);
 }
 
 static void
@@ -56,10 +58,10 @@ embed_backward(node *n, backend *be, const float *p, const float *const *x,
 	       const float *y, float *dy, float *const *dx, float *g, int batch)
 {
 	(void)p, (void)y;
-	float *dwte = g + n->p_off;
 	const int e = n->units, t = n->out.h;
-	be->ops->embed_bwd(be, x[0], dy, dwte, dwte + (size_t)n->vocab * e, batch, t, e,
-			   n->vocab, n->tied);
+	float *dwte = g + (n->tied ? n->tie->p_off : n->p_off);
+	float *dwpe = n->tied ? g + n->p_off : dwte + (size_t)n->vocab * e;
+	be->ops->embed_bwd(be, x[0], dy, dwte, dwpe, batch, t, e, n->vocab, n->tied);
 	if (dx[0]) /* ids are not differentiable */
 		be->ops->zero(be, dx[0], sizeof(float) * (size_t)t * batch);
 }

@@ -70,6 +70,7 @@ ln_backward(node *n, backend *be, const float *p, const float *const *x, const f
 
 const op_class op_layernorm = {
 	.name = "layernorm",
+	.no_decay = 1,
 	.n_in = 1,
 	.setup = ln_setup,
 	.init = ln_init,

@@ -75,7 +75,7 @@ for r in $(seq 1 "$ROUNDS"); do
 	done
 	# ResNet-20 (28x28x1, batch norm, option-A shortcuts): one worker on
 	# every core against the PyTorch twin on 3200 samples of an epoch
-	"$SL" bench -m resnet20 -S "$SECONDS_PER" | grep '^{' >>"$out/engine.jsonl"
+	"$SL" bench -m resnet20 -S "$SECONDS_PER" -A | grep '^{' >>"$out/engine.jsonl"
 	if [ $have_peer = 1 ]; then
 		/usr/bin/python3 "$PEER" --model resnet20 --mode single --epochs 1 --samples 3200 \
 			--eval-every 0 --quiet >>"$out/peer.jsonl" 2>/dev/null || echo "bench: peer resnet20 failed"
@@ -144,6 +144,22 @@ print("%-22s %10.0f %10.0f %8.2f   per-round ratios %s"
       % ("resnet20 (28x28x1)", e, sp, e / sp if sp == sp else float("nan"), ["%.2f" % x for x in rs]))
 print(json.dumps({"bench": "vs_peer", "model": "resnet20", "stalelab": round(e, 1),
                   "torch_single": sp, "ratio_single": round(e / sp, 3) if sp == sp else None}))
+# the engine's overhead over the bare step: asgd with one worker through
+# the whole engine against model_step alone, each round's pair; over the
+# whole run and over its last seconds (without the workers' start)
+print("\nthe engine's overhead: asgd, 1 worker, against the bare step (1 - ratio; target 5%)")
+for spec in ("mlp:784-256-128-10", "lenet5", "resnet20"):
+    b = [r["samples_per_s"] for r in eng if r["model"] == spec]
+    a1 = [r for r in asy if r["model"] == spec and r["workers"] == 1]
+    whole = [1 - x["samples_per_s"] / y for x, y in zip(a1, b)]
+    steady = [1 - x["samples_per_s_steady"] / y for x, y in zip(a1, b)
+              if x.get("samples_per_s_steady")] or [float("nan")]
+    if whole:
+        print("    %-20s whole run %5.1f%% (rounds %s), last seconds %5.1f%% (rounds %s)"
+              % (spec, 100 * med(whole), ", ".join("%.1f" % (100 * x) for x in whole),
+                 100 * med(steady), ", ".join("%.1f" % (100 * x) for x in steady)))
+        print(json.dumps({"bench": "overhead", "model": spec, "whole": round(med(whole), 4),
+                          "steady": round(med(steady), 4)}))
 # the GPT: tokens/s, the twin's faster thread setting in each round
 gpt = sys.argv[3]
 es = [r["tokens_per_s"] for r in eng if r["model"] == gpt]

@@ -3,13 +3,15 @@
  * bad specs refused naming the field, a backend without the ops refused
  * naming the op, the per-position loss against its formula, the whole
  * step's gradient (the tied table's two shares included) against central
- * differences on ref, the same network given as a graph, and a tiny gpt
+ * differences on ref, the same network given as a graph (init_std on its
+ * residual projections: the builtin's initial bits), and a tiny gpt
  * learning a toy sequence task through model_step on ref and cpu. */
 #include <math.h>
 
 #include "backend.h"
 #include "dataset.h"
 #include "gpt_util.h"
+#include "graph_spec.h"
 #include "model.h"
 #include "rng.h"
 #include "run.h"
@@ -403,6 +405,19 @@ START_TEST(gpt_as_a_graph)
 		 "model.nodes[2] (attention): attention with 0 heads over width 9"},
 		{"graph:embed(units=8,vocab=5);attention(heads=2);lmhead(tie=1)",
 		 "model.nodes[1] (attention): attention reads q, k and v side by side: 8 columns"},
+		/* init_std out of (0, 1] or no number: refused by node and field */
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=0);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"0\""},
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=1.5);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"1.5\""},
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=-0.1);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"-0.1\""},
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=nan);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"nan\""},
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=1e-60);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"1e-60\""},
+		{"graph:embed(units=8,vocab=5);linear(units=8,init_std=0.1x);lmhead(tie=1)",
+		 "model.nodes[1].init_std: must be a number in (0, 1], got \"0.1x\""},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		model *m = (model *)1;
@@ -414,6 +429,53 @@ START_TEST(gpt_as_a_graph)
 	}
 	model_free(a);
 	model_free(b);
+	/* two blocks, the residual projections' init sd given (init_std:
+	 * 0.02 / sqrt(2 L) = 0.01): the builtin's initial parameters, bit for
+	 * bit, for the same seed; without it, other weights */
+	static const char block2[] =
+		"graph:embed(units=8,vocab=5);"
+		"layernorm();linear(units=24);attention(heads=2);linear(units=8,init_std=0.01);"
+		"add(in=0+4);layernorm();linear(units=32);gelu();linear(units=8,init_std=0.01);"
+		"add(in=5+9);"
+		"layernorm();linear(units=24);attention(heads=2);linear(units=8,init_std=0.01);"
+		"add(in=10+14);layernorm();linear(units=32);gelu();linear(units=8,init_std=0.01);"
+		"add(in=15+19);layernorm();lmhead(tie=1)";
+	a = gpt_on(be, "gpt:L2-H2-E8-T7", 3);
+	b = gpt_on(be, block2, 3);
+	ck_assert_int_eq(a->n_nodes, b->n_nodes);
+	ck_assert_uint_eq(a->n_params, b->n_params);
+	ck_assert(!memcmp(a->params, b->params, sizeof(float) * a->n_params));
+	for (int i = 0; i < a->n_nodes; i++)
+		ck_assert_msg(a->nodes[i].init_std == b->nodes[i].init_std, "node %d", i);
+	ck_assert(a->nodes[4].init_std == 0.01f && b->nodes[9].init_std == 0.01f);
+	model_free(b);
+	char plain[sizeof(block2)];
+	char *w = plain;
+	for (const char *p = block2; *p; p++) /* block2 without its init_std */
+		if (!strncmp(p, ",init_std=0.01", 14))
+			p += 13;
+		else
+			*w++ = *p;
+	*w = 0;
+	b = gpt_on(be, plain, 3);
+	ck_assert_uint_eq(a->n_params, b->n_params);
+	ck_assert(memcmp(a->params, b->params, sizeof(float) * a->n_params));
+	model_free(b);
+	/* the spec round trip keeps it: parsed nodes appended back give the
+	 * same string, and the default (0.02) given is as left out */
+	node_desc d[MODEL_MAX_NODES];
+	int n;
+	char err[SL_ERR_LEN], again[sizeof(block2)] = GRAPH_PREFIX;
+	ck_assert_msg(graph_spec_parse(block2, d, MODEL_MAX_NODES, &n, err) == 0, "%s", err);
+	ck_assert_int_eq(n, 23);
+	ck_assert(d[4].init_std == 0.01f && d[19].init_std == 0.01f && d[2].init_std == 0);
+	for (int i = 0; i < n; i++)
+		ck_assert_int_eq(graph_spec_append(again, sizeof(again), &d[i]), 0);
+	ck_assert_str_eq(again, block2);
+	ck_assert_int_eq(graph_spec_parse("graph:linear(units=8,init_std=0.02)", d,
+					  MODEL_MAX_NODES, &n, err), 0);
+	ck_assert(d[0].init_std == 0);
+	model_free(a);
 	backend_free(be);
 }
 END_TEST

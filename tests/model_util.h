@@ -1,6 +1,7 @@
 /* model_util.h - what the model tests (test_model.c, test_model_graph.c)
  * share: nodes, random batches, the finite-difference gradient check, a
- * model from nodes, and the backends the loop tests run on (DEVICES). */
+ * model from nodes, partial depths against the full backward, and the
+ * backends the loop tests run on (DEVICES). */
 #ifndef SL_TEST_MODEL_UTIL_H
 #define SL_TEST_MODEL_UTIL_H
 
@@ -99,6 +100,28 @@ mk_model(const node_desc *d, int n, shape in, int classes, int batch, backend *b
 	int rc = model_new_nodes(d, n, in, classes, batch, 3, be, &m, err);
 	ck_assert_msg(rc == 0, "model_new_nodes: %s", err);
 	return m;
+}
+
+/* m's backward to depth k, for k = 1 .. depths, against the full one on
+ * the batch loaded: the tail's gradients as the full one computes them,
+ * none below it, and no more FLOPs than the full step. */
+static inline void
+check_partial_depths(model *m, int batch, int depths)
+{
+	model_step(m, NULL, batch, 0);
+	float *full = malloc(sizeof(float) * m->n_params);
+	memcpy(full, m->grads, sizeof(float) * m->n_params);
+	for (int k = 1; k <= depths; k++) {
+		memset(m->grads, 0, sizeof(float) * m->n_params);
+		model_step(m, NULL, batch, k);
+		size_t off = model_tail_offset(m, k);
+		for (size_t i = off; i < m->n_params; i++)
+			ck_assert_msg(m->grads[i] == full[i], "depth %d param %zu", k, i);
+		for (size_t i = 0; i < off; i++)
+			ck_assert_msg(m->grads[i] == 0.0f, "depth %d wrote param %zu", k, i);
+		ck_assert(model_step_flops(m, k) <= model_step_flops(m, 0));
+	}
+	free(full);
 }
 
 static const char *const DEVICES[] = {"cpu", "ref"};

@@ -14,6 +14,8 @@
 #include "dataset.h"
 #include "model_impl.h"
 
+/* ---- construction ----------------------------------------------------- */
+
 /* Node i's op and inputs from its description, checked: a known op, as
  * many inputs as it reads, each the model's input or an earlier node. */
 static int

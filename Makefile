@@ -89,7 +89,7 @@ $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += -ffp-contract=fast
 # multiply-add, whatever CFLAGS say, so its results are the same bits on
 # every x86-64 CPU.
 REF_CFLAGS := -ffp-contract=off
-$(BUILD)/engine/nn/backend_ref.o: ALL_CFLAGS += $(REF_CFLAGS)
+$(BUILD)/engine/nn/backend_ref.o $(BUILD)/engine/nn/backend_ref_seq.o: ALL_CFLAGS += $(REF_CFLAGS)
 $(BUILD)/engine/nn/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
 # ncursesw's wide-character calls (mvaddnwstr, cchar_t) need this defined
 $(BUILD)/tui/%.o: ALL_CFLAGS += $(call NCURSES,--cflags) -D_XOPEN_SOURCE_EXTENDED

@@ -175,6 +175,16 @@ static const struct {
 	{"{\n\"lr\": 0.1\n\"batch\": 3}", "line 3"},
 	{"{\"lr\": 0.1, \"lr\": 0.2}", "duplicate"},
 	{"", "line 1"},
+	/* a graph's float attribute: a number in (0, 1], named by node */
+	{"{\"model\": {\"nodes\": [{\"op\": \"linear\", \"units\": 4, \"init_std\": 0}]}}",
+	 "model.nodes[0].init_std: must be a number in (0, 1], got 0"},
+	{"{\"model\": {\"nodes\": [{\"op\": \"dense\", \"units\": 4}, {\"op\": \"linear\", "
+	 "\"units\": 4, \"init_std\": 1.5}]}}",
+	 "model.nodes[1].init_std: must be a number in (0, 1], got 1.5"},
+	{"{\"model\": {\"nodes\": [{\"op\": \"linear\", \"units\": 4, \"init_std\": \"0.01\"}]}}",
+	 "model.nodes[0].init_std: must be a number in (0, 1], got \"0.01\""},
+	{"{\"model\": {\"nodes\": [{\"op\": \"linear\", \"units\": 4, \"init_std\": true}]}}",
+	 "model.nodes[0].init_std: must be a number in (0, 1], got a boolean"},
 };
 
 START_TEST(rejects_bad)
@@ -191,6 +201,22 @@ START_TEST(rejects_bad)
 }
 END_TEST
 
+/* text parsed into a, written as JSON and parsed again: the same config;
+ * the JSON (to free) */
+static char *
+json_round_trip(const char *text, run_config *a)
+{
+	run_config b;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(parse(text, a, err) == 0, "%s", err);
+	json_t *j = config_to_json(a);
+	char *s = jsonout_dumps(j);
+	json_decref(j);
+	ck_assert_msg(parse(s, &b, err) == 0, "%s: %s", s, err);
+	ck_assert_mem_eq(a, &b, sizeof(b));
+	return s;
+}
+
 START_TEST(round_trip)
 {
 	const char *text =
@@ -198,16 +224,35 @@ START_TEST(round_trip)
 		" \"delay\": {\"dist\": \"pareto\", \"mean_ms\": 20, \"alpha\": 2},"
 		" \"worker_overrides\": [{\"id\": 0, \"spb_depth\": 1}],"
 		" \"stop\": {\"epochs\": 3}, \"seed\": 9}";
-	run_config a, b;
-	char err[SL_ERR_LEN] = "";
-	ck_assert_msg(parse(text, &a, err) == 0, "%s", err);
-	json_t *j = config_to_json(&a);
-	char *s = jsonout_dumps(j);
-	ck_assert_msg(parse(s, &b, err) == 0, "%s: %s", s, err);
-	ck_assert_mem_eq(&a, &b, sizeof(a));
+	run_config a;
+	char *s = json_round_trip(text, &a);
 	ck_assert_ptr_nonnull(strstr(s, "\"lr\":0.1,"));
 	free(s);
-	json_decref(j);
+}
+END_TEST
+
+/* a graph's init_std: into the spec as the shortest decimal of its float,
+ * out as the same JSON number, the default (0.02) given as left out, and
+ * a second parse of the JSON the same config */
+START_TEST(graph_init_std_round_trip)
+{
+	const char *text =
+		"{\"model\": {\"nodes\": [{\"op\": \"embed\", \"units\": 8, \"vocab\": 5},"
+		" {\"op\": \"linear\", \"units\": 8, \"init_std\": 0.01},"
+		" {\"op\": \"linear\", \"units\": 8, \"init_std\": 0.02},"
+		" {\"op\": \"linear\", \"units\": 8, \"init_std\": 0.0070710678118654752},"
+		" {\"op\": \"linear\", \"units\": 8, \"init_std\": 1},"
+		" {\"op\": \"lmhead\", \"tie\": 1}]}}";
+	run_config a;
+	char *s = json_round_trip(text, &a);
+	ck_assert_str_eq(a.model, "graph:embed(units=8,vocab=5);linear(units=8,init_std=0.01);"
+			 "linear(units=8);linear(units=8,init_std=0.0070710676);"
+			 "linear(units=8,init_std=1);lmhead(tie=1)");
+	ck_assert_msg(strstr(s, "{\"op\":\"linear\",\"units\":8,\"init_std\":0.01},"
+			     "{\"op\":\"linear\",\"units\":8},"
+			     "{\"op\":\"linear\",\"units\":8,\"init_std\":0.0070710676},"
+			     "{\"op\":\"linear\",\"units\":8,\"init_std\":1.0}"), "%s", s);
+	free(s);
 }
 END_TEST
 
@@ -432,6 +477,12 @@ START_TEST(schema)
 	ck_assert_int_eq(json_integer_value(json_object_get(arg, "step")), 6);
 	json_t *graph = json_object_get(mf, "graph");
 	ck_assert_int_eq(json_array_size(json_object_get(graph, "ops")), 15);
+	json_t *istd = schema_field(json_object_get(graph, "attrs"), "init_std");
+	ck_assert_str_eq(json_string_value(json_object_get(istd, "type")), "number");
+	ck_assert(json_is_true(json_object_get(istd, "min_open")));
+	ck_assert(json_real_value(json_object_get(istd, "min")) == 0);
+	ck_assert(json_real_value(json_object_get(istd, "max")) == 1);
+	ck_assert(json_real_value(json_object_get(istd, "default")) == 0.02);
 	char spec[4096], err[SL_ERR_LEN];
 	ck_assert_int_eq(graph_json_parse(json_object_get(graph, "example"), spec, sizeof(spec), err), 0);
 	ck_assert_int_eq(model_spec_param_layers(spec), 4);
@@ -601,6 +652,7 @@ config_suite(void)
 	tcase_add_test(tc, full_object);
 	tcase_add_loop_test(tc, rejects_bad, 0, (int)(sizeof(bad) / sizeof(bad[0])));
 	tcase_add_test(tc, round_trip);
+	tcase_add_test(tc, graph_init_std_round_trip);
 	tcase_add_test(tc, number_printing);
 	tcase_add_test(tc, field_ranges);
 	tcase_add_test(tc, rule_params_described);

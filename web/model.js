@@ -48,7 +48,8 @@ function graphHelp(g) {
   const ops = (g.ops || []).map((o) => (o.inputs > 1 ? `${o.op} (${o.inputs} inputs)` : o.op)).join(", ");
   const attrs = el("dl", { className: "attrs" });
   for (const a of g.attrs || []) {
-    const range = a.type === "boolean" ? "true/false" : `${a.min}–${a.max}`;
+    const range = a.type === "boolean" ? "true/false"
+      : a.min_open ? `(${a.min}, ${a.max}]` : `${a.min}–${a.max}`;
     attrs.append(el("dt", {}, a.key), el("dd", {}, `${range} · ${a.doc}`));
   }
   return el("details", { className: "hint" }, el("summary", {}, "ops and attributes"),

@@ -2,6 +2,7 @@
 #include "graph_json.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "graph_spec.h"
@@ -26,6 +27,22 @@ unknown_key(int i, const char *key, char *err)
 	}
 	return sl_fail(err, SL_EINVAL, "model.nodes[%d].%s: unknown field%s", i, key,
 		       suggest_note(note, sizeof(note), list, NULL, near.best));
+}
+
+/* a float attribute's value refused: what it must be, what it was */
+static int
+bad_float(int i, const graph_attr *a, json_t *v, char *err)
+{
+	char got[64];
+	if (json_is_number(v))
+		snprintf(got, sizeof(got), "%.10g", json_number_value(v));
+	else if (json_is_string(v))
+		snprintf(got, sizeof(got), "\"%.40s\"", json_string_value(v));
+	else
+		snprintf(got, sizeof(got), "%s", json_is_boolean(v) ? "a boolean"
+						 : json_is_null(v) ? "null" : "an object or array");
+	return sl_fail(err, SL_EINVAL, "model.nodes[%d].%s: must be a number in (%g, %g], got %s",
+		       i, a->key, a->fmin, a->fmax, got);
 }
 
 /* node i's JSON object into d (its op string kept in json) */
@@ -67,6 +84,11 @@ node_from_json(json_t *o, int i, node_desc *d, char *err)
 			a++;
 		if (!a->key)
 			return unknown_key(i, key, err);
+		if (a->is_float) {
+			if (!json_is_number(v) || graph_attr_set_float(a, d, json_number_value(v)) < 0)
+				return bad_float(i, a, v, err);
+			continue;
+		}
 		json_int_t x = json_is_boolean(v) ? json_is_true(v) : json_integer_value(v);
 		if ((!json_is_integer(v) && !(json_is_boolean(v) && a->max == 1)) || x < a->min ||
 		    x > a->max)
@@ -140,6 +162,15 @@ graph_json(const char *spec)
 			json_object_set_new(o, "inputs", in);
 		}
 		for (const graph_attr *a = graph_attrs; a->key; a++) {
+			if (a->is_float) {
+				/* the shortest decimal of the float: 0.01, not 0.0099999998 */
+				float f = graph_attr_float(a, &d[i]);
+				char num[32];
+				if (f != 0 && f != (float)a->fdef)
+					json_object_set_new(o, a->key, json_real(strtod(
+						graph_float_str(f, num, sizeof(num)), NULL)));
+				continue;
+			}
 			int v = *(const int *)((const char *)&d[i] + a->off);
 			if (v && v != a->def)
 				json_object_set_new(o, a->key, a->max == 1 ? json_true() : json_integer(v));
@@ -172,11 +203,16 @@ builtins_schema(void)
 	return a;
 }
 
-/* an attribute as a schema field: a boolean (0 or 1) or an integer in
- * [min, max], its default when one lies in the range (units, k: none) */
+/* an attribute as a schema field: a boolean (0 or 1), an integer in
+ * [min, max], its default when one lies in the range (units, k: none), or
+ * a number in (min, max] with its default */
 static json_t *
 attr_schema(const graph_attr *a)
 {
+	if (a->is_float)
+		return json_pack("{s:s,s:s,s:f,s:b,s:f,s:f,s:s}", "key", a->key, "type", "number",
+				 "min", a->fmin, "min_open", 1, "max", a->fmax, "default", a->fdef,
+				 "doc", a->doc);
 	if (a->max == 1)
 		return json_pack("{s:s,s:s,s:b,s:s}", "key", a->key, "type", "boolean",
 				 "default", a->def != 0, "doc", a->doc);

@@ -220,7 +220,16 @@ gelu_exp(float x)
 	return p * sc.f;
 }
 
-/* (1 + tanh(u)) / 2 = 1 / (1 + e^{-2u}): no cancellation near u = 0 */
+/* (1 + tanh(u)) / 2 = 1 / (1 + e^{-2u}): no cancellation near u = 0.
+ * This is that denominator, 1 + e^{-2u} with u = k (v + c v^3), for
+ * input v: the forward divides v by it, the backward takes its inverse. */
+static inline float
+gelu_den(float v)
+{
+	const float u = GELU_K * (v + GELU_C * v * v * v);
+	return 1.0f + gelu_exp(-2.0f * u);
+}
+
 struct gelu_args {
 	const float *x, *dy;
 	float *y, *dx;
@@ -233,11 +242,8 @@ gelu_fwd_part(void *p, int tid, int nt)
 	struct gelu_args *a = p;
 	long lo, hi;
 	team_split((long)a->n, tid, nt, &lo, &hi);
-	for (long i = lo; i < hi; i++) {
-		const float v = a->x[i];
-		const float u = GELU_K * (v + GELU_C * v * v * v);
-		a->y[i] = v / (1.0f + gelu_exp(-2.0f * u));
-	}
+	for (long i = lo; i < hi; i++)
+		a->y[i] = a->x[i] / gelu_den(a->x[i]);
 }
 
 /* with s = 1 / (1 + e^{-2u}): 1 + tanh = 2 s, 1 - tanh^2 = 4 s (1 - s) */
@@ -249,8 +255,7 @@ gelu_bwd_part(void *p, int tid, int nt)
 	team_split((long)a->n, tid, nt, &lo, &hi);
 	for (long i = lo; i < hi; i++) {
 		const float v = a->x[i];
-		const float u = GELU_K * (v + GELU_C * v * v * v);
-		const float sg = 1.0f / (1.0f + gelu_exp(-2.0f * u));
+		const float sg = 1.0f / gelu_den(v);
 		const float d = sg + 2.0f * v * sg * (1.0f - sg) * GELU_K *
 					     (1.0f + 3.0f * GELU_C * v * v);
 		a->dx[i] = a->dy[i] * d;

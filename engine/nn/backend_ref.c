@@ -7,21 +7,15 @@
  * no multiply-add is fused: the same inputs give the same bits on any
  * x86-64 CPU. Sums run in double in a fixed order (ascending index), then
  * round to float once. It is the path for tests and recorded fixtures, not
- * for speed. */
+ * for speed. The sequence ops (the transformer's) are backend_ref_seq.c. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend_impl.h"
-#include "sl.h"
+#include "backend_ref_impl.h"
 
-typedef struct ref_ctx {
-	double *acc; /* one row of gemm sums */
-	size_t acc_cap;
-} ref_ctx;
-
-static double *
-acc_row(backend *be, size_t n)
+double *
+ref_acc_row(backend *be, size_t n)
 {
 	ref_ctx *c = be->ctx;
 	if (c->acc_cap < n) {
@@ -43,7 +37,7 @@ acc_row(backend *be, size_t n)
 #define LN2_LO 1.90821492927058770002e-10
 #define INV_LN2 1.44269504088896338700e+00
 
-static double
+double
 ref_exp(double x)
 {
 	if (x != x)
@@ -106,7 +100,7 @@ ref_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha,
 	 int ldc)
 {
 	const size_t ai = ta ? 1 : (size_t)lda, ak = ta ? (size_t)lda : 1;
-	double *acc = acc_row(be, (size_t)(n > 0 ? n : 1));
+	double *acc = ref_acc_row(be, (size_t)(n > 0 ? n : 1));
 	for (int i = 0; i < m; i++) {
 		const float *arow = a + (size_t)i * ai;
 		if (tb) { /* rows of B^T are contiguous in kk: dot products */
@@ -419,244 +413,6 @@ ref_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 {
 	(void)be;
 	host_shortcut_bwd(dy, dx, cin, h, w, cout, stride, batch, acc, 0, cin);
-}
-
-/* ---- the sequence ops (the transformer) ------------------------------- */
-
-static void
-ref_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe,
-	      float *y, int batch, int t, int e, int vocab)
-{
-	(void)be;
-	for (int b = 0; b < batch; b++)
-		for (int p = 0; p < t; p++) {
-			const size_t r = (size_t)b * t + p;
-			const int id = (int)ids[r];
-			SL_ASSERT(id >= 0 && id < vocab); /* model_check_data */
-			const float *we = wte + (size_t)id * e, *pe = wpe + (size_t)p * e;
-			float *yr = y + r * e;
-			for (int j = 0; j < e; j++)
-				yr[j] = we[j] + pe[j];
-		}
-}
-
-static void
-ref_embed_bwd(backend *be, const float *ids, const float *dy, float *dwte,
-	      float *dwpe, int batch, int t, int e, int vocab, int acc)
-{
-	(void)be;
-	for (int p = 0; p < t; p++)
-		for (int j = 0; j < e; j++) {
-			double s = 0.0;
-			for (int b = 0; b < batch; b++)
-				s += (double)dy[((size_t)b * t + p) * e + j];
-			dwpe[(size_t)p * e + j] = (float)s;
-		}
-	/* each table entry: its own sum (the head's share first when acc)
-	 * over the positions that hold its token, in (b, t) order */
-	const size_t rows = (size_t)batch * t;
-	double *sum = acc_row(be, (size_t)e);
-	for (int v = 0; v < vocab; v++) {
-		float *dw = dwte + (size_t)v * e;
-		for (int j = 0; j < e; j++)
-			sum[j] = acc ? (double)dw[j] : 0.0;
-		for (size_t r = 0; r < rows; r++) {
-			if ((int)ids[r] != v)
-				continue;
-			const float *d = dy + r * e;
-			for (int j = 0; j < e; j++)
-				sum[j] += (double)d[j];
-		}
-		for (int j = 0; j < e; j++)
-			dw[j] = (float)sum[j];
-	}
-}
-
-static void
-ref_layernorm_fwd(backend *be, const float *x, const float *g, const float *b,
-		  float *y, float *mean, float *rstd, int rows, int n, float eps)
-{
-	(void)be;
-	for (int r = 0; r < rows; r++) {
-		const float *xr = x + (size_t)r * n;
-		float *yr = y + (size_t)r * n;
-		double s = 0.0, v = 0.0;
-		for (int j = 0; j < n; j++)
-			s += (double)xr[j];
-		const double m = s / n;
-		for (int j = 0; j < n; j++) {
-			const double d = (double)xr[j] - m;
-			v += d * d;
-		}
-		const double rs = 1.0 / sqrt(v / n + (double)eps);
-		mean[r] = (float)m;
-		rstd[r] = (float)rs;
-		for (int j = 0; j < n; j++)
-			yr[j] = (float)(((double)xr[j] - m) * rs * (double)g[j] + (double)b[j]);
-	}
-}
-
-static void
-ref_layernorm_bwd(backend *be, const float *x, const float *g, const float *mean,
-		  const float *rstd, const float *dy, float *dx, float *dg, float *db,
-		  int rows, int n)
-{
-	(void)be;
-	for (int j = 0; j < n; j++) {
-		double sg = 0.0, sb = 0.0;
-		for (int r = 0; r < rows; r++) {
-			const size_t i = (size_t)r * n + j;
-			const double xh = ((double)x[i] - mean[r]) * rstd[r];
-			sg += (double)dy[i] * xh;
-			sb += (double)dy[i];
-		}
-		dg[j] = (float)sg;
-		db[j] = (float)sb;
-	}
-	if (!dx)
-		return;
-	for (int r = 0; r < rows; r++) {
-		const float *xr = x + (size_t)r * n, *dyr = dy + (size_t)r * n;
-		const double m = mean[r], rs = rstd[r];
-		double a = 0.0, c = 0.0; /* sums of dy g and dy g xh */
-		for (int j = 0; j < n; j++) {
-			const double d = (double)dyr[j] * g[j];
-			a += d;
-			c += d * (((double)xr[j] - m) * rs);
-		}
-		a /= n;
-		c /= n;
-		float *dxr = dx + (size_t)r * n;
-		for (int j = 0; j < n; j++) {
-			const double xh = ((double)xr[j] - m) * rs;
-			dxr[j] = (float)(rs * ((double)dyr[j] * g[j] - a - xh * c));
-		}
-	}
-}
-
-#define GELU_K 0.79788456080286535588 /* sqrt(2 / pi) */
-#define GELU_C 0.044715
-
-/* tanh(u) from our exp: 1 - 2 / (e^{2u} + 1), exact in its limits */
-static double
-ref_tanh(double u)
-{
-	return 1.0 - 2.0 / (ref_exp(2.0 * u) + 1.0);
-}
-
-static void
-ref_gelu_fwd(backend *be, const float *x, float *y, size_t n)
-{
-	(void)be;
-	for (size_t i = 0; i < n; i++) {
-		const double v = x[i];
-		y[i] = (float)(0.5 * v * (1.0 + ref_tanh(GELU_K * (v + GELU_C * v * v * v))));
-	}
-}
-
-static void
-ref_gelu_bwd(backend *be, const float *x, const float *dy, float *dx, size_t n)
-{
-	(void)be;
-	for (size_t i = 0; i < n; i++) {
-		const double v = x[i];
-		const double th = ref_tanh(GELU_K * (v + GELU_C * v * v * v));
-		const double d = 0.5 * (1.0 + th) +
-				 0.5 * v * (1.0 - th * th) * GELU_K * (1.0 + 3.0 * GELU_C * v * v);
-		dx[i] = (float)((double)dy[i] * d);
-	}
-}
-
-/* Each (sample, head): the row t of scores over j <= t, its softmax
- * (max subtracted, double), then y_t. */
-static void
-ref_attn_fwd(backend *be, const float *qkv, float *y, float *att, int batch,
-	     int t, int heads, int hd)
-{
-	const int e = heads * hd, e3 = 3 * e;
-	const double scale = 1.0 / sqrt((double)hd);
-	double *s = acc_row(be, (size_t)t);
-	for (int b = 0; b < batch; b++)
-		for (int h = 0; h < heads; h++) {
-			const float *base = qkv + (size_t)b * t * e3 + (size_t)h * hd;
-			float *a = att + ((size_t)b * heads + h) * t * t;
-			for (int i = 0; i < t; i++) {
-				const float *q = base + (size_t)i * e3;
-				double mx = -INFINITY;
-				for (int j = 0; j <= i; j++) {
-					const float *k = base + (size_t)j * e3 + e;
-					double d = 0.0;
-					for (int c = 0; c < hd; c++)
-						d += (double)q[c] * (double)k[c];
-					s[j] = d * scale;
-					mx = s[j] > mx ? s[j] : mx;
-				}
-				double z = 0.0;
-				for (int j = 0; j <= i; j++) {
-					s[j] = ref_exp(s[j] - mx);
-					z += s[j];
-				}
-				float *ar = a + (size_t)i * t;
-				for (int j = 0; j < t; j++)
-					ar[j] = j <= i ? (float)(s[j] / z) : 0.0f;
-				float *yr = y + ((size_t)b * t + i) * e + (size_t)h * hd;
-				for (int c = 0; c < hd; c++) {
-					double acc = 0.0;
-					for (int j = 0; j <= i; j++)
-						acc += (double)ar[j] * (double)base[(size_t)j * e3 + 2 * e + c];
-					yr[c] = (float)acc;
-				}
-			}
-		}
-}
-
-static void
-ref_attn_bwd(backend *be, const float *qkv, const float *att, const float *dy,
-	     float *dqkv, int batch, int t, int heads, int hd)
-{
-	const int e = heads * hd, e3 = 3 * e;
-	const double scale = 1.0 / sqrt((double)hd);
-	double *dz = acc_row(be, (size_t)t * t); /* one (sample, head) */
-	for (int b = 0; b < batch; b++)
-		for (int h = 0; h < heads; h++) {
-			const size_t off = (size_t)b * t * e3 + (size_t)h * hd;
-			const float *base = qkv + off;
-			float *dbase = dqkv + off;
-			const float *a = att + ((size_t)b * heads + h) * t * t;
-			const float *dyb = dy + (size_t)b * t * e + (size_t)h * hd;
-			for (int i = 0; i < t; i++) {
-				const float *dyr = dyb + (size_t)i * e;
-				double r = 0.0;
-				for (int j = 0; j <= i; j++) {
-					const float *v = base + (size_t)j * e3 + 2 * e;
-					double d = 0.0;
-					for (int c = 0; c < hd; c++)
-						d += (double)dyr[c] * (double)v[c];
-					dz[(size_t)i * t + j] = d;
-					r += (double)a[(size_t)i * t + j] * d;
-				}
-				for (int j = 0; j < t; j++)
-					dz[(size_t)i * t + j] = j <= i ? (double)a[(size_t)i * t + j] *
-										 (dz[(size_t)i * t + j] - r)
-								       : 0.0;
-			}
-			for (int i = 0; i < t; i++)
-				for (int c = 0; c < hd; c++) {
-					double dq = 0.0, dk = 0.0, dv = 0.0;
-					for (int j = 0; j <= i; j++) /* keys j <= i */
-						dq += dz[(size_t)i * t + j] *
-						      (double)base[(size_t)j * e3 + e + c];
-					for (int j = i; j < t; j++) { /* queries j >= i */
-						dk += dz[(size_t)j * t + i] * (double)base[(size_t)j * e3 + c];
-						dv += (double)a[(size_t)j * t + i] *
-						      (double)dyb[(size_t)j * e + c];
-					}
-					float *dr = dbase + (size_t)i * e3;
-					dr[c] = (float)(dq * scale);
-					dr[e + c] = (float)(dk * scale);
-					dr[2 * e + c] = (float)dv;
-				}
-		}
 }
 
 /* ---- loss and updates ------------------------------------------------ */

@@ -9,7 +9,9 @@
 #include "sl.h"
 #include "suggest.h"
 
-#define A(k, m, lo, hi, df, d) {k, offsetof(node_desc, m), lo, hi, df, d}
+#define A(k, m, lo, hi, df, d) {k, offsetof(node_desc, m), lo, hi, df, d, 0, 0, 0, 0}
+/* a float attribute in (lo, hi] */
+#define F(k, m, lo, hi, df, d) {k, offsetof(node_desc, m), 0, 0, 0, d, 1, lo, hi, df}
 
 const graph_attr graph_attrs[] = {
 	A("units", units, 1, 1 << 20, 0, "dense: outputs; conv2d: output channels"),
@@ -23,8 +25,37 @@ const graph_attr graph_attrs[] = {
 	A("vocab", vocab, 2, 65536, 0, "embed: the token table's rows (the data's classes)"),
 	A("tie", tie, 1, 1 << 20, 0,
 	  "lmhead: 1 + the index of the embed node whose token table it uses (tie=1: node 0)"),
-	{NULL, 0, 0, 0, 0, NULL},
+	F("init_std", init_std, 0, 1, 0.02,
+	  "linear: the weights' normal sd (a GPT's residual projections: 0.02 / sqrt(2 layers))"),
+	{NULL, 0, 0, 0, 0, NULL, 0, 0, 0, 0},
 };
+
+int
+graph_attr_set_float(const graph_attr *a, node_desc *d, double v)
+{
+	if (!(v > a->fmin && v <= a->fmax) || !((float)v > 0))
+		return -1;
+	float f = (float)v;
+	*(float *)((char *)d + a->off) = f == (float)a->fdef ? 0.0f : f;
+	return 0;
+}
+
+float
+graph_attr_float(const graph_attr *a, const node_desc *d)
+{
+	return *(const float *)((const char *)d + a->off);
+}
+
+const char *
+graph_float_str(float f, char *buf, size_t cap)
+{
+	for (int digits = 1; digits <= 9; digits++) {
+		snprintf(buf, cap, "%.*g", digits, (double)f);
+		if ((float)strtod(buf, NULL) == f)
+			break;
+	}
+	return buf;
+}
 
 int
 graph_spec_is(const char *spec)
@@ -59,16 +90,26 @@ find_op(const char *s, size_t len, int i, char *err)
 	return NULL;
 }
 
+/* the text s..end as a string in buf (cap bytes): 0, or -1 when it is
+ * empty or does not fit */
+static int
+text_in(const char *s, const char *end, char *buf, size_t cap)
+{
+	size_t len = (size_t)(end - s);
+	if (!len || len >= cap)
+		return -1;
+	memcpy(buf, s, len);
+	buf[len] = 0;
+	return 0;
+}
+
 /* an integer in [lo, hi] from s..end */
 static int
 int_in(const char *s, const char *end, long lo, long hi, long *out)
 {
 	char buf[24];
-	size_t len = (size_t)(end - s);
-	if (!len || len >= sizeof(buf))
+	if (text_in(s, end, buf, sizeof(buf)) < 0)
 		return -1;
-	memcpy(buf, s, len);
-	buf[len] = 0;
 	char *e;
 	errno = 0;
 	long v = strtol(buf, &e, 10);
@@ -76,6 +117,21 @@ int_in(const char *s, const char *end, long lo, long hi, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+/* a float attribute's value from s..end into d (graph_attr_set_float) */
+static int
+float_in(const char *s, const char *end, const graph_attr *a, node_desc *d)
+{
+	char buf[32];
+	if (text_in(s, end, buf, sizeof(buf)) < 0)
+		return -1;
+	char *e;
+	errno = 0;
+	double v = strtod(buf, &e);
+	if (*e || errno)
+		return -1;
+	return graph_attr_set_float(a, d, v);
 }
 
 /* "in=3+5" into d's inputs (node i) */
@@ -135,19 +191,27 @@ parse_node(const char *s, const char *end, node_desc *d, int i, char *err)
 			if (!a->key)
 				return sl_fail(err, SL_EINVAL, "model.nodes[%d].%.*s: unknown attribute",
 					       i, (int)klen, p);
-			if (int_in(eq + 1, e, a->min, a->max, &v) < 0)
+			if (a->is_float) {
+				if (float_in(eq + 1, e, a, d) < 0)
+					return sl_fail(err, SL_EINVAL,
+						       "model.nodes[%d].%s: must be a number in (%g, %g], "
+						       "got \"%.*s\"", i, a->key, a->fmin, a->fmax,
+						       (int)(e - eq - 1), eq + 1);
+			} else if (int_in(eq + 1, e, a->min, a->max, &v) < 0)
 				return sl_fail(err, SL_EINVAL,
 					       "model.nodes[%d].%s: must be an integer in [%d, %d], "
 					       "got \"%.*s\"", i, a->key, a->min, a->max,
 					       (int)(e - eq - 1), eq + 1);
-			*(int *)((char *)d + a->off) = (int)v;
+			else
+				*(int *)((char *)d + a->off) = (int)v;
 		}
 		if (rc < 0)
 			return rc;
 		p = comma ? comma + 1 : stop;
 	}
-	for (const graph_attr *a = graph_attrs; a->key; a++) /* left out: the default */
-		if (!*(int *)((char *)d + a->off))
+	/* left out: the default (a float's is 0 in d, read by the op as fdef) */
+	for (const graph_attr *a = graph_attrs; a->key; a++)
+		if (!a->is_float && !*(int *)((char *)d + a->off))
 			*(int *)((char *)d + a->off) = a->def;
 	int n_in = d->n_in ? d->n_in : 1;
 	if (n_in != o->n_in)
@@ -191,6 +255,15 @@ graph_spec_append(char *buf, size_t cap, const node_desc *d)
 		w += snprintf(buf + len + w, cap - len - (size_t)w, "%s%d", k ? "+" : "in=",
 			      d->inputs[k]);
 	for (const graph_attr *a = graph_attrs; w >= 0 && (size_t)w < cap - len && a->key; a++) {
+		if (a->is_float) {
+			float f = graph_attr_float(a, d);
+			char num[32];
+			if (f != 0 && f != (float)a->fdef)
+				w += snprintf(buf + len + w, cap - len - (size_t)w, "%s%s=%s",
+					      buf[len + w - 1] == '(' ? "" : ",", a->key,
+					      graph_float_str(f, num, sizeof(num)));
+			continue;
+		}
 		int v = *(const int *)((const char *)d + a->off);
 		if (v && v != a->def)
 			w += snprintf(buf + len + w, cap - len - (size_t)w, "%s%s=%d",

@@ -1,8 +1,8 @@
 /* ckpt_fields.c - the checkpoint's field tables: every saved member of
  * the run's structs by name, type and whether a file must have it, and
- * the table-driven writing, reading and copying (checkpoint.c uses them).
- * A field added to a struct is one row here (optional: older files lack
- * it). */
+ * the table-driven writing, reading and copying (checkpoint.c and
+ * ckpt_read.c use them). A field added to a struct is one row here
+ * (optional: older files lack it). */
 #include "ckpt_fields.h"
 #include "augment.h"
 #include "fields.h"

@@ -1,6 +1,7 @@
 /* ckpt_fields.h - checkpoint field tables (private to checkpoint.c,
- * ckpt_fields.c and ckpt_ledger.c, the run's checkpoint: part of the run,
- * since it writes and reads the run's private state, run_impl.h). */
+ * ckpt_read.c, ckpt_fields.c and ckpt_ledger.c, the run's checkpoint: part
+ * of the run, since it writes and reads the run's private state,
+ * run_impl.h). */
 #ifndef SL_CKPT_FIELDS_H
 #define SL_CKPT_FIELDS_H
 

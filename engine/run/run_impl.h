@@ -10,8 +10,10 @@
  *   clock_wall.c     the wall clock: a thread per worker, real sleeps
  *   clock_virtual.c  the virtual clock: a deterministic event queue
  *   checkpoint.c     save and restore the whole run (tagged fields, tlv.h;
+ *                    ckpt_read.c: a file read and checked, touching no run;
  *                    ckpt_fields.c: the field tables, ckpt_ledger.c: the
- *                    ledger's section; ckpt_fields.h: what they share)
+ *                    ledger's section; ckpt_fields.h and ckpt_doc.h: what
+ *                    they share)
  *
  * Every function here runs with r->mu held unless it says otherwise. */
 #ifndef SL_RUN_IMPL_H

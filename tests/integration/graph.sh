@@ -81,6 +81,8 @@ refuse "an output that is not the classes" 'expected 10 classes \(the last node,
 	'{"nodes": [{"op": "dense", "units": 64}]}'
 refuse "an unread node" 'nodes\[0\]|node 0 .*nothing reads its output' \
 	'{"nodes": [{"op": "dense", "units": 10}, {"op": "dense", "units": 10, "inputs": [-1]}]}'
+refuse "an init_std out of (0, 1]" 'model.nodes\[1\].init_std: must be a number in \(0, 1\], got 2' \
+	'{"nodes": [{"op": "dense", "units": 64}, {"op": "linear", "units": 10, "init_std": 2}]}'
 refuse "a misspelt attribute" "model.nodes\[0\].unit: unknown field.*did you mean 'units'" \
 	'{"nodes": [{"op": "dense", "unit": 10}]}'
 refuse "an attribute of the wrong type" 'model.nodes\[0\].units: must be an integer in \[1, ' \

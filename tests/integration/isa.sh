@@ -27,11 +27,12 @@ for isa in 4 3 1; do
 	fi
 	dir=$build/isa$isa
 	if ! make --no-print-directory BUILD="$dir" EXTRA_CFLAGS="-DSL_FORCE_ISA=$isa" -j2 \
-		"$dir/tests/test_backend" "$dir/tests/test_model" >"$TMP/make.log" 2>&1; then
+		"$dir/tests/test_backend" "$dir/tests/test_model" "$dir/tests/test_model_graph" \
+		>"$TMP/make.log" 2>&1; then
 		bad "builds with SL_FORCE_ISA=$isa" "$(tail -20 "$TMP/make.log")"
 		continue
 	fi
-	for t in test_backend test_model; do
+	for t in test_backend test_model test_model_graph; do
 		out=$("$dir/tests/$t" 2>&1)
 		echo "$out" | grep -q '^100%: Checks' &&
 			ok "$t, clone $(name $isa) alone: $(echo "$out" | grep -o 'Checks: [0-9]*')" ||

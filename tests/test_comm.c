@@ -117,24 +117,30 @@ START_TEST(round_rule)
 }
 END_TEST
 
-/* localsgd, H = 4, one worker: local steps move nothing; the 4th sends the
- * model, and the average comes back with the next step's pull (the first
- * pulls the server's model) */
+/* localsgd and diloco, H = 4, one worker: local steps move nothing; the
+ * 4th sends the model, and the average (diloco: the outer step's result)
+ * comes back with the next step's pull (the first pulls the server's
+ * model) */
 START_TEST(local_rule)
 {
-	run_config c = base("localsgd", 1);
-	c.rp.H = 4;
-	c.stop_steps = 2; /* two averages: 8 steps */
-	c.eval_every = 0;
-	c.link = (link_cfg){.latency_ms = L_MS, .bandwidth_mbps = BW_MBPS};
-	facts f = run_it(&c);
-	ck_assert_uint_eq(f.v, 2);
-	ck_assert_uint_eq(f.iterations, 8);
-	near(f.t, 8 * f.compute_s + 4 * xfer(f.bytes), "t after 8 steps");
-	near(f.sent, 2 * f.bytes, "bytes sent: two models");
-	/* the first pull, the two averages (the second with the 9th step,
-	 * begun when the run stopped) */
-	near(f.recv, 3 * f.bytes, "bytes received");
+	static const char *const rules[] = {"localsgd", "diloco"};
+	for (int k = 0; k < 2; k++) {
+		run_config c = base(rules[k], 1);
+		c.rp.H = 4;
+		c.rp.outer_lr = 0.7;
+		c.rp.outer_momentum = 0.9;
+		c.stop_steps = 2; /* two rounds: 8 steps */
+		c.eval_every = 0;
+		c.link = (link_cfg){.latency_ms = L_MS, .bandwidth_mbps = BW_MBPS};
+		facts f = run_it(&c);
+		ck_assert_uint_eq(f.v, 2);
+		ck_assert_uint_eq(f.iterations, 8);
+		near(f.t, 8 * f.compute_s + 4 * xfer(f.bytes), "t after 8 steps");
+		near(f.sent, 2 * f.bytes, "bytes sent: two models");
+		/* the first pull, the two rounds' results (the second with the
+		 * 9th step, begun when the run stopped) */
+		near(f.recv, 3 * f.bytes, "bytes received");
+	}
 }
 END_TEST
 

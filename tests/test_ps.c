@@ -283,6 +283,49 @@ START_TEST(elastic_and_average)
 }
 END_TEST
 
+/* diloco's outer step, by hand in dyadic numbers (exact in float): two
+ * rounds of two models, eta 0.5, mu 0.5. Round 1: mean (0.5, 2, 4), Delta
+ * = W - mean = (0.5, 0, 0), b = Delta, W -= 0.5 (Delta + 0.5 b) = (0.625,
+ * 2, 4). Round 2: mean (0.125, 2.5, 4), Delta (0.5, -0.5, 0), b = 0.5 b +
+ * Delta = (0.75, -0.5, 0), W -= 0.5 (0.875, -0.75, 0) = (0.1875, 2.375, 4).
+ * With mu 0 and eta 1 the round puts W at the mean, as localsgd. */
+/* one round of two models (workers 0 and 1); then W must be want */
+static void
+diloco_round(ps *p, const float *a, const float *b, const float want[3])
+{
+	ps_grad ma = {.kind = PS_MODEL, .g = a}, mb = {.kind = PS_MODEL, .worker = 1, .g = b};
+	ps_result r;
+	float w0 = W(p, 0);
+	ck_assert_int_eq(ps_push(p, &ma, 2, &r), 0);
+	ck_assert_int_eq(r.applied, 0);
+	ck_assert_float_eq(W(p, 0), w0); /* nothing until the round is in */
+	ck_assert_int_eq(ps_push(p, &mb, 2, &r), 0);
+	ck_assert_int_eq(r.applied, 1);
+	for (int i = 0; i < 3; i++)
+		ck_assert_float_eq(W(p, i), want[i]);
+}
+
+START_TEST(diloco_outer_nesterov)
+{
+	backend *be = cpu();
+	float w0[] = {1, 2, 4};
+	rule_params rp = {.H = 2, .outer_lr = 0.5, .outer_momentum = 0.5};
+	ps *p = mk(be, w0, "diloco", &rp, 0.1f, 0);
+	const float a1[] = {0.5f, 1.5f, 3}, b1[] = {0.5f, 2.5f, 5};
+	const float a2[] = {0.125f, 2, 4}, b2[] = {0.125f, 3, 4};
+	diloco_round(p, a1, b1, (const float[]){0.625f, 2, 4});
+	ck_assert_uint_eq(ps_version(p), 1);
+	diloco_round(p, a2, b2, (const float[]){0.1875f, 2.375f, 4});
+	ps_free(p);
+	/* mu 0, eta 1: the mean */
+	rp = (rule_params){.H = 2, .outer_lr = 1, .outer_momentum = 0};
+	p = mk(be, w0, "diloco", &rp, 0.1f, 0);
+	diloco_round(p, a1, b1, (const float[]){0.5f, 2, 4});
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(pinned_reads_copy_on_write)
 {
 	backend *be = cpu();
@@ -402,7 +445,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 10);
+	ck_assert_int_eq(rule_count(), 11);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -412,7 +455,7 @@ START_TEST(rule_table_lookup)
 	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
-			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild");
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco");
 }
 END_TEST
 
@@ -479,6 +522,7 @@ ps_suite(void)
 	tcase_add_test(tc, momentum_at_server);
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_table_lookup);
+	tcase_add_test(tc, diloco_outer_nesterov);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
 	tcase_add_test(tc, host_payloads_are_staged);
 	tcase_add_test(tc, lent_team_applies_the_same_bits);

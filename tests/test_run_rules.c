@@ -108,6 +108,38 @@ START_TEST(rules_reduce_to_their_special_cases)
 	ck_assert_msg(max_rel_diff(wa, wb, n1) < 1e-4, "localsgd H=1 vs ssgd: %g",
 		      max_rel_diff(wa, wb, n1));
 	free(wb);
+	/* diloco with outer_lr 1 and no outer momentum puts W at the mean
+	 * of the models each round: localsgd (to rounding, W - (W - mean)),
+	 * and with H = 1 ssgd */
+	b = a;
+	snprintf(b.rule, sizeof(b.rule), "diloco");
+	b.rp.H = 1;
+	b.rp.outer_lr = 1;
+	b.rp.outer_momentum = 0;
+	wb = final_weights(&b, &n2);
+	ck_assert_msg(max_rel_diff(wa, wb, n1) < 1e-4, "diloco H=1 vs ssgd: %g",
+		      max_rel_diff(wa, wb, n1));
+	free(wb);
+	{
+		run_config l = a, d;
+		snprintf(l.rule, sizeof(l.rule), "localsgd");
+		l.rp.H = 4;
+		d = l;
+		snprintf(d.rule, sizeof(d.rule), "diloco");
+		d.rp.outer_lr = 1;
+		d.rp.outer_momentum = 0;
+		float *wl = final_weights(&l, &n2), *wd = final_weights(&d, &n2);
+		ck_assert_msg(max_rel_diff(wl, wd, n1) < 1e-4, "diloco (1, 0) vs localsgd: %g",
+			      max_rel_diff(wl, wd, n1));
+		/* the paper's outer step moves elsewhere */
+		d.rp.outer_lr = 0.7;
+		d.rp.outer_momentum = 0.9;
+		free(wd);
+		wd = final_weights(&d, &n2);
+		ck_assert(max_rel_diff(wl, wd, n1) > 1e-3);
+		free(wl);
+		free(wd);
+	}
 	/* odsgd after its warm-up makes a different, one-step-delayed run */
 	b = a;
 	snprintf(b.rule, sizeof(b.rule), "odsgd");
@@ -242,7 +274,7 @@ START_TEST(every_rule_in_the_table)
 	 * resumes to the same records bit for bit */
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
-					   "local_opt", NULL};
+					   "local_opt", "outer_lr", "outer_momentum", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);

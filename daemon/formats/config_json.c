@@ -643,7 +643,8 @@ config_schema_json(void)
 		unsigned bit;
 		const char *name;
 	} flag_names[] = {{RULE_ROUND, "round"}, {RULE_WAIT, "wait"}, {RULE_LOCAL, "local"},
-			  {RULE_SHARED, "shared"}, {RULE_BACKUP, "backup"}};
+			  {RULE_SHARED, "shared"}, {RULE_BACKUP, "backup"},
+			  {RULE_OUTER, "outer"}};
 	json_t *rules = json_array();
 	for (int k = 0; rule_table[k]; k++) {
 		const rule_class *r = rule_table[k];

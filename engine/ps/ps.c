@@ -39,6 +39,7 @@ struct ps {
 	float *spare;
 	float *stage;    /* host payloads, staged into a device server's memory */
 	float *stage_bak;/* ... and a held gradient's backup (DC-ASGD) */
+	float *outer_m;  /* diloco: the outer Nesterov momentum (made on use) */
 	int oom;         /* a copy could not be made: written in place */
 	const rule_class *rule;
 	rule_params rp;
@@ -110,6 +111,7 @@ ps_free(ps *p)
 	be->ops->free(be, p->spare);
 	be->ops->free(be, p->stage);
 	be->ops->free(be, p->stage_bak);
+	be->ops->free(be, p->outer_m);
 	optim_free(&p->opt);
 	be->ops->free(be, p->tmp);
 	be->ops->free(be, p->acc);
@@ -423,7 +425,10 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 		return -SL_ENOMEM;
 	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
 	if (g->kind == PS_MODEL) {
-		r.applied = average(p, data, round_size);
+		int rc = average(p, data, round_size);
+		if (rc < 0)
+			return rc;
+		r.applied = rc;
 	} else if (g->kind == PS_ELASTIC) {
 		elastic(p, data, g->alpha, g->reply, g->host);
 		r.applied = 1;
@@ -473,6 +478,30 @@ elastic(ps *p, const float *x, float alpha, float *diff, int host)
 	p->v++;
 }
 
+/* diloco's outer step on the round's mean model (in acc): the
+ * pseudo-gradient Delta = w - mean, then torch.optim.SGD's Nesterov form,
+ * b = mu b + Delta, w -= eta (Delta + mu b); mu = 0 is plain outer SGD,
+ * and eta = 1 with it puts w at the mean (localsgd, to rounding) */
+static int
+outer_step(ps *p)
+{
+	backend *be = p->be;
+	const float eta = (float)p->rp.outer_lr, mu = (float)p->rp.outer_momentum;
+	float *d = p->tmp;
+	be->ops->copy(be, d, p->w, sizeof(float) * p->n);
+	be->ops->axpy(be, p->n, -1.0f, p->acc, d);
+	if (mu > 0) {
+		if (!p->outer_m && !(p->outer_m = balloc(p, p->n)))
+			return -SL_ENOMEM;
+		be->ops->scal(be, p->n, mu, p->outer_m);
+		be->ops->axpy(be, p->n, 1.0f, d, p->outer_m);
+		be->ops->axpy(be, p->n, mu, p->outer_m, d);
+	}
+	writable(p);
+	be->ops->axpy(be, p->n, -eta, d, p->w);
+	return 0;
+}
+
 static int
 average(ps *p, const float *x, int round_size)
 {
@@ -482,8 +511,14 @@ average(ps *p, const float *x, int round_size)
 	if (p->round < (round_size < 1 ? 1 : round_size))
 		return 0;
 	be->ops->scal(be, p->n, 1.0f / (float)p->round, p->acc);
-	writable(p);
-	be->ops->copy(be, p->w, p->acc, sizeof(float) * p->n);
+	if (p->rule->flags & RULE_OUTER) {
+		int rc = outer_step(p);
+		if (rc < 0)
+			return rc;
+	} else {
+		writable(p);
+		be->ops->copy(be, p->w, p->acc, sizeof(float) * p->n);
+	}
 	p->v++;
 	drop_round(p);
 	return 1;
@@ -538,6 +573,7 @@ ps_save(const ps *p, tlv_w *w)
 	if (p->opt.v)
 		tlv_array(w, "opt_steps", TLV_U64S, p->opt.steps, (size_t)p->n_layers);
 	save_buf(p, w, "round_sum", p->acc);
+	save_buf(p, w, "outer_momentum", p->outer_m);
 	tlv_open(w, "backups", TLV_LIST);
 	for (int k = 0; k < p->max_workers; k++) {
 		if (!p->bak[k] && !p->ms[k])
@@ -597,7 +633,8 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 	if ((rc = load_buf(p, s, "weights", 1, n, p ? &p->w : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->opt.m : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "second_moment", 0, n, p ? &p->opt.v : &none, err)) < 0 ||
-	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0)
+	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "outer_momentum", 0, n, p ? &p->outer_m : &none, err)) < 0)
 		return rc;
 	const void *st;
 	size_t n_st;

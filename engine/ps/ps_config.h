@@ -14,6 +14,7 @@
 
 typedef struct rule_params {
 	double s, lambda, H, n, local_lr, m, beta, period, warmup;
+	double outer_lr, outer_momentum; /* diloco: the server's Nesterov step */
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	char local_opt[16];
 } rule_params;

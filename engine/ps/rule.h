@@ -49,6 +49,10 @@ enum {
 	 * bound holds from then on instead of holding the fast workers until
 	 * a straggler has caught up on the iterations of the rule before */
 	RULE_CLOCKS = 1 << 5,
+	/* the models' average is an outer step (diloco): the server takes
+	 * Delta = w - mean as a pseudo-gradient and applies its outer
+	 * Nesterov step (rule_params outer_lr, outer_momentum) */
+	RULE_OUTER = 1 << 6,
 };
 
 /* A worker as its rule's worker hooks see it: the step in flight and the

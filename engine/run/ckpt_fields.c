@@ -78,6 +78,8 @@ static const field rp_rows[] = {
 	FLD(rule_params, "beta", beta, F_F64, OPT),
 	FLD(rule_params, "period", period, F_F64, OPT),
 	FLD(rule_params, "warmup", warmup, F_F64, OPT),
+	FLD(rule_params, "outer_lr", outer_lr, F_F64, OPT),
+	FLD(rule_params, "outer_momentum", outer_momentum, F_F64, OPT),
 	FLD(rule_params, "adaptive", adaptive, F_INT, OPT),
 	FLD(rule_params, "local_opt", local_opt, F_STR, OPT),
 };

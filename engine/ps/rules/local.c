@@ -59,3 +59,39 @@ rule_local_step(rule_run *e, rule_worker *w, const float *g)
 	optim_step(w->opt, w->be, w->m->params, g, w->grad_off, oc, lr, mu, wd);
 	return 0;
 }
+
+/* localsgd's and diloco's delivery: a local step with the run's
+ * optimiser; after H of them the model goes to the server's round and the
+ * worker waits for the round's result. The staleness is the local steps
+ * since the last exchange. */
+uint64_t
+rule_local_deliver_model(rule_run *e, rule_worker *w)
+{
+	uint64_t tau = (uint64_t)w->local_steps;
+	if (rule_local_step(e, w, w->m->grads) < 0)
+		return tau;
+	if (++w->local_steps >= (int)e->rp->H) {
+		if (e->ops->check_model(e, w) < 0)
+			return tau;
+		w->local_steps = 0;
+		w->waiting = 1;
+		w->wait_v = ps_version(e->ps);
+		w->have = UINT64_MAX; /* take the average when released */
+		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
+			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
+		ps_result res;
+		int rc = ps_push(e->ps, &m, e->ops->n_running(e), &res);
+		if (rc < 0)
+			e->ops->push_failed(e, w->id, "a model", rc);
+		else if (res.applied)
+			e->ops->version_changed(e);
+	}
+	return tau;
+}
+
+/* the step that completes H local steps sends the model */
+int
+rule_local_exchanges(const rule_run *e, const rule_worker *w)
+{
+	return w->local_steps + 1 >= (int)e->rp->H;
+}

@@ -7,7 +7,7 @@
 
 extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 	rule_sasgd, rule_dcasgd, rule_odsgd, rule_localsgd, rule_easgd,
-	rule_hogwild;
+	rule_hogwild, rule_diloco;
 
 /* The server side every round-based rule shares: add the gradient to the
  * round, apply the average when it is complete. */
@@ -31,5 +31,10 @@ void rule_local_sgd(const rule_run *e, rule_worker *w, const float *g, float lr)
  * weight decay are the server's), as before optimisers existed. 0, or -1
  * when its state cannot be allocated (the run fails). */
 int rule_local_step(rule_run *e, rule_worker *w, const float *g);
+/* localsgd's and diloco's: a local step, and after H of them the model
+ * sent to the server's round (rule_params H); the staleness recorded */
+uint64_t rule_local_deliver_model(rule_run *e, rule_worker *w);
+/* Does the step being begun complete H local steps (and send)? */
+int rule_local_exchanges(const rule_run *e, const rule_worker *w);
 
 #endif

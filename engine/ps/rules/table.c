@@ -16,6 +16,7 @@ const rule_class *const rule_table[] = {
 	&rule_localsgd,
 	&rule_easgd,
 	&rule_hogwild,
+	&rule_diloco,
 	NULL,
 };
 

@@ -1,0 +1,23 @@
+/* diloco.c - DiLoCo (Douillard et al. 2023): each worker takes H steps of
+ * the run's optimiser (the inner one: AdamW in the paper, its state the
+ * worker's own, kept across rounds and in checkpoints) on its own weights,
+ * from the server's; then it sends the model it reached. When every
+ * running worker's model is in, the server takes the pseudo-gradient
+ * Delta = w - mean(models) and applies the outer optimiser, Nesterov
+ * momentum (outer_lr, default 0.7; outer_momentum, default 0.9: the
+ * paper's), and the workers start again from the result. Synchronous per
+ * round, as localsgd is, which it equals with outer_lr 1 and
+ * outer_momentum 0 (to rounding). The staleness recorded is the local
+ * steps since the last round. */
+#include "rules.h"
+
+const rule_class rule_diloco = {
+	.name = "diloco",
+	.doc = "DiLoCo: H inner steps, then an outer Nesterov step on the averaged "
+	       "pseudo-gradient",
+	.flags = RULE_LOCAL | RULE_OUTER,
+	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", NULL},
+	.pull = rule_pull_model,
+	.deliver = rule_local_deliver_model,
+	.exchanges = rule_local_exchanges,
+};

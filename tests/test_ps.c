@@ -326,6 +326,54 @@ START_TEST(diloco_outer_nesterov)
 }
 END_TEST
 
+/* async-diloco's arrivals by hand (dyadic: exact in float), eta 0.5,
+ * mu 0.5. Naive (N = 1): each arrival is a Nesterov step, b = mu b + d,
+ * W -= eta (d + mu b): from W (1, 2, 4), d1 (1, 0, 0): b (1, 0, 0), W
+ * (0.25, 2, 4); d2 (0.5, 1, 0): b (1, 1, 0), W (-0.25, 1.25, 4). Poly
+ * weighting: the arrival's weight 1/sqrt(1 + tau), tau = 3 gives 0.5.
+ * Delayed Nesterov N = 2: arrival 1 W -= eta d1 / 2 = (0.75, 2, 4);
+ * arrival 2 also takes b = (d1 + d2) / 2 = (0.75, 0.5, 0), W -= eta (d2 /
+ * 2 + mu b) = (0.4375, 1.625, 4). */
+START_TEST(async_diloco_arrivals)
+{
+	backend *be = cpu();
+	float w0[] = {1, 2, 4};
+	rule_params rp = {.outer_lr = 0.5, .outer_momentum = 0.5, .dn_period = 1};
+	snprintf(rp.weighting, sizeof(rp.weighting), "none");
+	float d1[] = {1, 0, 0}, d2[] = {0.5f, 1, 0};
+	ps_grad a = {.g = d1}, b = {.worker = 1, .g = d2};
+	ps_result r;
+	for (int dn = 1; dn <= 2; dn++) {
+		rp.dn_period = dn;
+		ps *p = mk(be, w0, "async-diloco", &rp, 0.1f, 0);
+		ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
+		ck_assert_int_eq(r.applied, 1);
+		ck_assert_uint_eq(ps_version(p), 1);
+		ck_assert_float_eq(W(p, 0), dn == 1 ? 0.25f : 0.75f);
+		ck_assert_int_eq(ps_push(p, &b, 1, &r), 0);
+		const float want[2][3] = {{-0.25f, 1.25f, 4}, {0.4375f, 1.625f, 4}};
+		for (int i = 0; i < 3; i++)
+			ck_assert_float_eq(W(p, i), want[dn - 1][i]);
+		ck_assert_uint_eq(ps_version(p), 2);
+		ps_free(p);
+	}
+	/* poly: an arrival 3 versions stale counts half: b = 0.5 d1, W -= 0.5
+	 * (0.5 d1 + 0.25 d1) */
+	rp.dn_period = 1;
+	snprintf(rp.weighting, sizeof(rp.weighting), "poly");
+	ps *p = mk(be, w0, "async-diloco", &rp, 0.1f, 0);
+	float g0[] = {0, 0, 0};
+	ps_grad z = {.worker = 2, .g = g0};
+	for (int k = 0; k < 3; k++)
+		ck_assert_int_eq(ps_push(p, &z, 1, &r), 0);
+	ck_assert_int_eq(ps_push(p, &a, 1, &r), 0); /* read at v 0, applied at 3 */
+	ck_assert_uint_eq(r.tau, 3);
+	ck_assert_float_eq(W(p, 0), 0.625f);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(pinned_reads_copy_on_write)
 {
 	backend *be = cpu();
@@ -445,7 +493,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 11);
+	ck_assert_int_eq(rule_count(), 12);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -455,7 +503,7 @@ START_TEST(rule_table_lookup)
 	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
-			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco");
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco");
 }
 END_TEST
 
@@ -523,6 +571,7 @@ ps_suite(void)
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_table_lookup);
 	tcase_add_test(tc, diloco_outer_nesterov);
+	tcase_add_test(tc, async_diloco_arrivals);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
 	tcase_add_test(tc, host_payloads_are_staged);
 	tcase_add_test(tc, lent_team_applies_the_same_bits);

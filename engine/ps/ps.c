@@ -478,6 +478,45 @@ elastic(ps *p, const float *x, float alpha, float *diff, int host)
 	p->v++;
 }
 
+int
+ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw, int with_b)
+{
+	backend *be = p->be;
+	const float eta = (float)p->rp.outer_lr, mu = (float)p->rp.outer_momentum;
+	if (mu > 0 && (db || with_b) && !p->outer_m && !(p->outer_m = balloc(p, p->n)))
+		return -SL_ENOMEM;
+	if (mu > 0 && db) {
+		be->ops->scal(be, p->n, mu, p->outer_m);
+		be->ops->axpy(be, p->n, sb, db, p->outer_m);
+	}
+	writable(p);
+	be->ops->axpy(be, p->n, -eta * sw, dw, p->w);
+	if (mu > 0 && with_b)
+		be->ops->axpy(be, p->n, -eta * mu, p->outer_m, p->w);
+	return 0;
+}
+
+int
+ps_outer_arrival(ps *p, const float *d, float wt)
+{
+	const int N = p->rp.dn_period > 1 ? (int)p->rp.dn_period : 1;
+	int rc;
+	if (N == 1) {
+		rc = ps_outer_step(p, d, wt, d, wt, 1);
+	} else {
+		p->be->ops->axpy(p->be, p->n, wt, d, p->acc);
+		if (++p->round >= N) {
+			rc = ps_outer_step(p, p->acc, 1.0f / (float)N, d, wt / (float)N, 1);
+			drop_round(p);
+		} else {
+			rc = ps_outer_step(p, NULL, 0, d, wt / (float)N, 0);
+		}
+	}
+	if (rc == 0)
+		p->v++;
+	return rc;
+}
+
 /* diloco's outer step on the round's mean model (in acc): the
  * pseudo-gradient Delta = w - mean, then torch.optim.SGD's Nesterov form,
  * b = mu b + Delta, w -= eta (Delta + mu b); mu = 0 is plain outer SGD,
@@ -486,20 +525,10 @@ static int
 outer_step(ps *p)
 {
 	backend *be = p->be;
-	const float eta = (float)p->rp.outer_lr, mu = (float)p->rp.outer_momentum;
 	float *d = p->tmp;
 	be->ops->copy(be, d, p->w, sizeof(float) * p->n);
 	be->ops->axpy(be, p->n, -1.0f, p->acc, d);
-	if (mu > 0) {
-		if (!p->outer_m && !(p->outer_m = balloc(p, p->n)))
-			return -SL_ENOMEM;
-		be->ops->scal(be, p->n, mu, p->outer_m);
-		be->ops->axpy(be, p->n, 1.0f, d, p->outer_m);
-		be->ops->axpy(be, p->n, mu, p->outer_m, d);
-	}
-	writable(p);
-	be->ops->axpy(be, p->n, -eta, d, p->w);
-	return 0;
+	return ps_outer_step(p, d, 1.0f, d, 1.0f, 1);
 }
 
 static int

@@ -155,6 +155,25 @@ float *ps_scratch(ps *p);
  * saved in checkpoints), or NULL when out of memory */
 float *ps_worker_state(ps *p, int worker);
 
+/* The outer optimiser's step of the DiLoCo rules (outer_lr eta and
+ * outer_momentum mu of the rule's parameters; the momentum b is the
+ * server's, zero at first, in checkpoints): when db is not NULL, b = mu b
+ * + sb db; then W -= eta (sw dw + mu b), the momentum term only when
+ * with_b. diloco's round: (Delta, 1, Delta, 1, 1), Nesterov; an arrival
+ * of Delayed Nesterov between its momentum steps: (NULL, 0, Delta, 1/N,
+ * 0). It does not advance the version. 0, or -SL_ENOMEM. */
+SL_MUST_USE int ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw,
+			      int with_b);
+
+/* One arrival's pseudo-gradient d at weight wt through the outer
+ * optimiser, async-diloco's: with dn_period N = 1, Nesterov on it
+ * (ps_outer_step(d, wt, d, wt, 1)); with N > 1 Delayed Nesterov (Liu et
+ * al. 2024, Alg. 3, c = 0): d joins the pending sum (the round buffer,
+ * in checkpoints); every arrival steps W -= eta wt d / N, and every N-th
+ * also takes b = mu b + sum / N and W -= eta mu b. The version advances.
+ * 0, or -SL_ENOMEM. */
+SL_MUST_USE int ps_outer_arrival(ps *p, const float *d, float wt);
+
 /* Sync rules: apply the pending round now if it holds at least round_size
  * gradients (after workers left). Returns 1 if applied. */
 SL_MUST_USE int ps_flush_round(ps *p, int round_size);

@@ -53,6 +53,9 @@ enum {
 	 * Delta = w - mean as a pseudo-gradient and applies its outer
 	 * Nesterov step (rule_params outer_lr, outer_momentum) */
 	RULE_OUTER = 1 << 6,
+	/* the staleness recorded is that of the exchanges alone (an
+	 * outer update's, in versions): a local step records none */
+	RULE_STALE_AT_EXCHANGE = 1 << 7,
 };
 
 /* A worker as its rule's worker hooks see it: the step in flight and the

@@ -19,6 +19,7 @@ static const char *const dists[] = {"none", "const", "uniform", "exp",
 	"lognormal", "pareto", "version", NULL};
 static const char *const wheres[] = {"worker", "server", NULL};
 static const char *const local_opts[] = {"sgd", "cadcasgd", NULL};
+static const char *const weightings[] = {"none", "poly", NULL};
 /* in opt_kind's order, and sched_kind's (ps_config.h) */
 static const char *const optimizers[] = {"sgd", "momentum", "nesterov", "adam", "adamw", NULL};
 static const char *const sched_kinds[] = {"constant", "cosine", "linear", "step", NULL};
@@ -136,15 +137,23 @@ static const field_desc rp_f[] = {
 	RPF(warmup, FT_INTEGER, FS_DBL, 0, 1e9, BOTH, 200,
 	    "odsgd: a worker's iterations of plain ssgd before the local steps"),
 	RPF(outer_lr, FT_NUMBER, FS_DBL, 0, 100, BOTH | FD_MIN_OPEN, 0.7,
-	    "diloco: the outer (server) step size on the averaged pseudo-gradient"),
+	    "diloco, async-diloco: the outer (server) step size on the pseudo-gradient"),
 	RPF(outer_momentum, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MAX_OPEN, 0.9,
-	    "diloco: the outer Nesterov momentum (0: plain outer SGD)"),
+	    "diloco, async-diloco: the outer Nesterov momentum (0: plain outer SGD)"),
+	RPF(dn_period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
+	    "async-diloco: Delayed Nesterov, the momentum applied every N arrivals "
+	    "(1: every arrival, the naive form)"),
 	{.key = "adaptive", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(adaptive),
 	 .doc = "dcasgd: adaptive lambda (DC-ASGD-a)"},
 	{.key = "local_opt", .type = FT_STRING, .store = FS_STR, .off = RP(local_opt),
 	 .size = sizeof(((rule_params *)0)->local_opt), .choices = local_opts,
 	 .stride = sizeof(char *), .def_str = "sgd",
 	 .doc = "odsgd: the worker's local step, sgd or cadcasgd (uses lambda and m)"},
+	{.key = "weighting", .type = FT_STRING, .store = FS_STR, .off = RP(weighting),
+	 .size = sizeof(((rule_params *)0)->weighting), .choices = weightings,
+	 .stride = sizeof(char *), .def_str = "none",
+	 .doc = "async-diloco: an arrival's weight by its staleness tau, none or poly "
+		"(1 / sqrt(1 + tau))"},
 };
 const field_table fields_rule_params = {rp_f, NF(rp_f)};
 

@@ -392,12 +392,15 @@ step_deliver(run *r, worker *w)
 	    ps_version(r->ps) % (uint64_t)r->cfg.coherence_every == 0)
 		step_coherence(r, w);
 	step_count_delivery(r, w);
+	int record = !(r->rule->flags & RULE_STALE_AT_EXCHANGE) ||
+		     (r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw));
 	uint64_t tau = r->rule->deliver ? r->rule->deliver(&r->rr, &w->rw)
 					: step_push_grad(r, w);
 	if (r->fail_rc)
 		return; /* the push failed: the run stops, saying why */
 	w->rw.clock++;
-	step_record_stale(r, w, tau, w->t_read);
+	if (record)
+		step_record_stale(r, w, tau, w->t_read);
 }
 
 /* hold a gradient at the server until it is old enough; a failed

@@ -17,6 +17,7 @@ const rule_class *const rule_table[] = {
 	&rule_easgd,
 	&rule_hogwild,
 	&rule_diloco,
+	&rule_async_diloco,
 	NULL,
 };
 

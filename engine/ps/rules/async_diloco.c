@@ -1,0 +1,92 @@
+/* async_diloco.c - asynchronous DiLoCo (asynchronous local SGD; Liu et al.
+ * 2024, arXiv 2401.09135): each worker takes H steps of the run's
+ * optimiser (its own state, as diloco's) from the server's weights, which
+ * it keeps as its anchor, then sends the pseudo-gradient Delta = anchor -
+ * its weights and starts again from the server's weights of that moment,
+ * without waiting for anyone. The server applies each arrival at once
+ * through the outer optimiser (ps_outer_arrival): Nesterov per arrival
+ * (the paper's naive "Async DiLoCo"), or Delayed Nesterov with dn_period
+ * N > 1; the arrival weighted by its staleness tau in outer versions when
+ * weighting is "poly" (1 / sqrt(1 + tau), the paper's Poly). Only the
+ * arrivals record a staleness: tau, the outer updates since the anchor.
+ * With one worker it is diloco with one worker (to rounding). */
+#include <math.h>
+#include <string.h>
+
+#include "model.h"
+#include "ps.h"
+#include "rules.h"
+
+/* the first step and each one after an exchange: the server's weights,
+ * kept as the anchor, their version the v_read of the arrival to come */
+static void
+pull(rule_run *e, rule_worker *w)
+{
+	if (w->have != UINT64_MAX)
+		return;
+	backend *be = w->be;
+	size_t n = ps_size(e->ps);
+	if (!w->wprev && !(w->wprev = be->ops->alloc(be, sizeof(float) * n))) {
+		e->ops->fail(e, -SL_ENOMEM, "out of memory for a worker's anchor weights");
+		return;
+	}
+	ps_pull(e->ps, w->id, w->m->params, &w->have);
+	w->v_read = w->have;
+	be->ops->copy(be, w->wprev, w->m->params, sizeof(float) * n);
+}
+
+static uint64_t
+deliver(rule_run *e, rule_worker *w)
+{
+	if (rule_local_step(e, w, w->m->grads) < 0 || ++w->local_steps < (int)e->rp->H)
+		return 0;
+	if (e->ops->check_model(e, w) < 0)
+		return 0;
+	w->local_steps = 0;
+	/* Delta = anchor - x, in the gradient's buffer */
+	backend *be = w->be;
+	size_t n = ps_size(e->ps);
+	float *d = w->m->grads;
+	be->ops->copy(be, d, w->wprev, sizeof(float) * n);
+	be->ops->axpy(be, n, -1.0f, w->m->params, d);
+	w->have = UINT64_MAX; /* the next step starts from the server's */
+	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
+		     .batch = w->batch_n, .g = d};
+	ps_result res;
+	int rc = ps_push(e->ps, &g, 1, &res);
+	if (rc < 0) {
+		e->ops->push_failed(e, w->id, "a pseudo-gradient", rc);
+		return 0;
+	}
+	if (res.applied)
+		e->ops->version_changed(e);
+	return res.tau;
+}
+
+static int
+server_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
+{
+	(void)round_size;
+	const rule_params *rp = ps_params(p);
+	float wt = strcmp(rp->weighting, "poly") ? 1.0f
+						 : (float)(1.0 / sqrt(1.0 + (double)res->tau));
+	int rc = ps_outer_arrival(p, g->g, wt);
+	if (rc < 0)
+		return rc;
+	res->applied = 1;
+	return 0;
+}
+
+const rule_class rule_async_diloco = {
+	.name = "async-diloco",
+	.doc = "asynchronous DiLoCo: H inner steps, then the pseudo-gradient applied on "
+	       "arrival by the outer Nesterov (or Delayed Nesterov), optionally weighted "
+	       "by its staleness",
+	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
+	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
+					"weighting", NULL},
+	.server_push = server_push,
+	.pull = pull,
+	.deliver = deliver,
+	.exchanges = rule_local_exchanges,
+};

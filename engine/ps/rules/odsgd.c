@@ -56,9 +56,13 @@ local_step(rule_run *e, rule_worker *w, float llr)
 	uint64_t fresh = UINT64_MAX;
 	ps_pull(e->ps, w->id, x, &fresh);
 	if (cad && !w->ms) {
+		/* wprev and tmp may be there already: async-diloco's anchor,
+		 * a rule ago */
 		w->ms = be->ops->alloc(be, sizeof(float) * n);
-		w->wprev = be->ops->alloc(be, sizeof(float) * n);
-		w->tmp = be->ops->alloc(be, sizeof(float) * n);
+		if (!w->wprev)
+			w->wprev = be->ops->alloc(be, sizeof(float) * n);
+		if (!w->tmp)
+			w->tmp = be->ops->alloc(be, sizeof(float) * n);
 		if (w->wprev)
 			be->ops->copy(be, w->wprev, x, sizeof(float) * n);
 	}

@@ -201,6 +201,53 @@ START_TEST(async_diloco_staleness_per_arrival)
 }
 END_TEST
 
+/* Dynamic Local Updates: a worker at a quarter of the others' speed runs
+ * H / 4 inner steps a phase once its speed is known (floor(0.25 x 8) = 2),
+ * so it sends about 4 times as often as without dylu (the first phase,
+ * its speed unknown, is H long) and its pseudo-gradients
+ * come back less stale; the fast ones keep H. A checkpoint in the middle
+ * resumes to the same records (each worker's phase H is in it). */
+START_TEST(async_diloco_dylu)
+{
+	double stale[2];
+	uint64_t sent[2];
+	for (int dylu = 0; dylu < 2; dylu++) {
+		run_config c = base("async-diloco", 3);
+		c.rp.H = 8;
+		c.rp.dn_period = 3;
+		c.rp.dylu = dylu;
+		c.stop_steps = 120;
+		c.eval_every = 30;
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 2, .has_speed = 1, .speed = 0.25};
+		ckrec *a;
+		resume_matches(&c, 60, &a);
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		run_snapshot *s = run_snapshot_get(r);
+		const worker_snap *slow = &s->workers[2];
+		stale[dylu] = slow->stale.n ? slow->stale.sum / (double)slow->stale.n : 0;
+		sent[dylu] = slow->stale.n;
+		/* the slow worker's inner steps per arrival */
+		if (dylu)
+			ck_assert_uint_le(slow->iterations, 2 * slow->stale.n + 8);
+		else
+			ck_assert_uint_ge(slow->iterations, 8 * slow->stale.n);
+		run_snapshot_put(s);
+		run_free(r);
+		free(a->buf);
+		free(a);
+	}
+	printf("async-diloco, a quarter-speed worker, H 8: %llu arrivals of staleness %.2f "
+	       "without dylu, %llu of %.2f with\n", (unsigned long long)sent[0], stale[0],
+	       (unsigned long long)sent[1], stale[1]);
+	ck_assert_uint_gt(2 * sent[1], 5 * sent[0]); /* 4x but for the first phase */
+	ck_assert(stale[1] < stale[0]);
+}
+END_TEST
+
 START_TEST(virtual_clock_is_deterministic)
 {
 	const char *rules[] = {"asgd", "dcasgd", "odsgd", "localsgd", "easgd", "softsync"};
@@ -325,7 +372,7 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", NULL};
+					   "weighting", "dylu", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);
@@ -374,7 +421,8 @@ run_rules_suite(void)
 {
 	const run_case cases[] = {
 		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
-				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival, NULL}},
+				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival,
+				 async_diloco_dylu, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

@@ -17,6 +17,7 @@ typedef struct rule_params {
 	double outer_lr, outer_momentum; /* diloco: the server's Nesterov step */
 	double dn_period; /* async-diloco: Delayed Nesterov's N (1: every arrival) */
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
+	int dylu;         /* async-diloco: Dynamic Local Updates */
 	char local_opt[16];
 	char weighting[16]; /* async-diloco: "none", or "poly": 1 / sqrt(1 + tau) */
 } rule_params;

@@ -75,6 +75,8 @@ typedef struct rule_worker {
 	int batch_n;
 	size_t grad_off;  /* the start of the gradient tail it sends (set at a pull) */
 	int local_steps;  /* localsgd / easgd: steps since the last exchange */
+	int h;            /* async-diloco with dylu: this local phase's H (0: the
+			   * rule's) */
 	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
 	int reply;          /* local rules: an exchange's reply came with the
 			     * last step: the next one receives it */
@@ -116,6 +118,11 @@ typedef struct rule_ops {
 	/* the run cannot go on (code a negative SL_E*, why the reason);
 	 * returns code */
 	int (*fail)(rule_run *e, int code, const char *why);
+	/* the worker's iterations per second of run time since it joined
+	 * (virtual seconds on the virtual clock; 0 before its first), and
+	 * the most of any running worker's (async-diloco's dylu) */
+	double (*speed)(const rule_run *e, const rule_worker *w);
+	double (*max_speed)(const rule_run *e);
 	/* drop the run's lock, and take it again (hogwild's step) */
 	void (*unlock)(rule_run *e);
 	void (*lock)(rule_run *e);

@@ -82,6 +82,7 @@ static const field rp_rows[] = {
 	FLD(rule_params, "outer_momentum", outer_momentum, F_F64, OPT),
 	FLD(rule_params, "dn_period", dn_period, F_F64, OPT),
 	FLD(rule_params, "weighting", weighting, F_STR, OPT),
+	FLD(rule_params, "dylu", dylu, F_INT, OPT),
 	FLD(rule_params, "adaptive", adaptive, F_INT, OPT),
 	FLD(rule_params, "local_opt", local_opt, F_STR, OPT),
 };
@@ -301,6 +302,7 @@ static const field worker_rows[] = {
 	FLD(worker, "grad_off", rw.grad_off, F_UINT, REQ),
 	FLD(worker, "loss", loss, F_F64, REQ),
 	FLD(worker, "local_steps", rw.local_steps, F_INT, REQ),
+	FLD(worker, "local_h", rw.h, F_INT, OPT),
 	FLD(worker, "n_held", n_held, F_INT, REQ),
 	FENUM(worker, "state", st, wstate_label, W_WAIT_PUSH + 1, REQ),
 	FLD(worker, "due", due, F_F64, REQ),

@@ -145,6 +145,9 @@ static const field_desc rp_f[] = {
 	    "(1: every arrival, the naive form)"),
 	{.key = "adaptive", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(adaptive),
 	 .doc = "dcasgd: adaptive lambda (DC-ASGD-a)"},
+	{.key = "dylu", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(dylu),
+	 .doc = "async-diloco: Dynamic Local Updates, each worker's H scaled by its "
+		"speed against the fastest's"},
 	{.key = "local_opt", .type = FT_STRING, .store = FS_STR, .off = RP(local_opt),
 	 .size = sizeof(((rule_params *)0)->local_opt), .choices = local_opts,
 	 .stride = sizeof(char *), .def_str = "sgd",

@@ -665,6 +665,34 @@ op_fail(rule_run *e, int code, const char *why)
 	return run_fail(run_of(e), code, why);
 }
 
+static double
+worker_speed(const run *r, const worker *w)
+{
+	double up = run_now(r) - w->t_joined;
+	return up > 0 ? (double)w->iterations / up : 0;
+}
+
+static double
+op_speed(const rule_run *e, const rule_worker *w)
+{
+	return worker_speed(run_of_c(e), (const worker *)((const char *)w - offsetof(worker, rw)));
+}
+
+static double
+op_max_speed(const rule_run *e)
+{
+	const run *r = run_of_c(e);
+	double most = 0;
+	for (int i = 0; i < r->n_slots; i++) {
+		const worker *w = r->w[i];
+		if (w && w->active && !w->paused) {
+			double s = worker_speed(r, w);
+			most = s > most ? s : most;
+		}
+	}
+	return most;
+}
+
 static void
 op_unlock(rule_run *e)
 {
@@ -688,6 +716,8 @@ const rule_ops step_rule_ops = {
 	.version_changed = op_version_changed,
 	.push_failed = op_push_failed,
 	.fail = op_fail,
+	.speed = op_speed,
+	.max_speed = op_max_speed,
 	.unlock = op_unlock,
 	.lock = op_lock,
 };

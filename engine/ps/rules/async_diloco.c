@@ -9,7 +9,11 @@
  * N > 1; the arrival weighted by its staleness tau in outer versions when
  * weighting is "poly" (1 / sqrt(1 + tau), the paper's Poly). Only the
  * arrivals record a staleness: tau, the outer updates since the anchor.
- * With one worker it is diloco with one worker (to rounding). */
+ * With dylu (Dynamic Local Updates, the paper's Eq. 6) a worker's H for
+ * the phase it starts is floor(its speed / the fastest's x H), at least
+ * 1, from the iterations per second each has run so far, so a slow
+ * worker's pseudo-gradient comes back sooner and less stale. With one
+ * worker it is diloco with one worker (to rounding). */
 #include <math.h>
 #include <string.h>
 
@@ -33,12 +37,31 @@ pull(rule_run *e, rule_worker *w)
 	ps_pull(e->ps, w->id, w->m->params, &w->have);
 	w->v_read = w->have;
 	be->ops->copy(be, w->wprev, w->m->params, sizeof(float) * n);
+	w->h = 0;
+	if (e->rp->dylu) {
+		double s = e->ops->speed(e, w), most = e->ops->max_speed(e);
+		if (s > 0 && most > 0)
+			w->h = (int)fmax(1.0, floor(s / most * e->rp->H));
+	}
+}
+
+/* this phase's H: dylu's, or the rule's */
+static int
+phase_h(const rule_run *e, const rule_worker *w)
+{
+	return w->h > 0 ? w->h : (int)e->rp->H;
+}
+
+static int
+exchanges(const rule_run *e, const rule_worker *w)
+{
+	return w->local_steps + 1 >= phase_h(e, w);
 }
 
 static uint64_t
 deliver(rule_run *e, rule_worker *w)
 {
-	if (rule_local_step(e, w, w->m->grads) < 0 || ++w->local_steps < (int)e->rp->H)
+	if (rule_local_step(e, w, w->m->grads) < 0 || ++w->local_steps < phase_h(e, w))
 		return 0;
 	if (e->ops->check_model(e, w) < 0)
 		return 0;
@@ -84,9 +107,9 @@ const rule_class rule_async_diloco = {
 	       "by its staleness",
 	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
-					"weighting", NULL},
+					"weighting", "dylu", NULL},
 	.server_push = server_push,
 	.pull = pull,
 	.deliver = deliver,
-	.exchanges = rule_local_exchanges,
+	.exchanges = exchanges,
 };

@@ -584,6 +584,16 @@ pair_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha, pair_op
 			       a.ld, &beta, p + 2 * (size_t)cnt, c.ld, cnt));
 }
 
+/* q, k and v (o[0], o[1], o[2]) of each pair: the columns h D of the
+ * fused rows of qkv, or of its gradient */
+static void
+qkv_ops(const float *qkv, int t, int heads, int hd, pair_op o[3])
+{
+	const int e = heads * hd;
+	for (int i = 0; i < 3; i++)
+		o[i] = pair_op{qkv + (size_t)i * e, (size_t)t * 3 * e, (size_t)hd, 3 * e};
+}
+
 /* Causal attention as the cpu backend does it, all pairs at once: S =
  * Q K^T / sqrt(D) into att (a T x T block per pair, the whole square:
  * the masked half is overwritten), each row's masked softmax in place,
@@ -592,18 +602,18 @@ static void
 cu_attn_fwd(backend *be, const float *qkv, float *y, float *att, int batch, int t, int heads,
 	    int hd)
 {
-	const int e = heads * hd, e3 = 3 * e;
-	const size_t tt = (size_t)t * t, row = (size_t)t * e3, rows = (size_t)batch * heads * t;
+	const size_t tt = (size_t)t * t, rows = (size_t)batch * heads * t;
 	if (!rows || hd <= 0)
 		return;
 	const float scale = (float)(1.0 / sqrt((double)hd));
-	const pair_op q = {qkv, row, (size_t)hd, e3}, k = {qkv + e, row, (size_t)hd, e3},
-		      v = {qkv + 2 * e, row, (size_t)hd, e3}, a = {att, heads * tt, tt, t},
-		      yo = {y, (size_t)t * e, (size_t)hd, e};
-	pair_gemm(be, 0, 1, t, t, hd, scale, q, k, a, batch, heads);
+	pair_op in[3];
+	qkv_ops(qkv, t, heads, hd, in);
+	const pair_op a = {att, heads * tt, tt, t}, yo = {y, (size_t)t * heads * hd, (size_t)hd,
+							   heads * hd};
+	pair_gemm(be, 0, 1, t, t, hd, scale, in[0], in[1], a, batch, heads);
 	k_attn_softmax<<<grid_rows(rows), TPB, 0, ST(be)>>>(att, rows, t);
 	LAUNCHED();
-	pair_gemm(be, 0, 0, t, hd, t, 1.0f, a, v, yo, batch, heads);
+	pair_gemm(be, 0, 0, t, hd, t, 1.0f, a, in[2], yo, batch, heads);
 }
 
 /* datt = dY V^T into the scratch dz, dz = att (datt - rowsum(att datt)) in
@@ -614,23 +624,22 @@ cu_attn_bwd(backend *be, const float *qkv, const float *att, const float *dy, fl
 	    int batch, int t, int heads, int hd)
 {
 	cuda_ctx *c = CTX(be);
-	const int e = heads * hd, e3 = 3 * e;
-	const size_t tt = (size_t)t * t, row = (size_t)t * e3, rows = (size_t)batch * heads * t;
+	const size_t tt = (size_t)t * t, rows = (size_t)batch * heads * t;
 	if (!rows || hd <= 0)
 		return;
 	const float scale = (float)(1.0 / sqrt((double)hd));
 	float *dz = room(be, &c->dz, &c->dz_n, rows * t);
-	const pair_op q = {qkv, row, (size_t)hd, e3}, k = {qkv + e, row, (size_t)hd, e3},
-		      v = {qkv + 2 * e, row, (size_t)hd, e3}, a = {att, heads * tt, tt, t},
-		      z = {dz, heads * tt, tt, t}, dyo = {dy, (size_t)t * e, (size_t)hd, e},
-		      dq = {dqkv, row, (size_t)hd, e3}, dk = {dqkv + e, row, (size_t)hd, e3},
-		      dv = {dqkv + 2 * e, row, (size_t)hd, e3};
-	pair_gemm(be, 0, 1, t, t, hd, 1.0f, dyo, v, z, batch, heads);
+	pair_op in[3], d[3];
+	qkv_ops(qkv, t, heads, hd, in);
+	qkv_ops(dqkv, t, heads, hd, d);
+	const pair_op a = {att, heads * tt, tt, t}, z = {dz, heads * tt, tt, t},
+		      dyo = {dy, (size_t)t * heads * hd, (size_t)hd, heads * hd};
+	pair_gemm(be, 0, 1, t, t, hd, 1.0f, dyo, in[2], z, batch, heads);
 	k_attn_softmax_bwd<<<grid_rows(rows), TPB, 0, c->st>>>(att, dz, rows, t);
 	LAUNCHED();
-	pair_gemm(be, 0, 0, t, hd, t, scale, z, k, dq, batch, heads);
-	pair_gemm(be, 1, 0, t, hd, t, scale, z, q, dk, batch, heads);
-	pair_gemm(be, 1, 0, t, hd, t, 1.0f, a, dyo, dv, batch, heads);
+	pair_gemm(be, 0, 0, t, hd, t, scale, z, in[1], d[0], batch, heads);
+	pair_gemm(be, 1, 0, t, hd, t, scale, z, in[0], d[1], batch, heads);
+	pair_gemm(be, 1, 0, t, hd, t, 1.0f, a, dyo, d[2], batch, heads);
 }
 
 /* ---- loss --------------------------------------------------------------- */

@@ -2,9 +2,12 @@
  * is cuBLAS's). Each mirrors its op in engine/nn/backend_ref.c on the same
  * layouts: dense [B][features], convolution and pooling [C][H][W][B] with
  * the batch innermost, so the threads of a warp take consecutive images of
- * one pixel and every load is coalesced. Elementwise and update
+ * one pixel and every load is coalesced; the transformer's sequences
+ * [B][T][E], a row per position (one warp per row where a row is
+ * reduced: layer norm, attention's softmax). Elementwise and update
  * arithmetic uses the _rn intrinsics, which the compiler never fuses into
- * a multiply-add, so those ops give ref's bits exactly; a convolution is
+ * a multiply-add, so those ops give ref's bits exactly (GELU excepted:
+ * float, with expf, near ref's double but not its bits); a convolution is
  * cuBLAS's GEMM over a column buffer (so its sums run in cuBLAS's order),
  * reductions run in double. Included once, by backend_cuda.cu. */
 #ifndef SL_CUDA_KERNELS_CUH

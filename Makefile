@@ -172,8 +172,10 @@ bench: deps
 	@$(MAKE) --no-print-directory all
 	@sh bench/run.sh $(BUILD)
 
-# the cuda backend's figures: each model at batch 64 and 256 against the cpu
-# backend in the same run, the server's update, 1 / 8 / 64 workers
+# the cuda backend's figures: each model (the MLP and LeNet-5 on
+# Fashion-MNIST, gpt:L4-H4-E128-T64 and gpt:L6-H6-E384-T256 on text:webster,
+# with tokens/s) at batch 64 and 256 against the cpu backend in the same run
+# (a GPT's at batch 64 only), the server's update, 1 / 8 / 64 workers
 # (tests/gpu.sh runs it on a GPU machine; elsewhere it says why it cannot)
 SECONDS_PER ?= 2
 bench-gpu: all

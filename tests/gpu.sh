@@ -1,11 +1,14 @@
 #!/bin/sh
 # tests/gpu.sh - the cuda backend on a machine with an NVIDIA GPU, in one
 # run of under 5 minutes: build the binary and the plugin, say which
-# device answers, run the parity suite (every op against ref, a training
-# step per model, a virtual-clock run per rule) and the backend suite (the
+# device answers, run the parity suite (every op against ref, the
+# transformer's sequence ops too, a training step per model and a GPT's,
+# a virtual-clock run per rule and a GPT run) and the backend suite (the
 # plugin's own check), then `make bench-gpu` (samples/s per model at batch
 # 64 and 256 against the cpu backend in the same run, the fraction of the
-# device's FP32 peak, the server's update time, 1, 8 and 64 workers).
+# device's FP32 peak, the server's update time, 1, 8 and 64 workers; the
+# two GPTs on text:webster with tokens/s), a GPT's time per node, and a
+# memory check of a ResNet's and a GPT's run.
 # Everything it prints is also kept in $OUT/gpu.txt when OUT is set (the
 # device tool's output folder). It changes no device setting.
 #   tests/gpu.sh [BUILD_DIR]      (default build; SECONDS_PER=2 per figure;
@@ -58,6 +61,14 @@ if ! "$build/stalelab" run --device cuda -m logreg -d synthetic:256 --steps 2 --
 	exit 1
 fi
 say "gpu.sh: a two-step run on cuda passed"
+if ! "$build/stalelab" run --device cuda -m gpt:L2-H2-E16-T32 -d synthetic-text:20000 --steps 2 \
+	--eval-every 0 -l /dev/null >>"$log" 2>&1; then
+	say "gpu.sh: a GPT does not run on cuda:"
+	tail -n 3 "$log"
+	fail=1
+else
+	say "gpu.sh: a two-step GPT run on cuda passed"
+fi
 
 say "== parity: every op against ref, a step per model, a run per rule"
 # FP32 as written: no TF32 behind the tests' back
@@ -71,6 +82,9 @@ say "== make bench-gpu"
 run "$build/stalelab" bench --device cuda -b 64,256 -S "$secs" || fail=1
 say "== the residual net (resnet20, 28x28x1), each node's time at batch 128"
 run "$build/stalelab" bench --device cuda -m resnet20 -b 128 -L -S "$secs" || fail=1
+say "== the GPT (gpt:L6-H6-E384-T256 on text:webster), each node's time at batch 64"
+run "$build/stalelab" bench --device cuda -m gpt:L6-H6-E384-T256 -d text:webster -b 64 -L \
+	-S "$secs" || fail=1
 
 # the PyTorch twin on the same GPU, FP32 (no TF32), batch 128, where the
 # machine's python3 has torch with CUDA
@@ -89,6 +103,15 @@ if command -v compute-sanitizer >/dev/null 2>&1 && [ "${SANITIZE:-1}" = 1 ]; the
 	if run timeout 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
 		"$build/stalelab" run --device cuda -m resnet:8 -d synthetic:512 --steps 3 \
 		--optimizer adam --clip 1 --eval-every 0 -l /dev/null; then
+		say "gpu.sh: memcheck clean"
+	else
+		say "gpu.sh: memcheck found errors (above), or could not run here"
+		fail=1
+	fi
+	say "== compute-sanitizer (memcheck): gpt:L2-H2-E16-T32 with adam, 3 steps"
+	if run timeout 180 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 9 \
+		"$build/stalelab" run --device cuda -m gpt:L2-H2-E16-T32 -d synthetic-text:20000 \
+		--steps 3 --optimizer adam --clip 1 --eval-every 0 -l /dev/null; then
 		say "gpu.sh: memcheck clean"
 	else
 		say "gpu.sh: memcheck found errors (above), or could not run here"

@@ -13,8 +13,14 @@
  * device-style memory: this pins the harness and the upload and download
  * paths); cpu against ref within the bounds; cuda against ref within the
  * bounds where a GPU is here, else the case says it was skipped and why.
- * Then whole runs: one training step per model gives ref's loss to 1e-4,
- * and a short virtual-clock run per rule the same staleness counts. */
+ * The sequence ops (the transformer's) on odd shapes (T 7, head width 5,
+ * a token repeated in the batch, the embedding's backward added onto the
+ * tied head's share) and the GPT's own: 0 for the embedding's forward
+ * (float adds), EW for its backward, layer norm and GELU, MM for
+ * attention and the projections. Then whole runs: one training step per
+ * model gives ref's loss to 1e-4, and a short virtual-clock run per rule
+ * the same staleness counts; a GPT's step (loss and every gradient) and a
+ * short GPT run on each backend against ref's. */
 #include <math.h>
 
 #include "backend.h"
@@ -572,6 +578,199 @@ finite_checks(pair *p)
 	free(h);
 }
 
+/* ---- the sequence ops (the transformer) ----------------------------------- */
+
+/* B T token ids below v, some repeated within and across samples */
+static float *
+token_ids(pair *p, int n, int v)
+{
+	float *ids = malloc(sizeof(float) * (size_t)n);
+	ck_assert_ptr_nonnull(ids);
+	for (int i = 0; i < n; i++)
+		ids[i] = (float)rng_below(&p->g, (uint64_t)v);
+	for (int i = 3; i < n; i += 5)
+		ids[i] = ids[1]; /* one token at many positions */
+	return ids;
+}
+
+/* the embedding: odd shapes (T 7, width 5), then the GPT's; the backward
+ * written and added onto the tied head's share (acc) */
+static void
+seq_embed(pair *p)
+{
+	const int shapes[][4] = {{3, 7, 5, 11}, {12, 64, 128, 65}, {1, 1, 3, 2}}; /* B T E V */
+	for (int s = 0; s < 3; s++)
+		for (int acc = 0; acc < 2; acc++) {
+			const int B = shapes[s][0], T = shapes[s][1], E = shapes[s][2], V = shapes[s][3];
+			const size_t rows = (size_t)B * T;
+			float *hid = token_ids(p, (int)rows, V);
+			both ids = in2(p, hid, rows), wte = rnd2(p, (size_t)V * E),
+			     wpe = rnd2(p, (size_t)T * E), y = rnd2(p, rows * E), dy = rnd2(p, rows * E),
+			     dwte = rnd2(p, (size_t)V * E), dwpe = rnd2(p, (size_t)T * E);
+			p->d->ops->embed_fwd(p->d, ids.d, wte.d, wpe.d, y.d, B, T, E, V);
+			p->r->ops->embed_fwd(p->r, ids.r, wte.r, wpe.r, y.r, B, T, E, V);
+			char what[96];
+			snprintf(what, sizeof(what), "embed_fwd %dx%dx%d", B, T, E);
+			cmp(p, what, y.d, y.r, rows * E, 0); /* float adds: ref's bits */
+			p->d->ops->embed_bwd(p->d, ids.d, dy.d, dwte.d, dwpe.d, B, T, E, V, acc);
+			p->r->ops->embed_bwd(p->r, ids.r, dy.r, dwte.r, dwpe.r, B, T, E, V, acc);
+			snprintf(what, sizeof(what), "embed_bwd %dx%dx%d acc %d: dwte", B, T, E, acc);
+			cmp(p, what, dwte.d, dwte.r, (size_t)V * E, EW);
+			snprintf(what, sizeof(what), "embed_bwd %dx%dx%d acc %d: dwpe", B, T, E, acc);
+			cmp(p, what, dwpe.d, dwpe.r, (size_t)T * E, EW);
+			both *all[] = {&ids, &wte, &wpe, &y, &dy, &dwte, &dwpe};
+			for (int i = 0; i < 7; i++)
+				free2(p, all[i]);
+			free(hid);
+		}
+}
+
+/* layer norm: rows of 5 (fewer than a warp), the GPT's 128, and 1000 (a
+ * warp's many passes, a partial last one), rows past one block of the
+ * column sums; the backward with and without dx */
+static void
+seq_layernorm(pair *p)
+{
+	const int shapes[][2] = {{21, 5}, {768, 128}, {7, 1000}, {300, 33}}; /* rows n */
+	for (int s = 0; s < 4; s++) {
+		const int R = shapes[s][0], n = shapes[s][1];
+		const size_t len = (size_t)R * n;
+		float *hx = rnd(p, len);
+		for (size_t i = 0; i < len; i++)
+			hx[i] = 3.0f * hx[i] + 0.7f; /* not centred, not unit */
+		both x = in2(p, hx, len), g = rnd2(p, n), b = rnd2(p, n), y = rnd2(p, len),
+		     mean = rnd2(p, R), rstd = rnd2(p, R), dy = rnd2(p, len), dx = rnd2(p, len),
+		     dg = rnd2(p, n), db = rnd2(p, n);
+		p->d->ops->layernorm_fwd(p->d, x.d, g.d, b.d, y.d, mean.d, rstd.d, R, n, 1e-5f);
+		p->r->ops->layernorm_fwd(p->r, x.r, g.r, b.r, y.r, mean.r, rstd.r, R, n, 1e-5f);
+		char what[96];
+#define LN_CMP(name, buf, cnt)                                                    \
+	do {                                                                     \
+		snprintf(what, sizeof(what), "layernorm %dx%d: %s", R, n, name); \
+		cmp(p, what, buf.d, buf.r, cnt, EW);                             \
+	} while (0)
+		LN_CMP("y", y, len);
+		LN_CMP("mean", mean, R);
+		LN_CMP("rstd", rstd, R);
+		for (int with_dx = 0; with_dx < 2; with_dx++) {
+			p->d->ops->layernorm_bwd(p->d, x.d, g.d, mean.d, rstd.d, dy.d,
+						 with_dx ? dx.d : NULL, dg.d, db.d, R, n);
+			p->r->ops->layernorm_bwd(p->r, x.r, g.r, mean.r, rstd.r, dy.r,
+						 with_dx ? dx.r : NULL, dg.r, db.r, R, n);
+			LN_CMP("dg", dg, n);
+			LN_CMP("db", db, n);
+		}
+		LN_CMP("dx", dx, len);
+#undef LN_CMP
+		both *all[] = {&x, &g, &b, &y, &mean, &rstd, &dy, &dx, &dg, &db};
+		for (int i = 0; i < 10; i++)
+			free2(p, all[i]);
+		free(hx);
+	}
+}
+
+/* GELU over [-8, 8], its tails and zero */
+static void
+seq_gelu(pair *p)
+{
+	const size_t n = 100003;
+	float *hx = rnd(p, n);
+	const float tails[] = {-30.0f, -9.5f, 0.0f, -0.0f, 1e-4f, -1e-4f, 9.5f, 30.0f};
+	for (size_t i = 0; i < n; i++)
+		hx[i] = i < 8 ? tails[i] : 8.0f * hx[i];
+	both x = in2(p, hx, n), y = rnd2(p, n), dy = rnd2(p, n), dx = rnd2(p, n);
+	p->d->ops->gelu_fwd(p->d, x.d, y.d, n);
+	p->r->ops->gelu_fwd(p->r, x.r, y.r, n);
+	cmp(p, "gelu_fwd", y.d, y.r, n, EW);
+	p->d->ops->gelu_bwd(p->d, x.d, dy.d, dx.d, n);
+	p->r->ops->gelu_bwd(p->r, x.r, dy.r, dx.r, n);
+	cmp(p, "gelu_bwd", dx.d, dx.r, n, EW);
+	both *all[] = {&x, &y, &dy, &dx};
+	for (int i = 0; i < 4; i++)
+		free2(p, all[i]);
+	free(hx);
+}
+
+/* causal attention: odd shapes (T 7, head width 5), T 1, more positions
+ * than a warp's lanes, the GPT's (T 64, 4 heads of 32) */
+static void
+seq_attention(pair *p)
+{
+	const int shapes[][4] = {{3, 7, 2, 5}, {1, 1, 1, 3}, {2, 37, 3, 8}, {2, 64, 4, 32}};
+	for (int s = 0; s < 4; s++) {
+		const int B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], D = shapes[s][3];
+		const size_t nq = (size_t)B * T * 3 * H * D, ny = (size_t)B * T * H * D,
+			     na = (size_t)B * H * T * T;
+		float *hq = rnd(p, nq);
+		for (size_t i = 0; i < nq; i++)
+			hq[i] *= 2.0f; /* scores of a few units: a softmax far from uniform */
+		both qkv = in2(p, hq, nq), y = rnd2(p, ny), att = rnd2(p, na), dy = rnd2(p, ny),
+		     dqkv = rnd2(p, nq);
+		p->d->ops->attn_fwd(p->d, qkv.d, y.d, att.d, B, T, H, D);
+		p->r->ops->attn_fwd(p->r, qkv.r, y.r, att.r, B, T, H, D);
+		char what[96];
+		snprintf(what, sizeof(what), "attn_fwd B %d T %d H %d D %d: y", B, T, H, D);
+		cmp(p, what, y.d, y.r, ny, MM);
+		snprintf(what, sizeof(what), "attn_fwd B %d T %d H %d D %d: att", B, T, H, D);
+		cmp(p, what, att.d, att.r, na, MM);
+		p->d->ops->attn_bwd(p->d, qkv.d, att.d, dy.d, dqkv.d, B, T, H, D);
+		p->r->ops->attn_bwd(p->r, qkv.r, att.r, dy.r, dqkv.r, B, T, H, D);
+		snprintf(what, sizeof(what), "attn_bwd B %d T %d H %d D %d: dqkv", B, T, H, D);
+		cmp(p, what, dqkv.d, dqkv.r, nq, MM);
+		both *all[] = {&qkv, &y, &att, &dy, &dqkv};
+		for (int i = 0; i < 5; i++)
+			free2(p, all[i]);
+		free(hq);
+	}
+}
+
+/* a position-wise projection over B T rows, and the tied LM head's: no
+ * bias (b and db NULL) */
+static void
+seq_linear(pair *p)
+{
+	const int shapes[][4] = {{21, 8, 11, 0}, {21, 8, 24, 1}, {768, 128, 65, 0}}; /* rows in out bias */
+	for (int s = 0; s < 3; s++) {
+		const int R = shapes[s][0], in = shapes[s][1], out = shapes[s][2], bias = shapes[s][3];
+		both x = rnd2(p, (size_t)R * in), w = rnd2(p, (size_t)out * in), b = rnd2(p, out);
+		both y = rnd2(p, (size_t)R * out), dy = rnd2(p, (size_t)R * out);
+		both dx = rnd2(p, (size_t)R * in), dw = rnd2(p, (size_t)out * in), db = rnd2(p, out);
+		p->d->ops->linear_fwd(p->d, x.d, w.d, bias ? b.d : NULL, y.d, R, in, out, 0);
+		p->r->ops->linear_fwd(p->r, x.r, w.r, bias ? b.r : NULL, y.r, R, in, out, 0);
+		char what[96];
+		snprintf(what, sizeof(what), "linear %dx%dx%d bias %d: y", R, in, out, bias);
+		cmp(p, what, y.d, y.r, (size_t)R * out, MM);
+		p->d->ops->linear_bwd(p->d, x.d, w.d, y.d, dy.d, dx.d, dw.d, bias ? db.d : NULL, R,
+				      in, out, 0);
+		p->r->ops->linear_bwd(p->r, x.r, w.r, y.r, dy.r, dx.r, dw.r, bias ? db.r : NULL, R,
+				      in, out, 0);
+		snprintf(what, sizeof(what), "linear %dx%dx%d bias %d: dw", R, in, out, bias);
+		cmp(p, what, dw.d, dw.r, (size_t)out * in, MM);
+		snprintf(what, sizeof(what), "linear %dx%dx%d bias %d: dx", R, in, out, bias);
+		cmp(p, what, dx.d, dx.r, (size_t)R * in, MM);
+		/* without a bias db is not touched: the random values stay */
+		snprintf(what, sizeof(what), "linear %dx%dx%d bias %d: db", R, in, out, bias);
+		cmp(p, what, db.d, db.r, out, bias ? MM : 0);
+		both *all[] = {&x, &w, &b, &y, &dy, &dx, &dw, &db};
+		for (int i = 0; i < 8; i++)
+			free2(p, all[i]);
+	}
+}
+
+static void
+seq_ops(pair *p)
+{
+	const backend_ops *o = p->d->ops;
+	ck_assert_msg(o->embed_fwd && o->embed_bwd && o->layernorm_fwd && o->layernorm_bwd &&
+			      o->gelu_fwd && o->gelu_bwd && o->attn_fwd && o->attn_bwd,
+		      "%s lacks a sequence op", backend_name(p->d));
+	seq_embed(p);
+	seq_layernorm(p);
+	seq_gelu(p);
+	seq_attention(p);
+	seq_linear(p);
+}
+
 static void
 every_op(const char *dev)
 {
@@ -586,6 +785,7 @@ every_op(const char *dev)
 	resnet_ops(&p);
 	layouts_and_loss(&p);
 	finite_checks(&p);
+	seq_ops(&p);
 	pair_close(&p);
 }
 
@@ -632,6 +832,23 @@ near(backend *be, const float *x, backend *ref, const float *y, size_t n, double
 	free(r);
 }
 
+/* the backend dev and ref: 1, or 0 where dev is cuda and no GPU answers
+ * (the skip of `what` said) */
+static int
+open_two(const char *dev, const char *what, backend **be, backend **ref)
+{
+	char why[SL_ERR_LEN];
+	*be = !strcmp(dev, "cuda") ? open_cuda(why) : NULL;
+	if (!strcmp(dev, "cuda") && !*be) {
+		printf("parity: cuda's %s skipped: %s\n", what, why);
+		return 0;
+	}
+	if (!*be)
+		ck_assert(backend_open(dev, 2, be, why) == 0);
+	ck_assert(backend_open("ref", 1, ref, why) == 0);
+	return 1;
+}
+
 START_TEST(one_step_per_model)
 {
 	/* a training step's loss on each model, ref's to 1e-4 */
@@ -640,14 +857,9 @@ START_TEST(one_step_per_model)
 	const int n_models = (int)(sizeof(models) / sizeof(models[0]));
 	for (int d = 0; d < 3; d++) {
 		char why[SL_ERR_LEN];
-		backend *be = !strcmp(devs[d], "cuda") ? open_cuda(why) : NULL, *ref;
-		if (!strcmp(devs[d], "cuda") && !be) {
-			printf("parity: cuda's training steps skipped: %s\n", why);
+		backend *be, *ref;
+		if (!open_two(devs[d], "training steps", &be, &ref))
 			continue;
-		}
-		if (!be)
-			ck_assert(backend_open(devs[d], 2, &be, why) == 0);
-		ck_assert(backend_open("ref", 1, &ref, why) == 0);
 		for (int k = 0; k < n_models; k++) {
 			model *a, *b;
 			const dataset *tr = &data.train;
@@ -758,12 +970,161 @@ START_TEST(staleness_counts_per_rule)
 }
 END_TEST
 
+/* ---- a language model ------------------------------------------------------ */
+
+#define GPT_SPEC "gpt:L2-H2-E8-T7"
+#define GPT_TEXT "synthetic-text:4000"
+
+static void
+gpt_text(dataset_pair *text)
+{
+	char err[SL_ERR_LEN];
+	ck_assert_msg(model_data_load(GPT_SPEC, GPT_TEXT, 3, text, err) == 0, "%s", err);
+}
+
+START_TEST(gpt_step_per_device)
+{
+	/* a GPT's training step (two blocks of two heads of width 4, a
+	 * context of 7, the tied head) on each backend: ref's loss to 1e-5,
+	 * every gradient (the table's: the head's share and the embedding's
+	 * scatter of the batch's repeated tokens), then an evaluation */
+	static const char *const devs[] = {"refdev", "cpu", "cuda"};
+	dataset_pair text;
+	gpt_text(&text);
+	const dataset *tr = &text.train;
+	enum { B = 6 };
+	for (int d = 0; d < 3; d++) {
+		char why[SL_ERR_LEN];
+		backend *be, *ref;
+		if (!open_two(devs[d], "GPT step", &be, &ref))
+			continue;
+		model *a, *b;
+		ck_assert_msg(model_new(GPT_SPEC, tr->c, tr->h, tr->w, tr->classes, B, 7, be, &a,
+					why) == 0, "%s on %s: %s", GPT_SPEC, devs[d], why);
+		ck_assert(model_new(GPT_SPEC, tr->c, tr->h, tr->w, tr->classes, B, 7, ref, &b,
+				    why) == 0);
+		ck_assert_int_eq(a->targets, 7);
+		/* the initial weights times 5 in both: sharper attention and
+		 * larger activations than at init, so that every op's part of
+		 * the gradient counts (at sd 0.02 the softmax is near uniform
+		 * and q's and k's gradients are a small share of their layer's) */
+		float *w = get(ref, b->params, b->n_params);
+		for (size_t i = 0; i < b->n_params; i++)
+			w[i] *= 5.0f;
+		be->ops->upload(be, a->params, w, sizeof(float) * a->n_params);
+		ref->ops->upload(ref, b->params, w, sizeof(float) * b->n_params);
+		free(w);
+		uint32_t idx[B];
+		for (int i = 0; i < B; i++)
+			idx[i] = (uint32_t)(i * 37 % tr->n);
+		model_load_batch(a, tr->x, tr->y, idx, B);
+		model_load_batch(b, tr->x, tr->y, idx, B);
+		double la = model_step(a, NULL, B, 0), lb = model_step(b, NULL, B, 0);
+		ck_assert_msg(fabs(la - lb) <= 1e-5 * fmax(1.0, fabs(lb)),
+			      "%s on %s: loss %.9g, ref %.9g", GPT_SPEC, devs[d], la, lb);
+		if (!strcmp(devs[d], "refdev"))
+			ck_assert(la == lb);
+		/* each node's gradient on its own, so that one op's error is
+		 * not lost in the table's larger gradient */
+		node_info info[MODEL_MAX_NODES];
+		const int nn = model_node_info(a, info, MODEL_MAX_NODES);
+		for (int i = 0; i < nn; i++) {
+			char what[64];
+			snprintf(what, sizeof(what), "gradient of node %d (%s)", i, info[i].name);
+			near(be, a->grads + info[i].p_off, ref, b->grads + info[i].p_off,
+			     info[i].n_params, 1e-8, GPT_SPEC, what);
+		}
+		int ca = -1, cb = -2;
+		la = model_forward(a, NULL, B, &ca);
+		lb = model_forward(b, NULL, B, &cb);
+		ck_assert_msg(fabs(la - lb) <= 1e-5 * fmax(1.0, fabs(lb)),
+			      "%s on %s: eval loss %.9g, ref %.9g", GPT_SPEC, devs[d], la, lb);
+		ck_assert_int_eq(ca, cb);
+		model_free(a);
+		model_free(b);
+		backend_free(be);
+		backend_free(ref);
+	}
+	ds_pair_free(&text);
+}
+END_TEST
+
+START_TEST(gpt_run_per_device)
+{
+	/* a short virtual-clock run of the GPT (3 asgd workers with delays,
+	 * Adam with clipping, two evaluations) against ref's: refdev's the
+	 * same bits, cuda's the same staleness counts and ref's losses to
+	 * 1e-3 */
+	dataset_pair text;
+	gpt_text(&text);
+	run_config c = base("asgd", 3);
+	snprintf(c.model, sizeof(c.model), "%s", GPT_SPEC);
+	snprintf(c.dataset, sizeof(c.dataset), "%s", GPT_TEXT);
+	c.batch = 8;
+	c.opt.kind = OPT_ADAM;
+	c.opt.clip = 1.0;
+	c.lr = 3e-3;
+	c.stop_steps = 30;
+	c.eval_every = 15;
+	c.delay.dist = DELAY_EXP;
+	c.delay.mean_ms = 3;
+	const char *devs[] = {"ref", "refdev", "cuda"};
+	run_snapshot *s[3] = {NULL, NULL, NULL};
+	rec ev[3];
+	memset(ev, 0, sizeof(ev));
+	for (int d = 0; d < 3; d++) {
+		char err[SL_ERR_LEN] = "";
+		if (!strcmp(devs[d], "cuda")) {
+			backend *probe = open_cuda(err);
+			if (!probe) {
+				printf("parity: cuda's GPT run skipped: %s\n", err);
+				break;
+			}
+			backend_free(probe);
+		}
+		snprintf(c.device, sizeof(c.device), "%s", devs[d]);
+		run *r;
+		run_callbacks cb = {.eval = on_eval, .change = on_change, .ud = &ev[d]};
+		ck_assert_msg(run_new(&c, &text, NULL, 0, &cb, &r, err) == 0, "%s", err);
+		ck_assert_int_eq(run_exec(r), 0);
+		s[d] = run_snapshot_get(r);
+		run_free(r);
+		ck_assert_str_eq(s[d]->device, devs[d]);
+		ck_assert_uint_eq(s[d]->v, s[0]->v);
+		ck_assert_msg(!memcmp(&s[0]->stale, &s[d]->stale, sizeof(stale_hist)),
+			      "%s: staleness differs on %s", GPT_SPEC, devs[d]);
+		ck_assert_int_eq(ev[d].n, ev[0].n);
+		ck_assert_int_ge(ev[0].n, 2);
+		for (int i = 0; i < ev[0].n; i++) {
+			const run_eval *x = &ev[0].ev[i], *y = &ev[d].ev[i];
+			if (!strcmp(devs[d], "refdev")) {
+				ck_assert_msg(!memcmp(&x->train_loss, &y->train_loss, sizeof(double)) &&
+						      x->test_loss == y->test_loss,
+					      "%s eval %d: refdev differs from ref", GPT_SPEC, i);
+				continue;
+			}
+			ck_assert_msg(fabs(x->train_loss - y->train_loss) <= 1e-3 * fmax(1, x->train_loss),
+				      "%s eval %d: train loss %g on %s, %g on ref", GPT_SPEC, i,
+				      y->train_loss, devs[d], x->train_loss);
+			ck_assert_msg(fabs(x->test_loss - y->test_loss) <= 1e-3 * fmax(1, x->test_loss),
+				      "%s eval %d: test loss %g on %s, %g on ref", GPT_SPEC, i,
+				      y->test_loss, devs[d], x->test_loss);
+		}
+	}
+	for (int d = 0; d < 3; d++)
+		if (s[d])
+			run_snapshot_put(s[d]);
+	ds_pair_free(&text);
+}
+END_TEST
+
 static Suite *
 parity_suite(void)
 {
 	const run_case cases[] = {
 		{"ops", NULL, {refdev_ops_exact, cpu_ops_near_ref, cuda_ops_near_ref, NULL}},
 		{"runs", NULL, {one_step_per_model, staleness_counts_per_rule, NULL}},
+		{"gpt", NULL, {gpt_step_per_device, gpt_run_per_device, NULL}},
 	};
 	return run_suite_of("parity", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -67,6 +67,20 @@ typedef struct cuda_ctx {
 	 * CONV_FLOATS) */
 	float *col;
 	size_t col_n, col_cap;
+	/* column sums' partials (double, COL_CHUNK rows each), attention's
+	 * softmax gradient (B H T T floats) and its batched GEMMs' pointer
+	 * arrays, the embedding's token buckets (start, then order: device
+	 * and host) and the ids read back; each grown on demand */
+	double *cpart;
+	size_t cpart_n;
+	float *dz;
+	size_t dz_n;
+	float **ptrs;
+	size_t ptrs_n;
+	int *bucket, *h_bucket;
+	size_t bucket_n, h_bucket_n;
+	float *h_ids;
+	size_t h_ids_n;
 } cuda_ctx;
 
 #define CONV_FLOATS ((size_t)16 << 20) /* 64 MiB of columns per backend */
@@ -141,6 +155,63 @@ cu_set_threads(backend *be, int n)
 	(void)n; /* the device's threads are the kernels' */
 }
 
+/* ---- scratch --------------------------------------------------------------- */
+
+/* *buf with room for n elements: grown (the stream drained first, as
+ * cudaFree of a buffer in use must not be); no memory left on the device
+ * is fatal inside an op (die) */
+template <typename T>
+static T *
+room(backend *be, T **buf, size_t *have, size_t n)
+{
+	if (n > *have) {
+		CK(cudaStreamSynchronize(ST(be)));
+		CK(cudaFree(*buf));
+		*buf = NULL;
+		*have = 0;
+		CK(cudaMalloc(buf, sizeof(T) * n));
+		*have = n;
+	}
+	return *buf;
+}
+
+/* the same in host memory (its contents are not kept) */
+template <typename T>
+static T *
+host_room(T **buf, size_t *have, size_t n)
+{
+	if (n > *have) {
+		free(*buf);
+		*have = 0;
+		if (!(*buf = (T *)malloc(sizeof(T) * n)))
+			die(__FILE__, __LINE__, "malloc", "out of host memory");
+		*have = n;
+	}
+	return *buf;
+}
+
+/* db[j] = the sum of column j of dy [rows x n]; with x (layer norm) also
+ * dg[j] = the sum of dy xh, xh = (x - mean[r]) rstd[r] (k_col_part) */
+static void
+col_sums(backend *be, const float *dy, const float *x, const float *mean, const float *rstd,
+	 float *dg, float *db, int rows, int n)
+{
+	cuda_ctx *c = CTX(be);
+	if (n <= 0)
+		return;
+	/* COL_CHUNK rows a block, more where the grid's y would pass 65535 */
+	const int chunk = rows / 65535 + 1 > COL_CHUNK ? rows / 65535 + 1 : COL_CHUNK;
+	const int chunks = rows > 0 ? (rows + chunk - 1) / chunk : 0;
+	if (chunks) {
+		double *part = room(be, &c->cpart, &c->cpart_n, (size_t)chunks * 2 * n);
+		k_col_part<<<dim3((n + 31) / 32, chunks), dim3(32, COL_LANES), 0, c->st>>>(
+			dy, x, mean, rstd, part, rows, n, chunk);
+		LAUNCHED();
+	}
+	k_col_fin<<<grid_for((size_t)n), TPB, 0, c->st>>>(c->cpart, chunks, n, dg, db);
+	LAUNCHED();
+}
+
 /* ---- gemm and dense ------------------------------------------------------ */
 
 /* Row-major C = alpha op(A) op(B) + beta C is column-major
@@ -163,6 +234,8 @@ cu_linear_fwd(backend *be, const float *x, const float *w, const float *b,
 	      float *y, int batch, int in, int out, int relu)
 {
 	cu_gemm(be, 0, 1, batch, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+	if (!b && !relu)
+		return; /* the tied LM head: no bias */
 	size_t n = (size_t)batch * out;
 	k_bias_act<<<grid_for(n), TPB, 0, ST(be)>>>(y, b, (size_t)batch, out, relu);
 	LAUNCHED();
@@ -179,32 +252,19 @@ cu_linear_bwd(backend *be, const float *x, const float *w, const float *y,
 		LAUNCHED();
 	}
 	cu_gemm(be, 1, 0, out, in, batch, 1.0f, dy, out, x, in, 0.0f, dw, in);
-	if (out > 0) { /* one block per column: none for no columns */
-		k_col_sums<<<out, TPB, 0, ST(be)>>>(dy, db, batch, out);
-		LAUNCHED();
-	}
+	if (db) /* NULL: no bias (the tied LM head) */
+		col_sums(be, dy, NULL, NULL, NULL, NULL, db, batch, out);
 	if (dx)
 		cu_gemm(be, 0, 0, batch, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
 }
 
 /* ---- convolution and pooling ---------------------------------------------- */
 
-/* The column buffer for n floats: grown (the stream drained first, as
- * cudaFree of a buffer in use must not be), or NULL when the device has
- * no memory left, which is fatal inside an op */
+/* the column buffer for n floats (room: grown on demand) */
 static float *
 col_buf(backend *be, size_t n)
 {
-	cuda_ctx *c = CTX(be);
-	if (n > c->col_n) {
-		CK(cudaStreamSynchronize(c->st));
-		CK(cudaFree(c->col));
-		c->col = NULL;
-		c->col_n = 0;
-		CK(cudaMalloc(&c->col, sizeof(float) * n));
-		c->col_n = n;
-	}
-	return c->col;
+	return room(be, &CTX(be)->col, &CTX(be)->col_n, n);
 }
 
 /* output rows per band: as many as fit the column cap, at least one */
@@ -406,6 +466,182 @@ cu_shortcut_bwd(backend *be, const float *dy, float *dx, int cin, int h, int w,
 	LAUNCHED();
 }
 
+/* ---- the sequence ops (the transformer) ----------------------------------- */
+
+/* blocks for one warp per row */
+static unsigned
+grid_rows(size_t rows)
+{
+	return grid_for(rows * 32);
+}
+
+static void
+cu_embed_fwd(backend *be, const float *ids, const float *wte, const float *wpe, float *y,
+	     int batch, int t, int e, int vocab)
+{
+	const size_t rows = (size_t)batch * t;
+	k_embed_fwd<<<grid_for(rows * e), TPB, 0, ST(be)>>>(ids, wte, wpe, y, rows, t, e, vocab);
+	LAUNCHED();
+}
+
+/* dwpe on the device; dwte from each token's positions in ascending order:
+ * the ids are read back (B T floats) and bucket-sorted here, stably, so
+ * that k_embed_bwd_wte adds in ref's order with no atomics (ref's bits,
+ * run after run) */
+static void
+cu_embed_bwd(backend *be, const float *ids, const float *dy, float *dwte, float *dwpe,
+	     int batch, int t, int e, int vocab, int acc)
+{
+	cuda_ctx *c = CTX(be);
+	const size_t rows = (size_t)batch * t, nb = (size_t)vocab + 1 + rows;
+	k_embed_bwd_wpe<<<grid_for((size_t)t * e), TPB, 0, c->st>>>(dy, dwpe, batch, t, e);
+	LAUNCHED();
+	float *hid = host_room(&c->h_ids, &c->h_ids_n, rows ? rows : 1);
+	/* start[V + 1], order[rows], then a cursor per token */
+	int *start = host_room(&c->h_bucket, &c->h_bucket_n, nb + vocab);
+	int *order = start + vocab + 1, *next = order + rows;
+	CK(cudaMemcpyAsync(hid, ids, sizeof(float) * rows, cudaMemcpyDeviceToHost, c->st));
+	CK(cudaStreamSynchronize(c->st));
+	memset(start, 0, sizeof(int) * ((size_t)vocab + 1));
+	for (size_t r = 0; r < rows; r++) {
+		if (!(hid[r] >= 0.0f && hid[r] < (float)vocab)) /* model_check_data */
+			die(__FILE__, __LINE__, "embed_bwd", "a token id outside the vocabulary");
+		start[(int)hid[r] + 1]++;
+	}
+	for (int v = 0; v < vocab; v++)
+		start[v + 1] += start[v];
+	memcpy(next, start, sizeof(int) * (size_t)vocab);
+	for (size_t r = 0; r < rows; r++)
+		order[next[(int)hid[r]]++] = (int)r;
+	int *dev = room(be, &c->bucket, &c->bucket_n, nb);
+	/* from pageable memory: staged before the call returns, so the host
+	 * buffer is free for the next call at once */
+	CK(cudaMemcpyAsync(dev, start, sizeof(int) * nb, cudaMemcpyHostToDevice, c->st));
+	k_embed_bwd_wte<<<grid_for((size_t)vocab * e), TPB, 0, c->st>>>(dy, dwte, dev,
+									  dev + vocab + 1, vocab, e,
+									  acc);
+	LAUNCHED();
+}
+
+static void
+cu_layernorm_fwd(backend *be, const float *x, const float *g, const float *b, float *y,
+		 float *mean, float *rstd, int rows, int n, float eps)
+{
+	if (rows <= 0 || n <= 0)
+		return;
+	k_ln_fwd<<<grid_rows((size_t)rows), TPB, 0, ST(be)>>>(x, g, b, y, mean, rstd,
+							       (size_t)rows, n, eps);
+	LAUNCHED();
+}
+
+static void
+cu_layernorm_bwd(backend *be, const float *x, const float *g, const float *mean,
+		 const float *rstd, const float *dy, float *dx, float *dg, float *db, int rows,
+		 int n)
+{
+	col_sums(be, dy, x, mean, rstd, dg, db, rows, n);
+	if (!dx || rows <= 0 || n <= 0)
+		return;
+	k_ln_bwd_x<<<grid_rows((size_t)rows), TPB, 0, ST(be)>>>(x, g, mean, rstd, dy, dx,
+								 (size_t)rows, n);
+	LAUNCHED();
+}
+
+static void
+cu_gelu_fwd(backend *be, const float *x, float *y, size_t n)
+{
+	k_gelu_fwd<<<grid_for(n), TPB, 0, ST(be)>>>(x, y, n);
+	LAUNCHED();
+}
+
+static void
+cu_gelu_bwd(backend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+	k_gelu_bwd<<<grid_for(n), TPB, 0, ST(be)>>>(x, dy, dx, n);
+	LAUNCHED();
+}
+
+/* C = alpha op(A) op(B) for each (sample, head) pair, in row-major terms
+ * as cu_gemm (the operands swapped for cuBLAS's column-major), one
+ * cublasSgemmBatched over the pairs' pointers (k_pair_ptrs): the pairs'
+ * matrices are strided in two levels (sample, head), which one stride
+ * cannot say, and the pointers let the products read q, k, v straight
+ * from the fused qkv rows and write each head's columns in place */
+static void
+pair_gemm(backend *be, int ta, int tb, int m, int n, int k, float alpha, pair_op a, pair_op b,
+	  pair_op c, int batch, int heads)
+{
+	cuda_ctx *cx = CTX(be);
+	const int cnt = batch * heads;
+	const float beta = 0.0f;
+	if (cnt <= 0 || m <= 0 || n <= 0)
+		return;
+	float **p = room(be, &cx->ptrs, &cx->ptrs_n, 3 * (size_t)cnt);
+	k_pair_ptrs<<<grid_for((size_t)cnt), TPB, 0, cx->st>>>(a, b, c, p, heads, cnt);
+	LAUNCHED();
+	CKB(cublasSgemmBatched(cx->blas, tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+			       ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, p + cnt, b.ld, p,
+			       a.ld, &beta, p + 2 * (size_t)cnt, c.ld, cnt));
+}
+
+/* q, k and v (o[0], o[1], o[2]) of each pair: the columns h D of the
+ * fused rows of qkv, or of its gradient */
+static void
+qkv_ops(const float *qkv, int t, int heads, int hd, pair_op o[3])
+{
+	const int e = heads * hd;
+	for (int i = 0; i < 3; i++)
+		o[i] = pair_op{qkv + (size_t)i * e, (size_t)t * 3 * e, (size_t)hd, 3 * e};
+}
+
+/* Causal attention as the cpu backend does it, all pairs at once: S =
+ * Q K^T / sqrt(D) into att (a T x T block per pair, the whole square:
+ * the masked half is overwritten), each row's masked softmax in place,
+ * then Y = att V into the heads' columns of y. */
+static void
+cu_attn_fwd(backend *be, const float *qkv, float *y, float *att, int batch, int t, int heads,
+	    int hd)
+{
+	const size_t tt = (size_t)t * t, rows = (size_t)batch * heads * t;
+	if (!rows || hd <= 0)
+		return;
+	const float scale = (float)(1.0 / sqrt((double)hd));
+	pair_op in[3];
+	qkv_ops(qkv, t, heads, hd, in);
+	const pair_op a = {att, heads * tt, tt, t}, yo = {y, (size_t)t * heads * hd, (size_t)hd,
+							   heads * hd};
+	pair_gemm(be, 0, 1, t, t, hd, scale, in[0], in[1], a, batch, heads);
+	k_attn_softmax<<<grid_rows(rows), TPB, 0, ST(be)>>>(att, rows, t);
+	LAUNCHED();
+	pair_gemm(be, 0, 0, t, hd, t, 1.0f, a, in[2], yo, batch, heads);
+}
+
+/* datt = dY V^T into the scratch dz, dz = att (datt - rowsum(att datt)) in
+ * place, then dQ = dz K / sqrt(D), dK = dz^T Q / sqrt(D), dV = att^T dY,
+ * each into its columns of dqkv (all of them written) */
+static void
+cu_attn_bwd(backend *be, const float *qkv, const float *att, const float *dy, float *dqkv,
+	    int batch, int t, int heads, int hd)
+{
+	cuda_ctx *c = CTX(be);
+	const size_t tt = (size_t)t * t, rows = (size_t)batch * heads * t;
+	if (!rows || hd <= 0)
+		return;
+	const float scale = (float)(1.0 / sqrt((double)hd));
+	float *dz = room(be, &c->dz, &c->dz_n, rows * t);
+	pair_op in[3], d[3];
+	qkv_ops(qkv, t, heads, hd, in);
+	qkv_ops(dqkv, t, heads, hd, d);
+	const pair_op a = {att, heads * tt, tt, t}, z = {dz, heads * tt, tt, t},
+		      dyo = {dy, (size_t)t * heads * hd, (size_t)hd, heads * hd};
+	pair_gemm(be, 0, 1, t, t, hd, 1.0f, dyo, in[2], z, batch, heads);
+	k_attn_softmax_bwd<<<grid_rows(rows), TPB, 0, c->st>>>(att, dz, rows, t);
+	LAUNCHED();
+	pair_gemm(be, 0, 0, t, hd, t, scale, z, in[1], d[0], batch, heads);
+	pair_gemm(be, 1, 0, t, hd, t, scale, z, in[0], d[1], batch, heads);
+	pair_gemm(be, 1, 0, t, hd, t, 1.0f, a, dyo, d[2], batch, heads);
+}
+
 /* ---- loss --------------------------------------------------------------- */
 
 /* room for `rows` rows of softmax results, on the device and the host */
@@ -597,9 +833,15 @@ cu_destroy(backend *be)
 	cudaFree(c->flag);
 	cudaFree(c->part);
 	cudaFree(c->col);
+	cudaFree(c->cpart);
+	cudaFree(c->dz);
+	cudaFree(c->ptrs);
+	cudaFree(c->bucket);
 	cudaStreamDestroy(c->st);
 	free(c->h_loss);
 	free(c->h_hit);
+	free(c->h_bucket);
+	free(c->h_ids);
 	free(c);
 	free(be);
 }
@@ -637,6 +879,14 @@ make_ops(void)
 	o.avgpool_bwd = cu_avgpool_bwd;
 	o.shortcut_fwd = cu_shortcut_fwd;
 	o.shortcut_bwd = cu_shortcut_bwd;
+	o.embed_fwd = cu_embed_fwd;
+	o.embed_bwd = cu_embed_bwd;
+	o.layernorm_fwd = cu_layernorm_fwd;
+	o.layernorm_bwd = cu_layernorm_bwd;
+	o.gelu_fwd = cu_gelu_fwd;
+	o.gelu_bwd = cu_gelu_bwd;
+	o.attn_fwd = cu_attn_fwd;
+	o.attn_bwd = cu_attn_bwd;
 	o.gather = NULL; /* the model gathers on the host and uploads */
 	o.softmax_xent = cu_softmax_xent;
 	o.sgd = cu_sgd;

@@ -2,14 +2,18 @@
  * is cuBLAS's). Each mirrors its op in engine/nn/backend_ref.c on the same
  * layouts: dense [B][features], convolution and pooling [C][H][W][B] with
  * the batch innermost, so the threads of a warp take consecutive images of
- * one pixel and every load is coalesced. Elementwise and update
+ * one pixel and every load is coalesced; the transformer's sequences
+ * [B][T][E], a row per position (one warp per row where a row is
+ * reduced: layer norm, attention's softmax). Elementwise and update
  * arithmetic uses the _rn intrinsics, which the compiler never fuses into
- * a multiply-add, so those ops give ref's bits exactly; a convolution is
+ * a multiply-add, so those ops give ref's bits exactly (GELU excepted:
+ * float, with expf, near ref's double but not its bits); a convolution is
  * cuBLAS's GEMM over a column buffer (so its sums run in cuBLAS's order),
  * reductions run in double. Included once, by backend_cuda.cu. */
 #ifndef SL_CUDA_KERNELS_CUH
 #define SL_CUDA_KERNELS_CUH
 
+#include <assert.h>
 #include <math.h>
 #include <stdint.h>
 
@@ -29,11 +33,12 @@ grid_for(size_t n)
 
 /* ---- elementwise -------------------------------------------------------- */
 
+/* y = act(y + b) row by row; b NULL: no bias (the tied LM head) */
 __global__ void
 k_bias_act(float *y, const float *b, size_t rows, int cols, int relu)
 {
 	FOR_N(i, rows * (size_t)cols) {
-		float v = __fadd_rn(y[i], b[i % (size_t)cols]);
+		float v = b ? __fadd_rn(y[i], b[i % (size_t)cols]) : y[i];
 		y[i] = relu && !(v > 0.0f) ? 0.0f : v;
 	}
 }
@@ -89,17 +94,63 @@ block_sum(double v)
 	return v;
 }
 
-/* out[j] = sum of column j of x[rows x cols] (a dense layer's db) */
+/* Column sums over rows (a dense or linear layer's db, layer norm's dg and
+ * db), in two passes. k_col_part: block (x, y) takes the 32 columns from
+ * 32 x and the `chunk` rows from y chunk, COL_LANES rows at a time (the
+ * threads of a warp on consecutive columns, so every load is coalesced),
+ * and writes part[y][0][j] = the sum of dy[r][j] xh[r][j] (when x is
+ * given: layer norm's xh = (x - mean[r]) rstd[r], as ref forms it) and
+ * part[y][1][j] = the sum of dy[r][j], in double; k_col_fin adds the
+ * chunks in order and rounds once. Not ref's order (a chain over the
+ * rows): the double sums may differ from ref's in their last bits. */
+#define COL_CHUNK 128 /* rows per block, at least */
+#define COL_LANES 8   /* rows at a time (blockDim.y) */
+
 __global__ void
-k_col_sums(const float *x, float *out, int rows, int cols)
+k_col_part(const float *dy, const float *x, const float *mean, const float *rstd,
+	   double *part, int rows, int n, int chunk)
 {
-	const int j = blockIdx.x;
-	double s = 0.0;
-	for (int r = threadIdx.x; r < rows; r += blockDim.x)
-		s += x[(size_t)r * cols + j];
-	s = block_sum(s);
-	if (threadIdx.x == 0)
-		out[j] = (float)s;
+	__shared__ double sh[2][COL_LANES][33];
+	const int tx = threadIdx.x, ty = threadIdx.y, j = blockIdx.x * 32 + tx;
+	const int r0 = blockIdx.y * chunk, r1 = min(rows, r0 + chunk);
+	double sg = 0.0, sb = 0.0;
+	if (j < n)
+		for (int r = r0 + ty; r < r1; r += COL_LANES) {
+			const size_t i = (size_t)r * n + j;
+			const double d = (double)dy[i];
+			sb = __dadd_rn(sb, d);
+			if (x)
+				sg = __dadd_rn(sg, __dmul_rn(d, __dmul_rn(__dsub_rn((double)x[i],
+										    (double)mean[r]),
+									  (double)rstd[r])));
+		}
+	sh[0][ty][tx] = sg;
+	sh[1][ty][tx] = sb;
+	__syncthreads();
+	if (ty || j >= n)
+		return;
+	for (int k = 1; k < COL_LANES; k++) {
+		sg = __dadd_rn(sg, sh[0][k][tx]);
+		sb = __dadd_rn(sb, sh[1][k][tx]);
+	}
+	part[(size_t)blockIdx.y * 2 * n + j] = sg;
+	part[((size_t)blockIdx.y * 2 + 1) * n + j] = sb;
+}
+
+/* db[j] = the chunks' sums of dy, dg[j] (unless NULL) of dy xh */
+__global__ void
+k_col_fin(const double *part, int chunks, int n, float *dg, float *db)
+{
+	FOR_N(j, (size_t)n) {
+		double sg = 0.0, sb = 0.0;
+		for (int c = 0; c < chunks; c++) {
+			sg = __dadd_rn(sg, part[(size_t)c * 2 * n + j]);
+			sb = __dadd_rn(sb, part[((size_t)c * 2 + 1) * n + j]);
+		}
+		if (dg)
+			dg[j] = (float)sg;
+		db[j] = (float)sb;
+	}
 }
 
 /* out[c] = sum of x[c len, (c + 1) len) (a convolution's db) */
@@ -437,6 +488,235 @@ k_shortcut_bwd(const float *dy, float *dx, int cin, int h, int w, int cout, int 
 		}
 		const float v = dy[AT(q.c + pad, q.h / s, q.w / s, ho, wo, B, q.b)];
 		dx[i] = acc ? __fadd_rn(dx[i], v) : v;
+	}
+}
+
+/* ---- the sequence ops on [B][T][E] rows (the transformer) -------------- */
+
+#define WARPS (TPB / 32) /* rows per block of the one-warp-per-row kernels */
+
+/* the sum and the maximum over a warp's 32 lanes, in every lane */
+template <typename T>
+__device__ T
+warp_sum(T v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v += __shfl_xor_sync(0xffffffffu, v, o);
+	return v;
+}
+
+__device__ float
+warp_max(float v)
+{
+	for (int o = 16; o > 0; o >>= 1)
+		v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+	return v;
+}
+
+/* a grid-stride loop over rows [0, n), one warp each: every lane of a warp
+ * takes the same rows, so the warp's shuffles meet */
+#define FOR_ROWS(r, n)                                                          \
+	for (size_t r = ((size_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; r < (n); \
+	     r += ((size_t)gridDim.x * blockDim.x) >> 5)
+
+/* y[r] = wte[id] + wpe[r % T] (float adds: ref's bits), id = ids[r]; an id
+ * outside [0, V) is our bug (model_check_data), as ref asserts */
+__global__ void
+k_embed_fwd(const float *ids, const float *wte, const float *wpe, float *y, size_t rows,
+	    int t, int e, int vocab)
+{
+	FOR_N(i, rows * (size_t)e) {
+		const size_t r = i / e;
+		const int j = (int)(i % e), p = (int)(r % t), id = (int)ids[r];
+		assert(id >= 0 && id < vocab);
+		y[i] = __fadd_rn(wte[(size_t)id * e + j], wpe[(size_t)p * e + j]);
+	}
+}
+
+/* dwpe[p][j] = the sum over b of dy[b][p][j]: ref's double sum in
+ * ascending b, so ref's bits */
+__global__ void
+k_embed_bwd_wpe(const float *dy, float *dwpe, int batch, int t, int e)
+{
+	const size_t te = (size_t)t * e;
+	FOR_N(i, te) {
+		double s = 0.0;
+		for (int b = 0; b < batch; b++)
+			s = __dadd_rn(s, (double)dy[(size_t)b * te + i]);
+		dwpe[i] = (float)s;
+	}
+}
+
+/* dwte[v][j] = its own value (acc: the tied head's share) or 0, plus
+ * dy[r][j] for the rows r of token v in ascending order: order[start[v]]
+ * to order[start[v + 1] - 1] (the host's stable bucket sort of the ids).
+ * A thread per entry and no atomics: ref's double sum in ref's order, so
+ * ref's bits, the same on every run (a float atomicAdd scatter would make
+ * them depend on the threads' order). */
+__global__ void
+k_embed_bwd_wte(const float *dy, float *dwte, const int *start, const int *order, int vocab,
+		int e, int acc)
+{
+	FOR_N(i, (size_t)vocab * e) {
+		const int v = (int)(i / e), j = (int)(i % e);
+		double s = acc ? (double)dwte[i] : 0.0;
+		for (int k = start[v]; k < start[v + 1]; k++)
+			s = __dadd_rn(s, (double)dy[(size_t)order[k] * e + j]);
+		dwte[i] = (float)s;
+	}
+}
+
+/* Layer norm, one warp per row of n: ref's expressions in double, never
+ * fused; the row's sums run over the lanes and a shuffle tree (not ref's
+ * chain), so mean and rstd may differ from ref's in their last bits. */
+__global__ void
+k_ln_fwd(const float *x, const float *g, const float *b, float *y, float *mean, float *rstd,
+	 size_t rows, int n, float eps)
+{
+	const int lane = threadIdx.x & 31;
+	FOR_ROWS(r, rows) {
+		const float *xr = x + r * n;
+		float *yr = y + r * n;
+		double s = 0.0, v = 0.0;
+		for (int j = lane; j < n; j += 32)
+			s = __dadd_rn(s, (double)xr[j]);
+		const double m = __ddiv_rn(warp_sum(s), (double)n);
+		for (int j = lane; j < n; j += 32) {
+			const double d = __dsub_rn((double)xr[j], m);
+			v = __dadd_rn(v, __dmul_rn(d, d));
+		}
+		const double var = __ddiv_rn(warp_sum(v), (double)n);
+		const double rs = __ddiv_rn(1.0, __dsqrt_rn(__dadd_rn(var, (double)eps)));
+		if (lane == 0) {
+			mean[r] = (float)m;
+			rstd[r] = (float)rs;
+		}
+		for (int j = lane; j < n; j += 32)
+			yr[j] = (float)__dadd_rn(__dmul_rn(__dmul_rn(__dsub_rn((double)xr[j], m), rs),
+							   (double)g[j]),
+						 (double)b[j]);
+	}
+}
+
+/* dx = rstd (dy g - mean(dy g) - xh mean(dy g xh)) per row, one warp each */
+__global__ void
+k_ln_bwd_x(const float *x, const float *g, const float *mean, const float *rstd,
+	   const float *dy, float *dx, size_t rows, int n)
+{
+	const int lane = threadIdx.x & 31;
+	FOR_ROWS(r, rows) {
+		const float *xr = x + r * n, *dyr = dy + r * n;
+		float *dxr = dx + r * n;
+		const double m = mean[r], rs = rstd[r];
+		double a = 0.0, c = 0.0; /* sums of dy g and dy g xh */
+		for (int j = lane; j < n; j += 32) {
+			const double d = __dmul_rn((double)dyr[j], (double)g[j]);
+			a = __dadd_rn(a, d);
+			c = __dadd_rn(c, __dmul_rn(d, __dmul_rn(__dsub_rn((double)xr[j], m), rs)));
+		}
+		a = __ddiv_rn(warp_sum(a), (double)n);
+		c = __ddiv_rn(warp_sum(c), (double)n);
+		for (int j = lane; j < n; j += 32) {
+			const double xh = __dmul_rn(__dsub_rn((double)xr[j], m), rs);
+			const double d = __dmul_rn((double)dyr[j], (double)g[j]);
+			dxr[j] = (float)__dmul_rn(rs, __dsub_rn(__dsub_rn(d, a), __dmul_rn(xh, c)));
+		}
+	}
+}
+
+/* GELU, the tanh form, in float (as the cpu backend; ref's double is
+ * within an ulp or two): with s = (1 + tanh(u)) / 2 = 1 / (1 + e^{-2u}),
+ * u = sqrt(2 / pi) (x + 0.044715 x^3), which has no cancellation near
+ * u = 0 and saturates cleanly (e^{-2u} = inf gives s = 0),
+ * y = x s and dy/dx = s + 2 x s (1 - s) sqrt(2 / pi) (1 + 3 0.044715 x^2) */
+#define GELU_K 0.79788456080286535588f /* sqrt(2 / pi) */
+#define GELU_C 0.044715f
+
+__device__ float
+gelu_s(float v)
+{
+	const float u = GELU_K * (v + GELU_C * v * v * v);
+	return 1.0f / (1.0f + expf(-2.0f * u));
+}
+
+__global__ void
+k_gelu_fwd(const float *x, float *y, size_t n)
+{
+	FOR_N(i, n)
+		y[i] = x[i] * gelu_s(x[i]);
+}
+
+__global__ void
+k_gelu_bwd(const float *x, const float *dy, float *dx, size_t n)
+{
+	FOR_N(i, n) {
+		const float v = x[i], s = gelu_s(v);
+		const float d = s + 2.0f * v * s * (1.0f - s) * GELU_K * (1.0f + 3.0f * GELU_C * v * v);
+		dx[i] = dy[i] * d;
+	}
+}
+
+/* An operand of a GEMM batched over (sample, head) pairs: pair k = b H + h
+ * has its matrix at p + b sb + h sh, rows ld floats apart (attention's
+ * q, k and v are the columns h D of each qkv row, its probabilities one
+ * T x T block per pair). */
+struct pair_op {
+	const float *p;
+	size_t sb, sh;
+	int ld;
+};
+
+/* the pointer arrays of one batched GEMM: a's n, then b's, then c's */
+__global__ void
+k_pair_ptrs(pair_op a, pair_op b, pair_op c, float **out, int heads, int n)
+{
+	FOR_N(i, (size_t)n) {
+		const size_t s = i / heads, h = i % heads;
+		out[i] = const_cast<float *>(a.p + s * a.sb + h * a.sh);
+		out[n + i] = const_cast<float *>(b.p + s * b.sb + h * b.sh);
+		out[2 * n + i] = const_cast<float *>(c.p + s * c.sb + h * c.sh);
+	}
+}
+
+/* Each row i (of T) of one pair's scaled scores S, in place: the softmax
+ * over j <= i (the maximum subtracted; float, expf), zeros after. One warp
+ * per row of the B H T rows. */
+__global__ void
+k_attn_softmax(float *att, size_t rows, int t)
+{
+	const int lane = threadIdx.x & 31;
+	FOR_ROWS(r, rows) {
+		float *a = att + r * t;
+		const int i = (int)(r % t);
+		float mx = -INFINITY, z = 0.0f;
+		for (int j = lane; j <= i; j += 32)
+			mx = fmaxf(mx, a[j]);
+		mx = warp_max(mx);
+		for (int j = lane; j <= i; j += 32)
+			z += expf(a[j] - mx);
+		z = warp_sum(z);
+		for (int j = lane; j < t; j += 32)
+			a[j] = j <= i ? expf(a[j] - mx) / z : 0.0f;
+	}
+}
+
+/* The softmax's backward on each row, in place: d holds datt on entry and
+ * leaves with dz = att (datt - sum over j <= i of att datt) for j <= i,
+ * zeros after. One warp per row. */
+__global__ void
+k_attn_softmax_bwd(const float *att, float *d, size_t rows, int t)
+{
+	const int lane = threadIdx.x & 31;
+	FOR_ROWS(r, rows) {
+		const float *a = att + r * t;
+		float *dr = d + r * t;
+		const int i = (int)(r % t);
+		float s = 0.0f;
+		for (int j = lane; j <= i; j += 32)
+			s += a[j] * dr[j];
+		s = warp_sum(s);
+		for (int j = lane; j < t; j += 32)
+			dr[j] = j <= i ? a[j] * (dr[j] - s) : 0.0f;
 	}
 }
 

@@ -68,7 +68,7 @@ typedef struct backend_ops {
 
 	/* Dense: y[B x out] = act(x[B x in] . w[out x in]^T + b). b may be
 	 * NULL (no bias: the tied LM head) on a backend that has the sequence
-	 * ops below (layernorm_fwd set); cuda has neither yet. */
+	 * ops below (layernorm_fwd set): ref, cpu and cuda. */
 	void (*linear_fwd)(backend *, const float *x, const float *w,
 			   const float *b, float *y, int batch, int in, int out,
 			   int relu);
@@ -186,11 +186,13 @@ typedef struct backend_ops {
 
 	/* ---- the sequence ops (the transformer, engine/nn/ops/embed.c,
 	 * layernorm.c, gelu.c, attention.c). Optional: NULL on a backend
-	 * without them (cuda, for now), where a model using them is refused by
-	 * name (model_new). A sequence activation is [B][T][E] row-major: one
-	 * row of E features per position. ref computes in double and rounds
-	 * once, with its own exp; cpu in float on the team (sgemm for
-	 * attention's products). */
+	 * without them, where a model using them is refused by name
+	 * (model_new); ref, refdev, cpu and cuda have them all. A sequence
+	 * activation is [B][T][E] row-major: one row of E features per
+	 * position. ref computes in double and rounds once, with its own exp;
+	 * cpu in float on the team (sgemm for attention's products); cuda as
+	 * engine/cuda/kernels.cuh says (cuBLAS for attention's products, the
+	 * embedding's backward with ref's bits, layer norm in double). */
 	/* Token and position embedding: y[b][t] = wte[id] + wpe[t] (float),
 	 * id = (int)ids[b T + t], a float holding an integer in [0, V) (the
 	 * dataset's token ids; V = vocab, the model's classes: the run checks

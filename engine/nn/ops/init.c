@@ -35,6 +35,6 @@ op_check_seq(const node *n, const backend *be, char *err)
 	    o->gelu_fwd && o->gelu_bwd && o->attn_fwd && o->attn_bwd)
 		return 0;
 	return sl_fail(err, SL_EUNSUP,
-		       "model: the %s backend has no %s op yet (the transformer's ops run on "
-		       "ref and cpu)", o->name, n->op->name);
+		       "model: the %s backend has no %s op (the transformer's ops run on "
+		       "ref, cpu and cuda)", o->name, n->op->name);
 }

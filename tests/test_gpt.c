@@ -149,7 +149,7 @@ START_TEST(gpt_bad_specs_refused)
 			      bad[i].spec, err, bad[i].want);
 	}
 	ck_assert_int_eq(model_spec_param_layers("gpt:L4-H3-E128-T64"), -1);
-	/* a backend without the sequence ops (cuda's table, for now) */
+	/* a backend without the sequence ops (a backend table without the sequence ops) */
 	backend_ops o = *be->ops;
 	o.name = "nosuch";
 	o.attn_fwd = NULL;

@@ -174,6 +174,88 @@ START_TEST(synthetic_separable_via_load)
 }
 END_TEST
 
+/* blobs: the toy's generator, by construction. sigma 0 puts every
+ * sample on its centre: unit rows, label centre / (centres / classes);
+ * the eval split is rows of train; the same bits for a seed. */
+START_TEST(blobs_construction)
+{
+	char err[SL_ERR_LEN] = "";
+	dataset_pair p, q, o;
+	ck_assert_int_eq(ds_load("blobs:8,3,5,4,0", 3, &p, err), 0);
+	ck_assert_str_eq(p.name, "blobs:8,3,5,4,0");
+	ck_assert_uint_eq(p.train.n, 24);
+	ck_assert_uint_eq(p.test.n, 24); /* min(10000, n) */
+	ck_assert_int_eq(p.train.dim, 5);
+	ck_assert_int_eq(p.train.h, 1);
+	ck_assert_int_eq(p.train.w, 5);
+	ck_assert_int_eq(p.train.classes, 4);
+	for (uint32_t i = 0; i < 24; i++) {
+		const float *x = p.train.x + i * 5;
+		double ss = 0;
+		for (int k = 0; k < 5; k++)
+			ss += (double)x[k] * x[k];
+		ck_assert_msg(fabs(ss - 1) < 1e-6, "row %u: |x|^2 %.9f", i, ss);
+		/* centre i / 3, two centres a class */
+		ck_assert_int_eq(p.train.y[i], (int)(i / 3) / 2);
+		if (i % 3)
+			ck_assert(!memcmp(x, x - 5, 5 * sizeof(float)));
+		else if (i)
+			ck_assert(memcmp(x, x - 5, 5 * sizeof(float)));
+	}
+	/* the eval split is a permutation of train here (m = n) */
+	int seen[24] = {0};
+	for (uint32_t i = 0; i < p.test.n; i++) {
+		int hit = -1;
+		for (uint32_t j = 0; j < 24 && hit < 0; j++)
+			if (!seen[j] && !memcmp(p.test.x + i * 5, p.train.x + j * 5, 20) &&
+			    p.test.y[i] == p.train.y[j])
+				hit = (int)j;
+		ck_assert_msg(hit >= 0, "eval row %u is no unseen train row", i);
+		seen[hit] = 1;
+	}
+	ds_pair_free(&p);
+
+	/* sigma 0.5 (the default): the same bits for a seed, others for another;
+	 * each cluster's mean lies within 4 sd of its (unit) centre per coordinate */
+	ck_assert_int_eq(ds_load("blobs:4,400,16,2", 9, &p, err), 0);
+	ck_assert_int_eq(ds_load("blobs:4,400,16,2,0.5", 9, &q, err), 0);
+	ck_assert_int_eq(ds_load("blobs:4,400,16,2", 10, &o, err), 0);
+	ck_assert(!memcmp(p.train.x, q.train.x, 1600 * 16 * sizeof(float)));
+	ck_assert(memcmp(p.train.x, o.train.x, 1600 * 16 * sizeof(float)));
+	double sd = 0;
+	for (uint32_t i = 0; i < 400; i++)
+		for (int k = 0; k < 16; k++) {
+			double d = p.train.x[i * 16 + k] - p.train.x[(i ^ 1) * 16 + k];
+			sd += d * d;
+		}
+	sd = sqrt(sd / (400.0 * 16 * 2)); /* the difference of two has var 2 sigma^2 */
+	ck_assert_msg(fabs(sd - 0.5) < 0.03, "sample sd %.4f, expected 0.5", sd);
+	ck_assert_uint_eq(p.test.n, 1600);
+	ds_pair_free(&p);
+	ds_pair_free(&q);
+	ds_pair_free(&o);
+
+	static const char *const bad[][2] = {
+		{"blobs:3,10,5,2", "multiple of classes"},
+		{"blobs:32,x,512,4", "per is not a number"},
+		{"blobs:32,10,512", "classes is missing"},
+		{"blobs:32,10,512,4,", "sigma"},
+		{"blobs:32,10,512,4,-1", "sigma"},
+		{"blobs:32,10,512,4,0.5x", "sigma"},
+		{"blobs:0,10,512,4", "centres is not a number"},
+		{"blobs:4,10,512,1", "classes"},
+		{"blobs:4096,10000000,1048576,4", "too large"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		err[0] = 0;
+		ck_assert_int_eq(ds_load(bad[i][0], 1, &p, err), -SL_EINVAL);
+		ck_assert_msg(strstr(err, bad[i][1]) && strstr(err, "dataset: "),
+			      "%s: %s", bad[i][0], err);
+		ck_assert(is_zeroed(&p, sizeof p));
+	}
+}
+END_TEST
+
 static Suite *
 dataset_synth_suite(void)
 {
@@ -183,6 +265,7 @@ dataset_synth_suite(void)
 	tcase_add_test(tc, synthetic_deterministic);
 	tcase_add_test(tc, synthetic_validation);
 	tcase_add_test(tc, synthetic_separable_via_load);
+	tcase_add_test(tc, blobs_construction);
 	suite_add_tcase(s, tc);
 	return s;
 }

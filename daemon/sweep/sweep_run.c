@@ -72,9 +72,10 @@ data_for(sweeper *s, const sweep_cell *c, char *err)
 		mspec = d.model;
 	int ctx = model_spec_context(mspec);
 	char key[300];
-	/* a synthetic set depends on the seed, a text set on the seed and the
+	/* a synthetic set (blobs too) depends on the seed, a text set on the seed and the
 	 * model's context (its contexts are drawn at seeded offsets) */
-	if (!strncmp(spec, "synthetic", 9) || ds_spec_is_text(spec))
+	if (!strncmp(spec, "synthetic", 9) || !strncmp(spec, "blobs:", 6) ||
+	    ds_spec_is_text(spec))
 		snprintf(key, sizeof(key), "%s#%llu#%d", spec, (unsigned long long)seed, ctx);
 	else
 		snprintf(key, sizeof(key), "%s", spec);

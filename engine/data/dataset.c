@@ -326,6 +326,46 @@ ds_load(const char *spec, uint64_t seed, dataset_pair *out, char *err)
 	return ds_load_ctx(spec, 0, seed, out, err);
 }
 
+/* "blobs:C,PER,DIM,K[,SIGMA]": every number given, in range, nothing
+ * after it (ds_blobs checks what the numbers must satisfy together) */
+static int
+load_blobs(const char *spec, uint64_t seed, dataset_pair *out, char *err)
+{
+	const char *s = spec + 6;
+	long v[4];
+	double sigma = 0.5;
+	static const char *const name[4] = {"centres", "per", "dim", "classes"};
+	static const long max[4] = {4096, 10000000, 1 << 20, 255};
+	char *end;
+	for (int i = 0; i < 4; i++) {
+		errno = 0;
+		v[i] = (*s >= '0' && *s <= '9') ? strtol(s, &end, 10) : -1;
+		if (v[i] < 1 || v[i] > max[i] || errno || (*end != ',' && *end))
+			return sl_fail(err, SL_EINVAL,
+				       "dataset: %s: %s is not a number in 1..%ld "
+				       "(blobs:<centres>,<per>,<dim>,<classes>[,<sigma>], "
+				       "e.g. blobs:32,4000,512,4)", spec, name[i], max[i]);
+		s = end + (*end == ',');
+		if (i < 3 && *end == '\0')
+			return sl_fail(err, SL_EINVAL,
+				       "dataset: %s: %s is missing "
+				       "(blobs:<centres>,<per>,<dim>,<classes>[,<sigma>])",
+				       spec, name[i + 1]);
+	}
+	if (end[0] == ',') {
+		errno = 0;
+		sigma = strtod(s, &end);
+		if (s == end || *end || errno || !(sigma >= 0 && sigma <= 1e6))
+			return sl_fail(err, SL_EINVAL,
+				       "dataset: %s: sigma is not a number in 0..1e6",
+				       spec);
+	}
+	int rc = ds_blobs((int)v[0], (uint32_t)v[1], (int)v[2], (int)v[3], sigma,
+			  seed, out, err);
+	copy_str(out->name, sizeof out->name, spec);
+	return rc;
+}
+
 int
 ds_load_ctx(const char *spec, int ctx, uint64_t seed, dataset_pair *out,
 	    char *err)
@@ -369,12 +409,15 @@ ds_load_ctx(const char *spec, int ctx, uint64_t seed, dataset_pair *out,
 				      SYN_MAX_N, &n, err)))
 			return rc;
 		rc = load_synthetic(n, seed, out, err);
+	} else if (strncmp(spec, "blobs:", 6) == 0) {
+		rc = load_blobs(spec, seed, out, err);
 	} else if (ds_spec_is_text(spec)) {
 		rc = load_text(spec, ctx, seed, out, err);
 	} else {
 		return sl_fail(err, SL_EINVAL,
 			       "dataset: unknown \"%s\" (expected fashion-mnist, "
 			       "idx:<dir>, cifar10:<dir>, synthetic:<n>, "
+			       "blobs:<centres>,<per>,<dim>,<classes>[,<sigma>], "
 			       "text:<file>, synthetic-text:<n>)",
 			       spec);
 	}

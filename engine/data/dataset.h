@@ -97,6 +97,19 @@ int ds_parse_cifar(const uint8_t *const *bufs, const size_t *lens, int nbufs,
 int ds_synthetic(uint32_t n, int dim, int classes, uint64_t seed,
 		 uint64_t stream, dataset *out, char *err);
 
+/* The asynchronous local-SGD toy's mixture (Liu et al. 2024, their
+ * notebook; ../docs/formats.md "blobs"): `centres` unit-length centres
+ * (standard normal rows, normalised) in dim dimensions; for centre i in
+ * order, `per` samples sigma * N(0, I) + centre_i labelled i / (centres /
+ * classes), so centres must be a multiple of classes. train holds them
+ * all in that order; test is min(DS_BLOBS_EVAL, n) of them drawn without
+ * replacement (the notebook evaluates on a sample of its training set).
+ * Features are not squashed; shape 1 x 1 x dim. Deterministic for a
+ * seed. */
+#define DS_BLOBS_EVAL 10000u
+int ds_blobs(int centres, uint32_t per, int dim, int classes, double sigma,
+	     uint64_t seed, dataset_pair *out, char *err);
+
 /* A text already in memory, cut into contexts of ctx + 1 bytes (a pure
  * function: no I/O). The vocabulary is the bytes that occur in all of it.
  * The last tenth (len / 10 bytes, rounded down) is held out: train is
@@ -125,7 +138,8 @@ int ds_read_file(const char *path, size_t max_out, uint8_t **out,
  * synthetic:60000 with a note when the package is missing),
  * "idx:<dir>" (train-images-idx3-ubyte[.gz] and friends, t10k-* for test),
  * "cifar10:<dir>" (data_batch_1..5.bin, test_batch.bin),
- * "synthetic:<n>" (n train samples of 784 dims, n/6 test, 10 classes).
+ * "synthetic:<n>" (n train samples of 784 dims, n/6 test, 10 classes),
+ * "blobs:<centres>,<per>,<dim>,<classes>[,<sigma>]" (ds_blobs).
  * Returns 0 or a negative code with a message naming the file.
  * A text spec needs a context length: it is refused here (use
  * ds_load_ctx). */

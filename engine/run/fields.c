@@ -257,7 +257,7 @@ static const field_desc run_f[] = {
 	     "logreg, mlp:<in>-<hidden>...-<out>, lenet5, resnet20 or "
 	     "resnet:<N> (N = 6n + 2: 8, 14, 20, 32, ...), or a graph {\"nodes\": [...]}"),
 	STRF(dataset, dataset, "fashion-mnist",
-	     "fashion-mnist, idx:<dir>, cifar10:<dir> or synthetic:<n>; text for a model with a "
+	     "fashion-mnist, idx:<dir>, cifar10:<dir>, synthetic:<n> or blobs:<centres>,<per>,<dim>,<classes>[,<sigma>]; text for a model with a "
 	     "context: text:<file> (plain or gzip), text:webster or synthetic-text:<n>"),
 	{.key = "augment", .type = FT_STRING, .store = FS_ENUM, .off = CO(augment),
 	 .choice_fn = aug_kind_name, .def = AUG_AUTO, .flags = FD_SPARSE,

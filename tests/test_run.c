@@ -51,6 +51,50 @@ START_TEST(asgd_equal_speed_settles_at_n_minus_1)
 }
 END_TEST
 
+/* step_ms sets a worker's step time on the virtual clock in place of its
+ * FLOPs: at 125 and 250 ms (exact in binary), one second holds 8 and 4
+ * arrivals, and the twelfth update lands at t = 1 exactly; speed 0.5
+ * doubles the slow one's step (8 + 2 updates by t = 1). A change of
+ * step_ms mid-run (CMD_STEP_MS) takes effect at the worker's next step. */
+START_TEST(step_ms_sets_the_virtual_step)
+{
+	for (int half = 0; half < 2; half++) {
+		run_config c = base("asgd", 2);
+		c.eval_every = 0;
+		c.stop_steps = half ? 10 : 12;
+		c.n_overrides = 2;
+		c.overrides[0] = (worker_override){.id = 0, .has_step_ms = 1, .step_ms = 125};
+		c.overrides[1] = (worker_override){.id = 1, .has_step_ms = 1, .step_ms = 250,
+						   .has_speed = half, .speed = 0.5};
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		ck_assert_msg(s->t == 1.0, "t %.17g", s->t);
+		ck_assert_uint_eq(s->workers[0].stale.n, 8);
+		ck_assert_uint_eq(s->workers[1].stale.n, half ? 2 : 4);
+		ck_assert(s->workers[1].step_ms == 250);
+		run_snapshot_put(s);
+		free(r);
+	}
+	/* worker 1 from 250 to 500 ms at update 6 (t = 0.5: w0 4, w1 2): its
+	 * step begun at 0.5 lands at 1.0, so 8 + 3 updates by t = 1 */
+	run_config c = base("asgd", 2);
+	c.eval_every = 0;
+	c.stop_steps = 11;
+	c.n_overrides = 2;
+	c.overrides[0] = (worker_override){.id = 0, .has_step_ms = 1, .step_ms = 125};
+	c.overrides[1] = (worker_override){.id = 1, .has_step_ms = 1, .step_ms = 250};
+	run_sched ch = {.by_version = 1, .v = 6,
+			.cmd = {.worker = 1, .fields = CMD_STEP_MS, .step_ms = 500}};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, &ch, 1, r);
+	ck_assert_msg(s->t == 1.0, "t %.17g", s->t);
+	ck_assert_uint_eq(s->workers[1].stale.n, 3);
+	ck_assert(s->workers[1].step_ms == 500);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
 START_TEST(ssp_keeps_its_bound)
 {
 	/* one straggler at a quarter speed: without the bound the others run
@@ -579,6 +623,7 @@ run_suite(void)
 				     ssp_bound_holds_from_the_switch,
 				     version_delay_is_uniform,
 				     server_held_gradients_age, NULL}},
+		{"step_time", NULL, {step_ms_sets_the_virtual_step, NULL}},
 		{"server_delays", NULL, {server_delays_keep_sync_rules,
 					 dcasgd_compensates_version_staleness,
 					 steps_stop_exactly,

@@ -185,6 +185,7 @@ api_worker_json(const worker_snap *w)
 	json_object_set_new(o, "delay", api_delay_json(&w->delay));
 	json_object_set_new(o, "spb_depth", json_integer(w->spb_depth));
 	json_object_set_new(o, "speed", jsonout_real(w->speed));
+	json_object_set_new(o, "step_ms", jsonout_real(w->step_ms));
 	json_object_set_new(o, "iterations", json_integer((json_int_t)w->iterations));
 	json_object_set_new(o, "samples", json_integer((json_int_t)w->samples));
 	json_object_set_new(o, "staleness_mean", jsonout_real(w->staleness_mean));

@@ -208,7 +208,7 @@ apply_worker(json_t *v, void *base, int as_cmd, unsigned *cmd, const char *path,
 		sub_path(p, sizeof(p), path, key);
 		if (!f)
 			return unknown_key_of(&fields_worker, NULL, path, key, " for a worker",
-					      "delay, spb_depth, speed, paused, link", err);
+					      "delay, spb_depth, speed, step_ms, paused, link", err);
 		field_desc g = *f;
 		if (as_cmd)
 			g.off = f->cmd_off;

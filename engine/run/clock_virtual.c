@@ -90,9 +90,11 @@ v_start(run *r, worker *w)
 		w->st = W_IDLE;
 		return;
 	}
-	/* simulated time: FLOPs at a nominal speed, scaled by the worker's
-	 * speed; never a measured time (that would break determinism) */
-	double cost = f / NOMINAL_FLOPS / (w->speed > 0 ? w->speed : 1);
+	/* simulated time: FLOPs at a nominal speed, or the worker's step_ms
+	 * where set, scaled by the worker's speed; never a measured time
+	 * (that would break determinism) */
+	double at1 = w->step_ms > 0 ? w->step_ms * 1e-3 : f / NOMINAL_FLOPS;
+	double cost = at1 / (w->speed > 0 ? w->speed : 1);
 	double d = step_delay(r, w, 0);
 	/* the link: the weights come (answered now, at the pull), then the
 	 * compute, the injected delay, the push on its way; a rule that

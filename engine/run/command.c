@@ -160,6 +160,10 @@ override_set(run *r, const run_cmd *c)
 		o->has_speed = 1;
 		o->speed = c->speed;
 	}
+	if (c->fields & CMD_STEP_MS) {
+		o->has_step_ms = 1;
+		o->step_ms = c->step_ms;
+	}
 	if (c->fields & CMD_PAUSED) {
 		o->has_paused = 1;
 		o->paused = c->paused;
@@ -222,6 +226,8 @@ cmd_apply(run *r, const run_cmd *c)
 			w->spb_depth = c->spb_depth;
 		if (c->fields & CMD_SPEED)
 			w->speed = c->speed;
+		if (c->fields & CMD_STEP_MS)
+			w->step_ms = c->step_ms;
 		if (c->fields & CMD_LINK)
 			w->link = c->link;
 		if (c->fields & CMD_PAUSED) {

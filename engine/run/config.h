@@ -45,11 +45,12 @@ typedef struct link_cfg {
 
 typedef struct worker_override {
 	int id;
-	int has_delay, has_spb, has_speed, has_paused, has_link;
+	int has_delay, has_spb, has_speed, has_paused, has_link, has_step_ms;
 	delay_cfg delay;
 	link_cfg link;
 	int spb_depth;
 	double speed;
+	double step_ms;
 	int paused;
 } worker_override;
 

@@ -227,6 +227,10 @@ const field_table fields_stop = {stop_f, NF(stop_f)};
 	 .min = 0, .max = 100, .flags = BOTH | FD_MIN_OPEN | FD_MUTABLE, .def = 1, \
 	 .cmd = CMD_SPEED, .cmd_off = WC(speed), .has_off = WO(has_speed),         \
 	 .doc = "compute speed factor (< 1: a straggler)"},                        \
+	{.key = "step_ms", .type = FT_NUMBER, .store = FS_DBL, .off = WO(step_ms), \
+	 .min = 0, .max = 1e7, .flags = BOTH | FD_MUTABLE,                         \
+	 .cmd = CMD_STEP_MS, .cmd_off = WC(step_ms), .has_off = WO(has_step_ms),   \
+	 .doc = "this worker's compute time a step in ms at speed 1, set directly (0: its FLOPs priced; the wall clock pads a faster step to it)"}, \
 	{.key = "paused", .type = FT_BOOLEAN, .store = FS_BOOL, .off = WO(paused), \
 	 .flags = FD_MUTABLE, .cmd = CMD_PAUSED, .cmd_off = WC(paused),            \
 	 .has_off = WO(has_paused), .doc = "the worker sits out"},                 \

@@ -316,6 +316,7 @@ build_snapshot(run *r)
 		ws->link = w->link;
 		ws->spb_depth = w->spb_depth;
 		ws->speed = w->speed;
+		ws->step_ms = w->step_ms;
 		ws->iterations = w->iterations;
 		ws->samples = w->samples;
 		ws->staleness_mean = stale_mean(&w->hist);

@@ -49,6 +49,7 @@ enum {
 	CMD_SERVER_MS = 1 << 15,
 	CMD_OPTIMIZER = 1 << 16,
 	CMD_CLIP = 1 << 17,
+	CMD_STEP_MS = 1 << 18,
 };
 
 typedef struct run_cmd {
@@ -61,6 +62,7 @@ typedef struct run_cmd {
 	delay_cfg delay;
 	link_cfg link;
 	double speed, server_ms;
+	double step_ms;
 	int optimizer;   /* opt_kind */
 	double clip;
 	char origin[16]; /* "api", "schedule", "demo", ... (for the log) */
@@ -135,6 +137,7 @@ typedef struct worker_snap {
 	link_cfg link;
 	int spb_depth;
 	double speed;
+	double step_ms;      /* 0: FLOP-priced */
 	uint64_t iterations, samples;
 	double staleness_mean;
 	double samples_per_s;     /* since it joined */

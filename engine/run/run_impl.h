@@ -60,6 +60,7 @@ typedef struct worker {
 	link_cfg link;
 	int spb_depth;
 	double speed;
+	double step_ms;   /* its time a step at speed 1, set (0: FLOP-priced) */
 	rng rng_delay;
 	double t_read;    /* when it read rw.v_read's weights (run seconds) */
 	int depth;        /* spb_depth of the step in flight (read at pull) */

@@ -495,13 +495,18 @@ step_release_held(run *r, int force)
 }
 
 /* delay before the push, in seconds: injected delay, transfer time, and
- * the straggler's extra compute (compute_s at speed 1) */
+ * on the wall clock the straggler's extra compute (compute_s at speed 1;
+ * with step_ms set, what its step_ms at its speed leaves after
+ * compute_s); the virtual clock prices compute itself */
 static double
-step_delay_s(worker *w, double compute_s, double bytes)
+step_delay_s(worker *w, double compute_s, double bytes, int virt)
 {
 	double ms = delay_draw_ms(&w->delay, &w->rng_delay) +
 		    delay_transfer_ms(&w->delay, bytes);
-	double extra = w->speed > 0 ? compute_s * (1.0 / w->speed - 1.0) : 0;
+	double s = w->speed > 0 ? w->speed : 1;
+	double extra = virt ? 0
+		       : w->step_ms > 0 ? w->step_ms * 1e-3 / s - compute_s
+		       : compute_s * (1.0 / s - 1.0);
 	return ms * 1e-3 + (extra > 0 ? extra : 0);
 }
 
@@ -514,7 +519,7 @@ double
 step_delay(run *r, worker *w, double compute_s)
 {
 	double bytes = (double)(r->n_params - w->rw.grad_off) * sizeof(float);
-	double d = step_delay_s(w, compute_s, bytes);
+	double d = step_delay_s(w, compute_s, bytes, r->virt);
 	if (!r->virt) {
 		double link = step_link_s(w, w->pull_bytes) + step_link_s(w, w->push_bytes);
 		w->comm_s += link;

@@ -39,6 +39,7 @@ worker_settings(run *r, worker *w)
 	w->link = r->cfg.link;
 	w->spb_depth = 0;
 	w->speed = 1.0;
+	w->step_ms = 0;
 	w->paused = 0;
 	for (int i = 0; i < r->cfg.n_overrides; i++) {
 		const worker_override *o = &r->cfg.overrides[i];
@@ -50,6 +51,8 @@ worker_settings(run *r, worker *w)
 			w->spb_depth = o->spb_depth;
 		if (o->has_speed)
 			w->speed = o->speed;
+		if (o->has_step_ms)
+			w->step_ms = o->step_ms;
 		if (o->has_paused)
 			w->paused = o->paused;
 		if (o->has_link)

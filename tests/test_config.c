@@ -48,7 +48,7 @@ START_TEST(cmd_bits_named_by_their_fields)
 		{CMD_SPB, "spb_depth"}, {CMD_SPEED, "speed"}, {CMD_WEIGHT_DECAY, "weight_decay"},
 		{CMD_EVAL_EVERY, "eval_every"}, {CMD_CHECKPOINT, "checkpoint"},
 		{CMD_LINK, "link"}, {CMD_SERVER_MS, "server_ms"},
-		{CMD_OPTIMIZER, "optimizer"}, {CMD_CLIP, "clip"},
+		{CMD_OPTIMIZER, "optimizer"}, {CMD_CLIP, "clip"}, {CMD_STEP_MS, "step_ms"},
 	};
 	unsigned all = 0;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -57,8 +57,8 @@ START_TEST(cmd_bits_named_by_their_fields)
 			      k ? k : "(none)", want[i].key);
 		all |= want[i].bit;
 	}
-	ck_assert_uint_eq(all, 0x3ffffu); /* every bit of the 18 a checkpoint names */
-	ck_assert_ptr_null(fields_cmd_key(1u << 18));
+	ck_assert_uint_eq(all, 0x7ffffu); /* every bit of the 19 a checkpoint names */
+	ck_assert_ptr_null(fields_cmd_key(1u << 19));
 }
 END_TEST
 
@@ -414,7 +414,7 @@ START_TEST(changes)
 	json_decref(j);
 	ck_assert_mem_eq(&c, &d, sizeof(c));
 	ck_assert_int_eq(change("{\"lr\": 0.1}", 1, &c, err), -SL_EINVAL);
-	ck_assert_str_eq(err, "lr: unknown field for a worker (delay, spb_depth, speed, paused, link)");
+	ck_assert_str_eq(err, "lr: unknown field for a worker (delay, spb_depth, speed, step_ms, paused, link)");
 	ck_assert_int_eq(change("{\"speed\": 0}", 1, &c, err), -SL_EINVAL);
 	ck_assert_str_eq(err, "speed: must be in (0, 100], got 0");
 	/* the engine's own check uses the same table */
@@ -487,7 +487,7 @@ START_TEST(schema)
 	ck_assert_int_eq(graph_json_parse(json_object_get(graph, "example"), spec, sizeof(spec), err), 0);
 	ck_assert_int_eq(model_spec_param_layers(spec), 4);
 	json_t *w = json_object_get(s, "worker_fields");
-	ck_assert_int_eq(json_array_size(w), 5);
+	ck_assert_int_eq(json_array_size(w), 6);
 	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "paused"), "type")),
 			 "boolean");
 	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "link"), "type")),
@@ -596,7 +596,7 @@ START_TEST(suggest_in_messages)
 		{"{\"link\": {\"latency\": 3}}", "link.latency: unknown field"},
 		{"{\"worker_overrides\": [{\"id\": 1, \"sped\": 2}]}",
 		 "worker_overrides[0].sped: unknown field for a worker (delay, spb_depth, speed, "
-		 "paused, link; did you mean 'worker_overrides[0].speed'?)"},
+		 "step_ms, paused, link; did you mean 'worker_overrides[0].speed'?)"},
 		{"{\"schedule\": [{\"at\": {\"v\": 1}, \"sett\": {\"lr\": 0.1}}]}",
 		 "schedule[0].sett: unknown field (expected at, worker, set; did you mean "
 		 "'schedule[0].set'?)"},
@@ -635,7 +635,7 @@ START_TEST(suggest_in_messages)
 	ck_assert_int_eq(change("{\"pasued\": true}", -1, &cmd, err), -SL_EINVAL);
 	ck_assert_str_eq(err, "pasued: unknown field (did you mean 'paused'?)");
 	ck_assert_int_eq(change("{\"sped\": 0.5}", 1, &cmd, err), -SL_EINVAL);
-	ck_assert_str_eq(err, "sped: unknown field for a worker (delay, spb_depth, speed, paused, "
+	ck_assert_str_eq(err, "sped: unknown field for a worker (delay, spb_depth, speed, step_ms, paused, "
 			      "link; did you mean 'speed'?)");
 	ck_assert_int_eq(change("{\"rule\": \"asgdd\"}", -1, &cmd, err), -SL_EINVAL);
 	ck_assert_ptr_nonnull(strstr(err, "async-diloco; did you mean 'asgd'?)"));

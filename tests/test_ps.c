@@ -370,6 +370,24 @@ START_TEST(async_diloco_arrivals)
 	ck_assert_uint_eq(r.tau, 3);
 	ck_assert_float_eq(W(p, 0), 0.625f);
 	ps_free(p);
+	/* outer_opt momentum (heavy ball, torch's b = mu b + d, W -= eta b):
+	 * d1: b (1, 0, 0), W (0.5, 2, 4); d2: W -= 0.5 (d2 + 0.5 (1, 0, 0)),
+	 * W (0, 1.5, 4), b (1, 1, 0). outer_opt sgd (mu ignored): W -= 0.5 d
+	 * each, (0.5, 2, 4) then (0.25, 1.5, 4) */
+	snprintf(rp.weighting, sizeof(rp.weighting), "none");
+	const char *kinds[] = {"momentum", "sgd"};
+	const float want[2][3] = {{0, 1.5f, 4}, {0.25f, 1.5f, 4}};
+	for (int k = 0; k < 2; k++) {
+		snprintf(rp.outer_opt, sizeof(rp.outer_opt), "%s", kinds[k]);
+		p = mk(be, w0, "async-diloco", &rp, 0.1f, 0);
+		ck_assert_int_eq(ps_push(p, &a, 1, &r), 0);
+		ck_assert_float_eq(W(p, 0), 0.5f);
+		ck_assert_int_eq(ps_push(p, &b, 1, &r), 0);
+		for (int i = 0; i < 3; i++)
+			ck_assert_msg(W(p, i) == want[k][i], "%s: W[%d] %g, want %g", kinds[k],
+				      i, W(p, i), want[k][i]);
+		ps_free(p);
+	}
 	backend_free(be);
 }
 END_TEST

@@ -465,7 +465,7 @@ class Client:
 
     def update_worker(self, worker_id, changes=None, **fields):
         """PATCH /api/v1/workers/{id}: delay (merged onto the worker's),
-        spb_depth, speed, paused, link. Answers like update()."""
+        spb_depth, speed, step_ms, paused, link. Answers like update()."""
         return self.request("PATCH", "/api/v1/workers/%d" % worker_id,
                             self._merge(changes, fields))
 

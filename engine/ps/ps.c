@@ -482,16 +482,23 @@ int
 ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw, int with_b)
 {
 	backend *be = p->be;
-	const float eta = (float)p->rp.outer_lr, mu = (float)p->rp.outer_momentum;
+	const char *kind = p->rp.outer_opt;
+	const int heavy = !strcmp(kind, "momentum");
+	const float eta = (float)p->rp.outer_lr;
+	const float mu = !strcmp(kind, "sgd") ? 0.0f : (float)p->rp.outer_momentum;
 	if (mu > 0 && (db || with_b) && !p->outer_m && !(p->outer_m = balloc(p, p->n)))
 		return -SL_ENOMEM;
+	writable(p);
+	/* heavy ball applies the momentum as it was (w -= eta (d + mu b_old),
+	 * torch's b = mu b + d, w -= eta b); Nesterov the one just updated */
+	if (heavy && mu > 0 && with_b)
+		be->ops->axpy(be, p->n, -eta * mu, p->outer_m, p->w);
 	if (mu > 0 && db) {
 		be->ops->scal(be, p->n, mu, p->outer_m);
 		be->ops->axpy(be, p->n, sb, db, p->outer_m);
 	}
-	writable(p);
 	be->ops->axpy(be, p->n, -eta * sw, dw, p->w);
-	if (mu > 0 && with_b)
+	if (!heavy && mu > 0 && with_b)
 		be->ops->axpy(be, p->n, -eta * mu, p->outer_m, p->w);
 	return 0;
 }

@@ -159,7 +159,11 @@ float *ps_worker_state(ps *p, int worker);
  * outer_momentum mu of the rule's parameters; the momentum b is the
  * server's, zero at first, in checkpoints): when db is not NULL, b = mu b
  * + sb db; then W -= eta (sw dw + mu b), the momentum term only when
- * with_b. diloco's round: (Delta, 1, Delta, 1, 1), Nesterov; an arrival
+ * with_b (outer_opt nesterov, the default). With outer_opt momentum
+ * (heavy ball) the momentum term is b's before its update, W -= eta (sw
+ * dw + mu b_old), which for sb db = sw dw is torch's b = mu b + d, W -=
+ * eta b; outer_opt sgd takes mu as 0. diloco's round: (Delta, 1, Delta,
+ * 1, 1); an arrival
  * of Delayed Nesterov between its momentum steps: (NULL, 0, Delta, 1/N,
  * 0). It does not advance the version. 0, or -SL_ENOMEM. */
 SL_MUST_USE int ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw,

@@ -20,6 +20,8 @@ typedef struct rule_params {
 	int dylu;         /* async-diloco: Dynamic Local Updates */
 	char local_opt[16];
 	char weighting[16]; /* async-diloco: "none", or "poly": 1 / sqrt(1 + tau) */
+	char outer_opt[16]; /* diloco, async-diloco: "nesterov" ("" too), "momentum"
+			     * (heavy ball) or "sgd" */
 } rule_params;
 
 /* A parameterised layer's slice of the flat buffer. */

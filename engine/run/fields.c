@@ -20,6 +20,7 @@ static const char *const dists[] = {"none", "const", "uniform", "exp",
 static const char *const wheres[] = {"worker", "server", NULL};
 static const char *const local_opts[] = {"sgd", "cadcasgd", NULL};
 static const char *const weightings[] = {"none", "poly", NULL};
+static const char *const outer_opts[] = {"nesterov", "momentum", "sgd", NULL};
 /* in opt_kind's order, and sched_kind's (ps_config.h) */
 static const char *const optimizers[] = {"sgd", "momentum", "nesterov", "adam", "adamw", NULL};
 static const char *const sched_kinds[] = {"constant", "cosine", "linear", "step", NULL};
@@ -157,6 +158,11 @@ static const field_desc rp_f[] = {
 	 .stride = sizeof(char *), .def_str = "none",
 	 .doc = "async-diloco: an arrival's weight by its staleness tau, none or poly "
 		"(1 / sqrt(1 + tau))"},
+	{.key = "outer_opt", .type = FT_STRING, .store = FS_STR, .off = RP(outer_opt),
+	 .size = sizeof(((rule_params *)0)->outer_opt), .choices = outer_opts,
+	 .stride = sizeof(char *), .def_str = "nesterov",
+	 .doc = "diloco, async-diloco: the outer optimiser, nesterov (the paper's), momentum "
+		"(heavy ball: what the asynchronous local-SGD notebook ran) or sgd (no momentum)"},
 };
 const field_table fields_rule_params = {rp_f, NF(rp_f)};
 

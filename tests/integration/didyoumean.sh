@@ -40,7 +40,7 @@ config stop.epoch '{"stop": {"epoch": 1}}' "stop.epoch: unknown field (did you m
 config rule_params.lamda '{"rule_params": {"lamda": 0.1}}' \
 	"rule_params.lamda: unknown field (did you mean 'rule_params.lambda'?)"
 config worker_overrides[0].sped '{"worker_overrides": [{"id": 0, "sped": 0.5}]}' \
-	"worker_overrides[0].sped: unknown field for a worker (delay, spb_depth, speed, paused, link; did you mean 'worker_overrides[0].speed'?)"
+	"worker_overrides[0].sped: unknown field for a worker (delay, spb_depth, speed, step_ms, paused, link; did you mean 'worker_overrides[0].speed'?)"
 config "garbage key" '{"learning_rate": 0.1}' "learning_rate: unknown field"
 config "rule sspp" '{"rule": "sspp"}' "rule: unknown \"sspp\" (expected $rules; did you mean 'ssp'?)"
 config "rule adam" '{"rule": "adam"}' "rule: unknown \"adam\" (expected $rules)"

@@ -107,7 +107,7 @@ const rule_class rule_async_diloco = {
 	       "by its staleness",
 	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
-					"weighting", "dylu", NULL},
+					"weighting", "dylu", "outer_opt", NULL},
 	.server_push = server_push,
 	.pull = pull,
 	.deliver = deliver,

@@ -207,6 +207,61 @@ END_TEST
  * its speed unknown, is H long) and its pseudo-gradients
  * come back less stale; the fast ones keep H. A checkpoint in the middle
  * resumes to the same records (each worker's phase H is in it). */
+/* inner_reset: every phase's inner optimiser is a fresh one. With Adam,
+ * one worker, H = 1 and the outer step W = x (outer_opt sgd at outer_lr
+ * 1), each round is Adam's first step from zero state, lr g / (|g| +
+ * eps) after bias correction: every weight moves by 0 or by lr (to the
+ * outer step's float rounding). Without the reset the moments carry
+ * across rounds and the steps are other than lr. */
+static double
+share_at_lr(const char *rule, int reset, double lr, double *most)
+{
+	size_t n2, n3;
+	run_config c = base(rule, 1);
+	snprintf(c.model, sizeof(c.model), "logreg");
+	c.rp.H = 1;
+	c.rp.outer_lr = 1;
+	snprintf(c.rp.outer_opt, sizeof(c.rp.outer_opt), "sgd");
+	c.rp.inner_reset = reset;
+	c.opt.kind = OPT_ADAM;
+	c.lr = lr;
+	c.eval_every = 0;
+	c.stop_steps = 4;
+	float *w4 = final_weights(&c, &n2);
+	c.stop_steps = 5;
+	float *w5 = final_weights(&c, &n3);
+	size_t at = 0, moved = 0;
+	*most = 0;
+	for (size_t i = 0; i < n2; i++) {
+		double d = fabs((double)w5[i] - w4[i]);
+		*most = d > *most ? d : *most;
+		moved += d > 0;
+		at += fabs(d - lr) < 1e-3 * lr;
+	}
+	free(w4);
+	free(w5);
+	ck_assert_uint_gt(moved, n2 / 2);
+	return (double)at / (double)moved;
+}
+
+START_TEST(diloco_inner_reset)
+{
+	const double lr = 1.0 / 128;
+	const char *rules[] = {"diloco", "async-diloco"};
+	for (int k = 0; k < 2; k++) {
+		double most[2];
+		double with = share_at_lr(rules[k], 1, lr, &most[1]);
+		double without = share_at_lr(rules[k], 0, lr, &most[0]);
+		printf("%s, Adam inner, H 1: %.3f of the weights that moved moved by lr with "
+		       "inner_reset (largest %.6g), %.3f without (largest %.6g); lr %g\n",
+		       rules[k], with, most[1], without, most[0], lr);
+		ck_assert(with > 0.99);
+		ck_assert(most[1] < lr * (1 + 1e-4));
+		ck_assert(without < 0.5);
+	}
+}
+END_TEST
+
 START_TEST(async_diloco_dylu)
 {
 	double stale[2];
@@ -372,7 +427,7 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", "dylu", "outer_opt", NULL};
+					   "weighting", "dylu", "outer_opt", "inner_reset", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);
@@ -422,7 +477,7 @@ run_rules_suite(void)
 	const run_case cases[] = {
 		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
 				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival,
-				 async_diloco_dylu, NULL}},
+				 async_diloco_dylu, diloco_inner_reset, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

@@ -57,6 +57,17 @@ optim_free(optim *o)
 	memset(o, 0, sizeof(*o));
 }
 
+void
+optim_reset(optim *o)
+{
+	if (o->m)
+		o->be->ops->zero(o->be, o->m, sizeof(float) * o->n);
+	if (o->v)
+		o->be->ops->zero(o->be, o->v, sizeof(float) * o->n);
+	if (o->steps)
+		memset(o->steps, 0, sizeof(uint64_t) * (size_t)o->n_layers);
+}
+
 static int
 adam_family(int kind)
 {
@@ -75,11 +86,7 @@ optim_set(optim *o, const opt_cfg *oc, float mu)
 	if (adam_family(o->kind) != adam_family(oc->kind)) {
 		/* a new family starts from zero: a velocity is not a mean of
 		 * gradients (docs/rules.md) */
-		if (o->m)
-			o->be->ops->zero(o->be, o->m, sizeof(float) * o->n);
-		if (o->v)
-			o->be->ops->zero(o->be, o->v, sizeof(float) * o->n);
-		memset(o->steps, 0, sizeof(uint64_t) * (size_t)o->n_layers);
+		optim_reset(o);
 	}
 	o->kind = oc->kind;
 	int need_m = oc->kind != OPT_SGD || mu > 0;

@@ -29,6 +29,9 @@ typedef struct optim {
  * in be yet. 0 or -SL_ENOMEM. */
 int optim_init(optim *o, backend *be, size_t n, const ps_layer *layers, int n_layers);
 void optim_free(optim *o);
+/* The state back to a fresh optimiser's: velocity and moments zero, no
+ * steps taken (the buffers kept). */
+void optim_reset(optim *o);
 
 /* Take oc (with momentum mu): a change of family (sgd, momentum, nesterov
  * against adam, adamw) zeroes the state; the buffers it needs are

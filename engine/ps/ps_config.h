@@ -18,6 +18,7 @@ typedef struct rule_params {
 	double dn_period; /* async-diloco: Delayed Nesterov's N (1: every arrival) */
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	int dylu;         /* async-diloco: Dynamic Local Updates */
+	int inner_reset;  /* diloco, async-diloco: a fresh inner optimiser each phase */
 	char local_opt[16];
 	char weighting[16]; /* async-diloco: "none", or "poly": 1 / sqrt(1 + tau) */
 	char outer_opt[16]; /* diloco, async-diloco: "nesterov" ("" too), "momentum"

@@ -149,6 +149,9 @@ static const field_desc rp_f[] = {
 	{.key = "dylu", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(dylu),
 	 .doc = "async-diloco: Dynamic Local Updates, each worker's H scaled by its "
 		"speed against the fastest's"},
+	{.key = "inner_reset", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(inner_reset),
+	 .doc = "diloco, async-diloco: each phase starts the worker's inner optimiser afresh "
+		"(the asynchronous local-SGD notebook builds a new AdamW a round; the papers keep it)"},
 	{.key = "local_opt", .type = FT_STRING, .store = FS_STR, .off = RP(local_opt),
 	 .size = sizeof(((rule_params *)0)->local_opt), .choices = local_opts,
 	 .stride = sizeof(char *), .def_str = "sgd",

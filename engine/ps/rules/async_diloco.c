@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "optim.h"
 #include "ps.h"
 #include "rules.h"
 
@@ -37,6 +38,8 @@ pull(rule_run *e, rule_worker *w)
 	ps_pull(e->ps, w->id, w->m->params, &w->have);
 	w->v_read = w->have;
 	be->ops->copy(be, w->wprev, w->m->params, sizeof(float) * n);
+	if (e->rp->inner_reset && w->opt)
+		optim_reset(w->opt);
 	w->h = 0;
 	if (e->rp->dylu) {
 		double s = e->ops->speed(e, w), most = e->ops->max_speed(e);
@@ -107,7 +110,7 @@ const rule_class rule_async_diloco = {
 	       "by its staleness",
 	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
-					"weighting", "dylu", "outer_opt", NULL},
+					"weighting", "dylu", "outer_opt", "inner_reset", NULL},
 	.server_push = server_push,
 	.pull = pull,
 	.deliver = deliver,

@@ -8,16 +8,30 @@
  * paper's), and the workers start again from the result. Synchronous per
  * round, as localsgd is, which it equals with outer_lr 1 and
  * outer_momentum 0 (to rounding). The staleness recorded is the local
- * steps since the last round. */
+ * steps since the last round. outer_opt picks the outer optimiser
+ * (ps_outer_step); inner_reset starts each round's inner optimiser
+ * afresh. */
+#include "optim.h"
 #include "rules.h"
+
+/* a round starts from the server's weights; with inner_reset its inner
+ * optimiser starts afresh too */
+static void
+pull(rule_run *e, rule_worker *w)
+{
+	if (w->have == UINT64_MAX && e->rp->inner_reset && w->opt)
+		optim_reset(w->opt);
+	rule_pull_model(e, w);
+}
 
 const rule_class rule_diloco = {
 	.name = "diloco",
 	.doc = "DiLoCo: H inner steps, then an outer Nesterov step on the averaged "
 	       "pseudo-gradient",
 	.flags = RULE_LOCAL | RULE_OUTER,
-	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "outer_opt", NULL},
-	.pull = rule_pull_model,
+	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "outer_opt",
+					"inner_reset", NULL},
+	.pull = pull,
 	.deliver = rule_local_deliver_model,
 	.exchanges = rule_local_exchanges,
 };

@@ -894,11 +894,98 @@ def r8(rep, cs, figs, quick):
     rep.set("table", table(["run", "against", "result"], rows))
 
 
+# ---- 9. Asynchronous local SGD: the asyncdiloco toy --------------------------------
+
+TOY_VARIANTS = [  # name, what it is
+    ("sync-hb", "diloco, outer heavy ball lr 0.7 (the notebook's sync)"),
+    ("async-hb", "async-diloco, heavy ball lr 0.035 (the notebook's async: 0.07 x its weight 0.5)"),
+    ("sync-nesterov", "diloco, outer Nesterov lr 0.7 (the paper's DiLoCo)"),
+    ("async-naive", "async-diloco, Nesterov on each arrival, lr 0.035 (the paper's naive form)"),
+    ("async-dn", "async-diloco, Delayed Nesterov N 4, lr 0.7"),
+    ("async-dn-dylu", "async-diloco, Delayed Nesterov N 4 + Dynamic Local Updates, lr 0.7"),
+]
+TOY_NB_SYNC_S, TOY_NB_ASYNC_S = 6660.0, 1998.6  # the notebook at 100 phases (cells 9, 14, 21)
+
+
+def per_round(d):
+    """the rounds of a sync run (its outer updates)"""
+    return mean([c.metrics["updates"] for c in d.values()])
+
+
+def r9(rep, cs, figs, quick):
+    per = {}
+    for c in cs:
+        per.setdefault(c.variant, {})[c.seed] = c
+    loss = {v: {s: c.metrics["test_loss"] for s, c in d.items()} for v, d in per.items()}
+    acc = {v: {s: c.metrics["final_acc"] for s, c in d.items()} for v, d in per.items()}
+    rows = []
+    for v, what in TOY_VARIANTS:
+        if v not in per:
+            continue
+        d = per[v]
+        c0 = next(iter(d.values()))
+        rows.append((v, what, fmt(mean([c.metrics["updates"] for c in d.values()])),
+                     fmt(c0.metrics["samples"] // c0.run["batch"]),
+                     fmt(mean([c.metrics["virtual_s"] for c in d.values()]), 5),
+                     "%.4f ± %.4f" % (mean(loss[v].values()), sd(loss[v].values())),
+                     "%.4f ± %.4f" % (mean(acc[v].values()), sd(acc[v].values())),
+                     fmt(mean([c.metrics["stale_mean"] for c in d.values()]))))
+    rep.set("table", table(["run", "what", "outer updates", "local steps", "virtual s at the end",
+                            "held-out loss (mean ± sd of seeds)", "accuracy", "mean staleness"], rows))
+    ts = {v: mean([c.metrics["virtual_s"] for c in per[v].values()]) for v in per}
+    gap = mean(loss["async-hb"].values()) - mean(loss["sync-hb"].values())
+    rep.claim("per update, naive async is worse than sync (the notebook's runs)",
+              "async 0.51 / 1.125 against sync 0.56 / 1.07 at 100 phases (cell 21; full width)",
+              "held-out loss at equal local steps, async-hb %.4f, sync-hb %.4f; the difference" % (
+                  mean(loss["async-hb"].values()), mean(loss["sync-hb"].values())),
+              loss["async-hb"], loss["sync-hb"], lo=0.0)
+    rep.claim("per update, naive async is worse than sync (the paper's Nesterov)",
+              "Async DiLoCo 44.27 against DiLoCo 41.35 perplexity (20M, Table)",
+              "held-out loss, async-naive %.4f, sync-nesterov %.4f; the difference" % (
+                  mean(loss["async-naive"].values()), mean(loss["sync-nesterov"].values())),
+              loss["async-naive"], loss["sync-nesterov"], lo=0.0)
+    ratio = ts["sync-hb"] / ts["async-hb"]
+    rep.identity("in time async is about 3.3x faster", "26.6k s against 8.0k s at 400 phases; "
+                 "%g s against %g s at 100 (cell 9)" % (TOY_NB_SYNC_S, TOY_NB_ASYNC_S),
+                 "%s s against %s s, %.3fx (the step times on our clock: a model identity, not a "
+                 "measurement)" % (fmt(ts["sync-hb"], 5), fmt(ts["async-hb"], 5), ratio),
+                 abs(ratio - TOY_NB_SYNC_S / TOY_NB_ASYNC_S) < 0.01 * ratio and
+                 abs(ts["sync-hb"] / per_round(per["sync-hb"]) - 66.6) < 1e-6)
+    tol = 0.01 * mean(loss["sync-nesterov"].values())
+    for v, name in (("async-dn-dylu", "DN + DyLU"), ("async-dn", "DN alone")):
+        rep.claim("%s closes the gap per update (within 1%% of sync's loss)" % name,
+                  "DN+DyLU 41.13 against DiLoCo 41.35 (20M), 24.53 / 24.55, 17.26 / 17.23",
+                  "held-out loss, %s %.4f, sync-nesterov %.4f; the difference (the naive gap was "
+                  "%+.4f)" % (v, mean(loss[v].values()), mean(loss["sync-nesterov"].values()), gap),
+                  loss[v], loss["sync-nesterov"], lo=-math.inf, hi=tol, finding=v == "async-dn")
+    rep.set("gap", gap, 3)
+    rep.set("ratio", ratio, 3)
+    rep.set("sync_s", ts["sync-hb"], 5)
+    rep.set("async_s", ts["async-hb"], 5)
+    if figs:
+        for xk, xl, nm in (("steps", "local steps (all workers)", "r9-toy-steps"),
+                           ("t", "virtual seconds", "r9-toy-time")):
+            d = []
+            for v, _ in TOY_VARIANTS:
+                if v not in per:
+                    continue
+                evs = [c.evals for c in per[v].values()]
+                n = min(len(e) for e in evs)
+                pts = []
+                for i in range(n):
+                    e0 = evs[0][i]
+                    x = e0["samples"] / per[v][next(iter(per[v]))].run["batch"] if xk == "steps" else e0["t"]
+                    pts.append((x, mean([e[i]["test_loss"] for e in evs])))
+                d.append((v, pts))
+            rep.figures.append(gnuplot(figs, nm, "set xlabel '%s'\nset ylabel 'held-out loss'\n" % xl +
+                                       lines(d), d))
+
+
 EXPERIMENTS = [
     ("r1-testbed", r1), ("r2-lenet5", None), ("r2-staleness", r2), ("r2-workers", r2w),
     ("r3-softsync-staleness", r3s), ("r3-softsync-lr", r3l), ("r4-geometric", r4g),
     ("r4-momentum", r4m), ("r4-mu", r4mu), ("r5-odsgd", r5), ("r6-dcasgd", r6), ("r7-spb", r7),
-    ("r8-identities", r8),
+    ("r8-identities", r8), ("r9-asyncdiloco-toy", r9),
 ]
 
 
@@ -924,6 +1011,8 @@ def main():
     ap.add_argument("--only", help="comma-separated experiment names (no docs written)")
     ap.add_argument("--stalelab", default=os.path.join(ROOT, "build", "stalelab"))
     ap.add_argument("--no-run", action="store_true", help="analyse what --out holds")
+    ap.add_argument("--section", help="one experiment, its section alone rendered into docs/results.md "
+                    "(its figures into docs/results/; the page's totals stay its last full run's)")
     ap.add_argument("--device", help="every cell on this backend (ref: the same bits on any x86-64, slower; "
                     "default: the sweep files', the cpu backend)")
     a = ap.parse_args()
@@ -931,7 +1020,10 @@ def main():
                                 ("-" + a.device if a.device else ""))
     spec_dir = os.path.join(ROOT, "experiments", "quick" if a.quick else "")
     # --quick draws its figures beside its cells (every figure's code runs in make test)
-    figs = None if a.only else os.path.join(out, "figures") if a.quick else os.path.join(ROOT, "docs", "results")
+    if a.section:
+        a.only = a.section
+    figs = (None if a.only and not a.section else os.path.join(out, "figures") if a.quick
+            else os.path.join(ROOT, "docs", "results"))
     only = set(a.only.split(",")) if a.only else None
     reports, held, failed = {}, {}, 0
     started = time.time()
@@ -958,6 +1050,9 @@ def main():
             print("  %s %s: %s; %s: %s" % (status, c.what, c.measured, c.interval_text(),
                                            c.verdict_text(md=False)))
             failed += status == "DIFF"
+    if a.section and a.section in reports:
+        splice_section(reports[a.section], held[a.section],
+                       os.path.join(out, "results.md") if a.quick else None)
     if not only:
         timing = os.path.join(out, "timing.json")
         if not a.no_run:
@@ -984,6 +1079,38 @@ def machine(cs):
         return "%s, %d cores, the ref backend (the same bits on any x86-64)" % (cpu, os.cpu_count() or 0)
     blas = cs[0].run.get("blas", {}).get("kernel") if cs else None
     return "%s, %d cores, OpenBLAS kernel %s" % (cpu, os.cpu_count() or 0, blas or "unknown")
+
+
+def splice_section(rep, cs, dst=None):
+    """render rep's section of results.md.in (from its heading to the
+    next) and put it in place of the same heading's section of dst
+    (default docs/results.md), or at its end"""
+    with open(os.path.join(ROOT, "experiments", "results.md.in")) as f:
+        parts = f.read().split("\n## ")
+    sec = next((p for p in parts if "{{%s." % rep.name in p), None)
+    if sec is None:
+        sys.exit("results: results.md.in has no section for %s" % rep.name)
+    vals = {k: v for k, v in rep.values.items() if isinstance(v, str)}
+    vals[rep.name + ".seeds"] = fmt(len({c.seed for c in cs}))
+    vals[rep.name + ".checks"] = rep.checks_table()
+    vals[rep.name + ".tally"] = tally(rep.checks)
+    for k, v in vals.items():
+        sec = sec.replace("{{%s}}" % k, v)
+    if "{{" in sec:
+        sys.exit("results: %s's section names what it did not produce: %s" % (
+            rep.name, sec.split("{{", 1)[1].split("}}")[0]))
+    dst = dst or os.path.join(ROOT, "docs", "results.md")
+    page = open(dst).read().split("\n## ") if os.path.exists(dst) else [""]
+    head = sec.split("\n", 1)[0]
+    at = next((i for i, p in enumerate(page) if i and p.split("\n", 1)[0] == head), None)
+    if at is None:
+        page.append(sec.rstrip("\n") + "\n")
+    else:
+        page[at] = sec.rstrip("\n") + ("\n" if at == len(page) - 1 else "\n\n")
+    with open(dst + ".tmp", "w") as f:
+        f.write("\n## ".join(page))
+    os.replace(dst + ".tmp", dst)
+    print("wrote %s's section of %s" % (rep.name, dst))
 
 
 def write_docs(reports, held, secs, dst=None):

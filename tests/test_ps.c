@@ -392,6 +392,41 @@ START_TEST(async_diloco_arrivals)
 }
 END_TEST
 
+/* async-gated: async-diloco's arrival, unless it is more than s outer
+ * versions stale, when it is dropped (the weights and the version stay).
+ * s 1, eta 0.5, mu 0 (plain outer SGD): two zero arrivals take v to 2; d1
+ * read at v 0 (tau 2) is dropped; d1 read at v 1 (tau 1) is applied, W
+ * -= 0.5 d1 = (0.5, 2, 4), v 3. */
+START_TEST(async_gated_drops_the_old)
+{
+	backend *be = cpu();
+	float w0[] = {1, 2, 4}, d1[] = {1, 0, 0}, z[] = {0, 0, 0};
+	rule_params rp = {.s = 1, .outer_lr = 0.5, .outer_momentum = 0, .dn_period = 1};
+	snprintf(rp.weighting, sizeof(rp.weighting), "none");
+	ps *p = mk(be, w0, "async-gated", &rp, 0.1f, 0);
+	ps_result r;
+	ps_grad zero = {.worker = 2, .g = z};
+	for (int k = 0; k < 2; k++) {
+		zero.v_read = (uint64_t)k;
+		ck_assert_int_eq(ps_push(p, &zero, 1, &r), 0);
+		ck_assert_int_eq(r.applied, 1);
+	}
+	ps_grad old = {.g = d1, .v_read = 0}, fresh = {.worker = 1, .g = d1, .v_read = 1};
+	ck_assert_int_eq(ps_push(p, &old, 1, &r), 0);
+	ck_assert_uint_eq(r.tau, 2);
+	ck_assert_int_eq(r.applied, 0);
+	ck_assert_uint_eq(ps_version(p), 2);
+	ck_assert(W(p, 0) == 1 && W(p, 1) == 2 && W(p, 2) == 4);
+	ck_assert_int_eq(ps_push(p, &fresh, 1, &r), 0);
+	ck_assert_uint_eq(r.tau, 1);
+	ck_assert_int_eq(r.applied, 1);
+	ck_assert_uint_eq(ps_version(p), 3);
+	ck_assert(W(p, 0) == 0.5f && W(p, 1) == 2 && W(p, 2) == 4);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 START_TEST(pinned_reads_copy_on_write)
 {
 	backend *be = cpu();
@@ -511,7 +546,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 12);
+	ck_assert_int_eq(rule_count(), 13);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -521,7 +556,7 @@ START_TEST(rule_table_lookup)
 	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
-			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco");
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated");
 }
 END_TEST
 
@@ -589,6 +624,7 @@ ps_suite(void)
 	tcase_add_test(tc, elastic_and_average);
 	tcase_add_test(tc, rule_table_lookup);
 	tcase_add_test(tc, diloco_outer_nesterov);
+	tcase_add_test(tc, async_gated_drops_the_old);
 	tcase_add_test(tc, async_diloco_arrivals);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
 	tcase_add_test(tc, host_payloads_are_staged);

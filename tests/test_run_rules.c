@@ -145,6 +145,21 @@ START_TEST(rules_reduce_to_their_special_cases)
 			      max_rel_diff(ws, was, n1));
 		free(ws);
 		free(was);
+		/* async-gated with a gate no arrival reaches is async-diloco,
+		 * bit for bit (3 workers); with s 0 it drops the stale ones */
+		as.workers = 3;
+		run_config g = as;
+		snprintf(g.rule, sizeof(g.rule), "async-gated");
+		g.rp.s = 1e6;
+		was = final_weights(&as, &n2);
+		float *wg = final_weights(&g, &n2);
+		ck_assert_mem_eq(was, wg, sizeof(float) * n1);
+		free(wg);
+		g.rp.s = 0;
+		wg = final_weights(&g, &n2);
+		ck_assert(max_rel_diff(was, wg, n1) > 1e-4);
+		free(wg);
+		free(was);
 		/* the paper's outer step moves elsewhere */
 		d.rp.outer_lr = 0.7;
 		d.rp.outer_momentum = 0.9;

@@ -18,6 +18,7 @@ const rule_class *const rule_table[] = {
 	&rule_hogwild,
 	&rule_diloco,
 	&rule_async_diloco,
+	&rule_async_gated,
 	NULL,
 };
 

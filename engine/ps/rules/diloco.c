@@ -16,7 +16,7 @@ const rule_class rule_diloco = {
 	.doc = "DiLoCo: H inner steps, then an outer Nesterov step on the averaged "
 	       "pseudo-gradient",
 	.flags = RULE_LOCAL | RULE_OUTER,
-	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", NULL},
+	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", RULE_PUSH_PARAMS, NULL},
 	.pull = rule_pull_model,
 	.deliver = rule_local_deliver_model,
 	.exchanges = rule_local_exchanges,

@@ -1,7 +1,9 @@
 /* easgd.c - elastic averaging SGD (Zhang, Choromanska, LeCun, NIPS 2015):
  * each worker trains its own weights x; every `period` steps it exchanges
  * with the centre: diff = alpha (x - centre), the centre moves by +diff
- * and x by -diff, with alpha = beta / N. */
+ * and x by -diff, with alpha = beta / N. Under compression (rule_params
+ * compress) x is sent as its difference from the centre, compressed, and
+ * the worker keeps its own x (docs/rules.md, "Compression"). */
 #include <string.h>
 
 #include "model.h"

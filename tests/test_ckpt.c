@@ -220,7 +220,8 @@ added_field(const tlv_rec *y)
 					    "coh_all_n", "coherence", "coherence_n", "coherence_all",
 					    "coherence_all_n", "remote_slot", "optimizer", "clip",
 					    "augment", "batch_epoch", "outer_lr", "outer_momentum", "dn_period",
-					    "weighting", "dylu", "local_h", NULL};
+					    "weighting", "dylu", "local_h", "compress", "compress_ratio",
+					    "ef", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -221,7 +221,8 @@ added_field(const tlv_rec *y)
 					    "coherence_all_n", "remote_slot", "optimizer", "clip",
 					    "augment", "batch_epoch", "outer_lr", "outer_momentum", "dn_period",
 					    "weighting", "dylu", "local_h", "outer_opt", "step_ms",
-					    "has_step_ms", "inner_reset", NULL};
+					    "has_step_ms", "inner_reset", "compress", "compress_ratio",
+					    "ef", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -147,6 +147,14 @@ static const struct {
 	 "worker_overrides[0].delay.mean_ms: expected a number"},
 	{"{\"rule_params\": {\"s\": 2.5}}", "rule_params.s: must be an integer in [0, 1000000], got 2.5"},
 	{"{\"rule_params\": {\"local_opt\": \"adam\"}}", "rule_params.local_opt: unknown \"adam\" (expected sgd, cadcasgd)"},
+	/* compression (docs/rules.md, "Compression") */
+	{"{\"rule_params\": {\"compress\": \"zip\"}}",
+	 "rule_params.compress: unknown \"zip\" (expected none, topk, randk, int8, int4)"},
+	{"{\"rule_params\": {\"compress\": \"topk\", \"compress_ratio\": 0}}",
+	 "rule_params.compress_ratio: must be in (0, 1], got 0"},
+	{"{\"rule_params\": {\"compress\": \"randk\", \"compress_ratio\": 1.5}}",
+	 "rule_params.compress_ratio: must be in (0, 1], got 1.5"},
+	{"{\"rule_params\": {\"ef\": 1}}", "rule_params.ef: expected true or false, got an integer"},
 	{"{\"delay\": {\"dist\": \"version\", \"s\": 65}}", "delay.s: must be an integer in [0, 64], got 65"},
 	/* accepted before, meaningless: a worker the run does not have, a
 	 * depth the model does not have */
@@ -501,7 +509,10 @@ START_TEST(schema)
 			continue;
 		ck_assert(json_is_true(json_object_get(r, "sync")));
 		json_t *params = json_object_get(r, "params");
-		ck_assert_int_eq(json_array_size(params), 5);
+		ck_assert_int_eq(json_array_size(params), 8); /* its 5 and compression's 3 */
+		json_t *cp = schema_field(params, "compress");
+		ck_assert_str_eq(json_string_value(json_object_get(cp, "default")), "none");
+		ck_assert_int_eq(json_array_size(json_object_get(cp, "enum")), 5);
 		json_t *lo = schema_field(params, "local_opt");
 		ck_assert_str_eq(json_string_value(json_object_get(lo, "default")), "sgd");
 		ck_assert_ptr_null(json_object_get(lo, "mutable"));

@@ -442,7 +442,8 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", "dylu", "outer_opt", "inner_reset", NULL};
+					   "weighting", "dylu", "outer_opt", "inner_reset", "compress",
+					   "compress_ratio", "ef", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);

@@ -23,6 +23,11 @@ typedef struct rule_params {
 	char weighting[16]; /* async-diloco: "none", or "poly": 1 / sqrt(1 + tau) */
 	char outer_opt[16]; /* diloco, async-diloco: "nesterov" ("" too), "momentum"
 			     * (heavy ball) or "sgd" */
+	/* every rule but hogwild: what a push sends, compressed (compress.h;
+	 * docs/rules.md, "Compression") */
+	char compress[8];      /* "none", "topk", "randk", "int8", "int4" */
+	double compress_ratio; /* topk, randk: the fraction of values kept */
+	int ef;                /* error feedback: the residual added to the next push */
 } rule_params;
 
 /* A parameterised layer's slice of the flat buffer. */

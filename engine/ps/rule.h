@@ -78,6 +78,7 @@ typedef struct rule_worker {
 	int h;            /* async-diloco with dylu: this local phase's H (0: the
 			   * rule's) */
 	float *ms, *wprev, *tmp; /* odsgd cadcasgd local optimiser state */
+	float *wire;        /* easgd under compression: the model as sent (scratch) */
 	int reply;          /* local rules: an exchange's reply came with the
 			     * last step: the next one receives it */
 	struct optim *opt;  /* localsgd, easgd: the worker's optimiser state
@@ -110,6 +111,15 @@ typedef struct rule_ops {
 	/* Before a model leaves a worker (localsgd, easgd): 0 if finite,
 	 * else the run diverges and -1. */
 	int (*check_model)(rule_run *e, rule_worker *w);
+	/* Compress what the worker pushes (rule_params compress, ef;
+	 * docs/rules.md, "Compression"), in place: buf's floats from off on
+	 * (the worker's memory) become what the server decodes. anchor NULL:
+	 * buf is a gradient or a pseudo-gradient, compressed as it is; else
+	 * buf is a model, sent as its difference from anchor (the server's
+	 * weights, which the server holds). Nothing under compress "none".
+	 * 0, or -1 when the run failed (its memory). */
+	int (*compress)(rule_run *e, rule_worker *w, float *buf, size_t off,
+			const float *anchor);
 	/* the server's version advanced (an update applied) */
 	void (*version_changed)(rule_run *e);
 	/* fail the run: the server could not take `what` (a gradient, a
@@ -171,6 +181,10 @@ typedef struct rule_class {
 	 * phase)? NULL: no */
 	int (*overlaps)(const rule_run *e, const rule_worker *w);
 } rule_class;
+
+/* The rule_params keys of compression, which every rule that pushes
+ * lists last (docs/rules.md, "Compression"; hogwild pushes nothing) */
+#define RULE_PUSH_PARAMS "compress", "compress_ratio", "ef"
 
 /* The table, in the order of docs/rules.md, NULL-terminated. */
 extern const rule_class *const rule_table[];

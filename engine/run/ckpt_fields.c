@@ -85,6 +85,9 @@ static const field rp_rows[] = {
 	FLD(rule_params, "outer_opt", outer_opt, F_STR, OPT),
 	FLD(rule_params, "dylu", dylu, F_INT, OPT),
 	FLD(rule_params, "inner_reset", inner_reset, F_INT, OPT),
+	FLD(rule_params, "compress", compress, F_STR, OPT),
+	FLD(rule_params, "compress_ratio", compress_ratio, F_F64, OPT),
+	FLD(rule_params, "ef", ef, F_INT, OPT),
 	FLD(rule_params, "adaptive", adaptive, F_INT, OPT),
 	FLD(rule_params, "local_opt", local_opt, F_STR, OPT),
 };

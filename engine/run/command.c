@@ -50,6 +50,10 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 		if (rc < 0)
 			return rc;
 	}
+	if ((c->fields & (CMD_RULE | CMD_RULE_PARAMS)) &&
+	    config_compress_fits((c->fields & CMD_RULE) ? c->rule : r->cfg.rule,
+				 (c->fields & CMD_RULE_PARAMS) ? &c->rp : &r->cfg.rp, err) < 0)
+		return -SL_EINVAL;
 	if ((c->fields & CMD_BATCH) && c->batch > r->cfg.batch)
 		return sl_fail(err, SL_EINVAL,
 			       "batch: must be in [1, %d] (the run's starting batch), got %d",
@@ -119,6 +123,9 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 	const rule_class *rc = rule_find(name);
 	if (!rc)
 		return;
+	char before[sizeof(r->cfg.rule)];
+	rule_params rp_before = r->cfg.rp;
+	snprintf(before, sizeof(before), "%s", r->cfg.rule);
 	snprintf(r->cfg.rule, sizeof(r->cfg.rule), "%s", name);
 	if (rp)
 		r->cfg.rp = *rp;
@@ -132,6 +139,7 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 		w->rw.local_steps = 0;
 	}
 	restart_clocks(r);
+	step_compress_changed(r, before, &rp_before);
 }
 
 static void
@@ -247,9 +255,11 @@ cmd_apply(run *r, const run_cmd *c)
 		if (c->fields & CMD_RULE)
 			cmd_apply_rule(r, c->rule, (c->fields & CMD_RULE_PARAMS) ? &c->rp : NULL);
 		else if (c->fields & CMD_RULE_PARAMS) {
+			rule_params before = r->cfg.rp;
 			r->cfg.rp = c->rp;
 			ps_set_rule(r->ps, r->rule, &r->cfg.rp);
 			restart_clocks(r);
+			step_compress_changed(r, r->cfg.rule, &before);
 		}
 		if (c->fields & (CMD_LR | CMD_MOMENTUM | CMD_WEIGHT_DECAY)) {
 			if (c->fields & CMD_LR)

@@ -145,6 +145,17 @@ config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err
 }
 
 int
+config_compress_fits(const char *rule, const rule_params *rp, char *err)
+{
+	const rule_class *rc = rule_find(rule);
+	if (rc && (rc->flags & RULE_SHARED) && rp->compress[0] && strcmp(rp->compress, "none"))
+		return sl_fail(err, SL_EINVAL, "rule_params.compress: %s pushes nothing (its "
+			       "threads step the shared weights in place), so there is nothing to "
+			       "compress: use compress \"none\" or another rule", rc->name);
+	return 0;
+}
+
+int
 config_overrides_fit(const run_config *c, char *err)
 {
 	for (int i = 0; i < c->n_overrides; i++)

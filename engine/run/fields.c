@@ -8,6 +8,7 @@
 
 #include "augment.h"
 #include "backend.h"
+#include "compress.h"
 #include "model.h"
 
 #define NF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -166,6 +167,17 @@ static const field_desc rp_f[] = {
 	 .stride = sizeof(char *), .def_str = "nesterov",
 	 .doc = "diloco, async-diloco: the outer optimiser, nesterov (the paper's), momentum "
 		"(heavy ball: what the asynchronous local-SGD notebook ran) or sgd (no momentum)"},
+	{.key = "compress", .type = FT_STRING, .store = FS_STR, .off = RP(compress),
+	 .size = sizeof(((rule_params *)0)->compress), .choices = compress_names,
+	 .stride = sizeof(char *), .def_str = "none",
+	 .doc = "every rule but hogwild: what a push sends, compressed: none, topk or randk "
+		"(compress_ratio of the values), int8 or int4 (block-wise scales); a model "
+		"exchange sends its difference from the server's weights"},
+	RPF(compress_ratio, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MIN_OPEN, 0.01,
+	    "topk, randk: the fraction of the values sent, k = ceil(ratio n)"),
+	{.key = "ef", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(ef),
+	 .doc = "error feedback: what compression left out of a push (the residual, "
+		"per worker, in checkpoints) is added to the next"},
 };
 const field_table fields_rule_params = {rp_f, NF(rp_f)};
 

@@ -160,6 +160,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	*out = NULL;
 	int rc = config_validate(cfg, err);
 	if (rc < 0 || (rc = config_optim_fits(cfg->rule, &cfg->opt, cfg->momentum, err)) < 0 ||
+	    (rc = config_compress_fits(cfg->rule, &cfg->rp, err)) < 0 ||
 	    (rc = sched_spb_fits(cfg, sched, n_sched, err)) < 0)
 		return rc;
 	const rule_class *rule = rule_find(cfg->rule);

@@ -84,6 +84,8 @@ typedef struct worker {
 	double bytes_recv;  /* pulled from the server */
 	double comm_s;      /* virtual: seconds its messages spent on its link */
 	double pull_bytes, push_bytes; /* what the step in flight moves (step_begin) */
+	float *ef_res;      /* error feedback's residual (n floats, host memory;
+			     * NULL: zero), in checkpoints (compress_push.c) */
 	double active_s, t_joined;
 	rate_win rate_samples; /* its current samples/s (over WINDOW_S) */
 	stale_hist hist;
@@ -293,6 +295,17 @@ int step_push_failed(run *r, int wid, const char *what, int rc);
 SL_MUST_USE int step_hold(run *r, worker *w, double due);
 SL_MUST_USE int step_release_held(run *r, int force);
 int step_round_size(const run *r);
+/* compression of a push (compress_push.c; docs/rules.md, "Compression"):
+ * the bytes of a message of n floats under the run's compressor */
+double step_push_size(const run *r, size_t n);
+/* buf's floats from off on (the worker's memory) compressed in place,
+ * with error feedback; a model as its difference from anchor (the
+ * server's weights), a gradient (anchor NULL) as it is. 0, or the run
+ * failed (< 0) */
+int step_compress(run *r, worker *w, float *buf, size_t off, const float *anchor);
+/* after a change of the rule or its parameters: a change of the rule,
+ * compress or ef zeroes every worker's residual (ratio alone keeps it) */
+void step_compress_changed(run *r, const char *rule_before, const rule_params *before);
 void step_version_changed(run *r);
 void step_vhist_record(run *r);
 

@@ -333,6 +333,8 @@ static uint64_t
 step_push_grad(run *r, worker *w)
 {
 	uint64_t v0 = ps_version(r->ps);
+	if (step_compress(r, w, w->rw.m->grads, w->rw.grad_off, NULL) < 0)
+		return 0;
 	ps_grad g = {.worker = w->rw.id, .seq = w->rw.seq, .v_read = w->rw.v_read,
 		     .off = w->rw.grad_off, .batch = w->rw.batch_n, .g = w->rw.m->grads};
 	ps_result res;
@@ -418,6 +420,9 @@ step_hold(run *r, worker *w, double due)
 		r->cap_held = cap;
 	}
 	size_t off = w->rw.grad_off;
+	int rc = step_compress(r, w, w->rw.m->grads, off, NULL);
+	if (rc < 0)
+		return rc;
 	held *h = &r->held[r->n_held];
 	/* DC-ASGD compensates with the weights this gradient was computed
 	 * on: the worker's backup now, before its next pull replaces it */
@@ -518,7 +523,7 @@ step_delay_s(worker *w, double compute_s, double bytes, int virt)
 double
 step_delay(run *r, worker *w, double compute_s)
 {
-	double bytes = (double)(r->n_params - w->rw.grad_off) * sizeof(float);
+	double bytes = step_push_size(r, r->n_params - w->rw.grad_off);
 	double d = step_delay_s(w, compute_s, bytes, r->virt);
 	if (!r->virt) {
 		double link = step_link_s(w, w->pull_bytes) + step_link_s(w, w->push_bytes);
@@ -550,11 +555,12 @@ step_note_bytes(run *r, worker *w, int fresh)
 	double all = (double)r->n_params * sizeof(float);
 	if (r->rule->flags & RULE_LOCAL) {
 		w->pull_bytes = fresh || w->rw.reply ? all : 0;
-		w->push_bytes = r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw) ? all : 0;
+		w->push_bytes = r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw)
+					? step_push_size(r, r->n_params) : 0;
 		w->rw.reply = 0;
 	} else {
 		w->pull_bytes = all;
-		w->push_bytes = (double)(r->n_params - w->rw.grad_off) * sizeof(float);
+		w->push_bytes = step_push_size(r, r->n_params - w->rw.grad_off);
 	}
 	w->bytes_recv += w->pull_bytes;
 }
@@ -652,6 +658,12 @@ op_check_model(rule_run *e, rule_worker *w)
 	return step_check_model(run_of(e), worker_of(w));
 }
 
+static int
+op_compress(rule_run *e, rule_worker *w, float *buf, size_t off, const float *anchor)
+{
+	return step_compress(run_of(e), worker_of(w), buf, off, anchor) < 0 ? -1 : 0;
+}
+
 static void
 op_version_changed(rule_run *e)
 {
@@ -718,6 +730,7 @@ const rule_ops step_rule_ops = {
 	.pull_copy = op_pull_copy,
 	.push_grad = op_push_grad,
 	.check_model = op_check_model,
+	.compress = op_compress,
 	.version_changed = op_version_changed,
 	.push_failed = op_push_failed,
 	.fail = op_fail,

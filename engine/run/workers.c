@@ -20,7 +20,9 @@ worker_free(worker *w)
 		be->ops->free(be, w->rw.ms);
 		be->ops->free(be, w->rw.wprev);
 		be->ops->free(be, w->rw.tmp);
+		be->ops->free(be, w->rw.wire);
 	}
+	free(w->ef_res);
 	if (w->rw.opt) {
 		optim_free(w->rw.opt);
 		free(w->rw.opt);

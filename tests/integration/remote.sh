@@ -7,7 +7,8 @@
 # round does not hang when its remote worker dies; SIGTERM stops a worker
 # cleanly; refusals (no token, a wrong token, the virtual clock) end the
 # worker with 78 and the reason; bad flags, bad URLs, --give-up; with
-# "augment": "crop-flip" a remote worker's run is a local one's, bit for bit.
+# "augment": "crop-flip" a remote worker's run is a local one's, bit for bit,
+# and so is one with its pushes compressed (top-k with error feedback).
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: remote workers"
@@ -264,6 +265,33 @@ remote_ev=$(evals "$TMP/aug-remote.jsonl")
 remote: $remote_ev"
 [ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
 	ok "... and not as the run without views" || bad "crop-flip trained as none"
+
+# ---- compression: a remote worker's pushes are compressed where a local
+# one's are (where the push meets the server), with the same residual, so
+# the run is the local one's bit for bit ----
+cmp_json() { # WORKERS FILE
+	cat >"$2" <<JSON
+{"model": "mlp:784-16-10", "dataset": "synthetic:1000", "lr": 0.05, "batch": 16, "seed": 3,
+ "workers": $1, "threads": 1, "rule": "asgd", "eval_every": 25, "stop": {"steps": 75},
+ "rule_params": {"compress": "topk", "compress_ratio": 0.05, "ef": true}}
+JSON
+}
+cmp_json 1 "$TMP/cmp1.json"
+cmp_json 0 "$TMP/cmp0.json"
+expect_exit 0 "topk with ef: the local run" "$SL" run --config "$TMP/cmp1.json" --log "$TMP/cmp-local.jsonl" -q
+start --bus none --workers-listen "$WURL" --config "$TMP/cmp0.json" --log "$TMP/cmp-remote.jsonl"
+worker
+wait_until 60 grep -qs '"event":"end"' "$TMP/cmp-remote.jsonl"
+kill "$PID"; wait "$PID" 2>/dev/null
+cleanup; WPIDS=""
+local_ev=$(evals "$TMP/cmp-local.jsonl")
+remote_ev=$(evals "$TMP/cmp-remote.jsonl")
+[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
+	ok "topk with ef: the remote worker's run evaluates as the local one's, bit for bit" ||
+	bad "topk with ef: remote and local runs differ" "local: $local_ev
+remote: $remote_ev"
+[ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
+	ok "... and not as the run without compression" || bad "topk trained as none"
 
 # ---- a hostile or broken peer: refused with the reason, the daemon stands ----
 run_json asgd wall

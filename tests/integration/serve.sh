@@ -66,6 +66,25 @@ expect_http "PATCH worker delay" 202 PATCH /api/v1/workers/1 '{"delay": {"dist":
 wait_api 30 /api/v1/status 'len(d["workers"]) == 5 and d["workers"][1]["spb_depth"] == 1'
 got=$(json 'd["rule"], d["config"]["rule_params"]["s"], d["config"]["lr"], len(d["workers"]), d["workers"][1]["delay"]["mean_ms"], d["workers"][1]["spb_depth"]')
 [ "$got" = "ssp 1 0.02 5 30.0 1" ] && ok "changes visible in /status" || bad "changes visible in /status" "$got"
+# compression mid-run: refused by name when bad; applied, worker 0's pushes
+# are then top-k's 8 ceil(0.01 P) bytes each (docs/rules.md, "Compression")
+expect_http "compress zip: refused" 400 PATCH /api/v1/run '{"rule_params": {"compress": "zip"}}'
+expect_grep 'rule_params.compress: unknown .*zip.*expected none, topk, randk, int8, int4' "... named" "$LAST_OUT"
+expect_http "compress_ratio 0: refused" 400 PATCH /api/v1/run '{"rule_params": {"compress_ratio": 0}}'
+expect_grep 'rule_params.compress_ratio: must be in \(0, 1\], got 0' "... named" "$LAST_OUT"
+expect_http "PATCH compress topk with ef" 202 PATCH /api/v1/run \
+	'{"rule_params": {"compress": "topk", "compress_ratio": 0.01, "ef": true}}'
+wait_api 30 /api/v1/status 'd["config"]["rule_params"]["compress"] == "topk" and d["workers"][0]["iterations"] > 0'
+b0=$(json 'd["workers"][0]["bytes_sent"], d["workers"][0]["iterations"], d["model_summary"]["params"]')
+wait_api 30 /api/v1/status "d['workers'][0]['iterations'] > $(echo "$b0" | cut -d' ' -f2) + 5"
+b1=$(json 'd["workers"][0]["bytes_sent"], d["workers"][0]["iterations"]')
+python3 -c "
+import math, sys
+b0, i0, P = map(float, '$b0'.split()); b1, i1 = map(float, '$b1'.split())
+sys.exit(0 if (b1 - b0) == (i1 - i0) * 8 * math.ceil(0.01 * P) else 1)" &&
+	ok "compressed pushes: 8 ceil(0.01 P) bytes each in bytes_sent" ||
+	bad "compressed pushes' bytes" "$b0 / $b1"
+expect_http "compress back to none" 202 PATCH /api/v1/run '{"rule_params": {"compress": "none"}}'
 wait_api 30 /api/v1/staleness 'len(d["workers"]) == 5'
 [ "$(json 'len(d["workers"])')" = 5 ] && ok "staleness per worker follows the count" || bad "staleness per worker" "$(cat "$TMP/body")"
 three_sets() { [ "$(grep -c '"event":"set"' "$TMP/serve.jsonl")" -ge 3 ]; }

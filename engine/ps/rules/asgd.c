@@ -6,5 +6,5 @@
 const rule_class rule_asgd = {
 	.name = "asgd",
 	.doc = "asynchronous SGD: each gradient applied on arrival",
-	.params = (const char *const[]){NULL},
+	.params = (const char *const[]){RULE_PUSH_PARAMS, NULL},
 };

@@ -76,6 +76,8 @@ deliver(rule_run *e, rule_worker *w)
 	be->ops->copy(be, d, w->wprev, sizeof(float) * n);
 	be->ops->axpy(be, n, -1.0f, w->m->params, d);
 	w->have = UINT64_MAX; /* the next step starts from the server's */
+	if (e->ops->compress(e, w, d, 0, NULL) < 0) /* the pseudo-gradient as it is */
+		return 0;
 	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
 		     .batch = w->batch_n, .g = d};
 	ps_result res;
@@ -110,7 +112,8 @@ const rule_class rule_async_diloco = {
 	       "by its staleness",
 	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
-					"weighting", "dylu", "outer_opt", "inner_reset", NULL},
+					"weighting", "dylu", "outer_opt", "inner_reset", RULE_PUSH_PARAMS,
+					NULL},
 	.server_push = server_push,
 	.pull = pull,
 	.deliver = deliver,

@@ -43,6 +43,6 @@ const rule_class rule_dcasgd = {
 	.name = "dcasgd",
 	.doc = "delay-compensated ASGD (constant or adaptive lambda)",
 	.flags = RULE_BACKUP,
-	.params = (const char *const[]){"lambda", "adaptive", "m", NULL},
+	.params = (const char *const[]){"lambda", "adaptive", "m", RULE_PUSH_PARAMS, NULL},
 	.server_push = server_push,
 };

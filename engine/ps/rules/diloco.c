@@ -30,7 +30,7 @@ const rule_class rule_diloco = {
 	       "pseudo-gradient",
 	.flags = RULE_LOCAL | RULE_OUTER,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "outer_opt",
-					"inner_reset", NULL},
+					"inner_reset", RULE_PUSH_PARAMS, NULL},
 	.pull = pull,
 	.deliver = rule_local_deliver_model,
 	.exchanges = rule_local_exchanges,

@@ -77,6 +77,10 @@ rule_local_deliver_model(rule_run *e, rule_worker *w)
 		w->waiting = 1;
 		w->wait_v = ps_version(e->ps);
 		w->have = UINT64_MAX; /* take the average when released */
+		/* compressed: its difference from the server's weights, the
+		 * round's start, which the server holds */
+		if (e->ops->compress(e, w, w->m->params, 0, ps_weights(e->ps)) < 0)
+			return tau;
 		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
 			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
 		ps_result res;

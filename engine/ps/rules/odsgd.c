@@ -87,7 +87,10 @@ deliver(rule_run *e, rule_worker *w)
 	int n = e->ops->n_running(e);
 	local_step(e, w, (float)(e->rp->local_lr / (n < 1 ? 1 : n)));
 	/* push after the local step: the round may complete now and move
-	 * W on to W(R+1) */
+	 * W on to W(R+1); compressed, the local step having taken the
+	 * whole gradient (it stays at the worker) */
+	if (e->ops->compress(e, w, w->m->grads, w->grad_off, NULL) < 0)
+		return 0;
 	ps_grad g = {.worker = w->id, .seq = w->seq, .v_read = w->v_read,
 		     .off = w->grad_off, .batch = w->batch_n, .g = w->m->grads};
 	ps_result res;
@@ -117,7 +120,7 @@ const rule_class rule_odsgd = {
 	.doc = "one-step-delay SGD: synchronous server, compensating local step",
 	.flags = RULE_ROUND | RULE_WAIT,
 	.params = (const char *const[]){"local_lr", "warmup", "local_opt", "lambda",
-					"m", NULL},
+					"m", RULE_PUSH_PARAMS, NULL},
 	.server_push = rule_server_round,
 	.pull = pull,
 	.may_push = may_push,

@@ -18,6 +18,6 @@ server_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 const rule_class rule_sasgd = {
 	.name = "sasgd",
 	.doc = "staleness-aware ASGD: learning rate divided by the staleness",
-	.params = (const char *const[]){NULL},
+	.params = (const char *const[]){RULE_PUSH_PARAMS, NULL},
 	.server_push = server_push,
 };

@@ -13,7 +13,7 @@ const rule_class rule_softsync = {
 	.name = "softsync",
 	.doc = "n-softsync: average every N/n gradients, no barrier",
 	.flags = RULE_ROUND,
-	.params = (const char *const[]){"n", NULL},
+	.params = (const char *const[]){"n", RULE_PUSH_PARAMS, NULL},
 	.server_push = rule_server_round,
 	.round_size = round_size,
 };

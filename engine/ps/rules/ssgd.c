@@ -17,6 +17,6 @@ const rule_class rule_ssgd = {
 	.name = "ssgd",
 	.doc = "synchronous SGD: a barrier each round, the average of N gradients",
 	.flags = RULE_ROUND | RULE_WAIT,
-	.params = (const char *const[]){NULL},
+	.params = (const char *const[]){RULE_PUSH_PARAMS, NULL},
 	.server_push = rule_server_round,
 };

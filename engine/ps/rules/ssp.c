@@ -15,6 +15,6 @@ const rule_class rule_ssp = {
 	.name = "ssp",
 	.doc = "stale synchronous parallel: at most s clocks ahead of the slowest",
 	.flags = RULE_CLOCKS,
-	.params = (const char *const[]){"s", NULL},
+	.params = (const char *const[]){"s", RULE_PUSH_PARAMS, NULL},
 	.may_begin = may_begin,
 };

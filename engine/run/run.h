@@ -151,6 +151,7 @@ typedef struct worker_snap {
 	const char *device;  /* the backend it computes on: cpu, cuda, ... */
 	double mem_bytes;    /* the backend memory its model and state hold */
 	double rtt_ms;       /* ... its link's round trip, by its heartbeats (0: not yet) */
+	uint32_t part;       /* the samples it draws from: its part (iid: the set) */
 } worker_snap;
 
 /* What a run trains: its model's size and cost (GET /api/v1/status
@@ -202,6 +203,12 @@ typedef struct run_snapshot {
 	uint32_t remote_generation; /* restores from a checkpoint */
 	int n_workers;
 	worker_snap *workers;
+	/* per worker, the class counts of its part (iid: of the whole set):
+	 * classes[i * n_classes + k] for workers[i]; n_classes 0 (classes
+	 * NULL) on data without labels (text) */
+	int n_classes;
+	uint32_t *classes;
+	uint64_t split_gen;  /* splits made (0 under iid) */
 } run_snapshot;
 
 typedef struct run_callbacks {

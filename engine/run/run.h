@@ -211,6 +211,17 @@ typedef struct run_snapshot {
 	uint64_t split_gen;  /* splits made (0 under iid) */
 } run_snapshot;
 
+/* A data split made (not iid): part j, worker j's, holds off[j+1] - off[j]
+ * samples; classes[j * n_classes + k] of them of class k (NULL, n_classes
+ * 0, on data without labels). */
+typedef struct run_split {
+	const char *spec;       /* the run's data_split */
+	uint64_t splits;        /* made so far, this one included */
+	int n_parts, n_classes;
+	const uint32_t *off;
+	const uint32_t *classes;
+} run_split;
+
 typedef struct run_callbacks {
 	void (*eval)(void *ud, const run_eval *e);
 	/* a change was applied at (t, v) */
@@ -228,6 +239,9 @@ typedef struct run_callbacks {
 	 * "joined", "left" or "lost" (lock held; may be NULL) */
 	void (*remote)(void *ud, double t, uint64_t v, int worker, const char *what,
 		       const char *host);
+	/* a data split was made: the first as the run starts, then one at
+	 * each change of the worker count (lock held; may be NULL) */
+	void (*split)(void *ud, double t, uint64_t v, const run_split *s);
 	void *ud;
 } run_callbacks;
 

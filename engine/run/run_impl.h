@@ -163,6 +163,7 @@ struct run {
 	uint32_t part_off[CFG_MAX_WORKERS + 1];
 	int split_n;
 	uint64_t split_gen;
+	uint64_t split_told; /* splits told to cb.split */
 	uint32_t *part_cls;
 	int aug;          /* the batches' augmentation, resolved (aug_kind) */
 	uint64_t taken, take_limit;
@@ -330,8 +331,9 @@ void worker_settings(run *r, worker *w);
 int split_run_init(run *r, char *err);
 /* May the run have n workers under its split? (split_fits) */
 int split_run_fits(const run *r, int n, char *err);
-/* The worker count changed: a new split for it (the run fails when none
- * can be made); nothing under iid or when the count is the split's. */
+/* The worker count may have changed: a new split for it (the run fails
+ * when none can be made), nothing under iid or when the count is the
+ * split's; a split not yet told to cb.split is told. */
 void split_run_refresh(run *r);
 /* Up to want indices of w's part (a new epoch of it begun when spent). */
 int split_take(run *r, worker *w, int want, uint32_t *idx);

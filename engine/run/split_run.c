@@ -97,15 +97,32 @@ split_run_init(run *r, char *err)
 	return r->cfg.workers > 0 ? split_build(r, r->cfg.workers, 0, err) : 0;
 }
 
+/* the split made last, to cb.split (once) */
+static void
+split_tell(run *r)
+{
+	if (r->split_told == r->split_gen)
+		return;
+	r->split_told = r->split_gen;
+	run_split s = {.spec = r->cfg.data_split, .splits = r->split_gen, .n_parts = r->split_n,
+		       .n_classes = r->part_cls ? r->data->train.classes : 0,
+		       .off = r->part_off, .classes = r->part_cls};
+	if (r->cb.split)
+		r->cb.split(r->cb.ud, run_now(r), ps_version(r->ps), &s);
+}
+
 void
 split_run_refresh(run *r)
 {
 	char why[SL_ERR_LEN];
 	int n = r->cfg.workers;
-	if (r->split.kind == SPLIT_IID || n == r->split_n || n < 1)
+	if (r->split.kind == SPLIT_IID || n < 1)
 		return;
-	if (split_build(r, n, r->split_gen, why) < 0)
+	if (n != r->split_n && split_build(r, n, r->split_gen, why) < 0) {
 		run_fail(r, -SL_EINVAL, why);
+		return;
+	}
+	split_tell(r);
 }
 
 /* w's permutation of its part for its epoch e */
@@ -156,6 +173,7 @@ split_run_restore(run *r, char *err)
 		return 0;
 	if ((rc = split_build(r, n, gen - 1, err)) < 0)
 		return sl_fail(err, SL_EFORMAT, "checkpoint: %s", err);
+	r->split_told = r->split_gen; /* its record is in the log before the checkpoint */
 	return 0;
 }
 

@@ -5,7 +5,8 @@
 # the set, mostly a few classes), the same bits for a seed and others for
 # another seed, a new split when the worker count changes; under iid no
 # split record and /status's per-worker counts are the whole set's
-# (near-uniform); bad values refused naming data_split, text refused for
+# (near-uniform); remote workers train on their parts; bad values refused
+# naming data_split, text refused for
 # the label splits and taken for contiguous; a resumed run keeps its split.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
@@ -103,6 +104,34 @@ if [ -n "$port" ]; then
 	kill "$PID"; wait "$PID" 2>/dev/null
 else
 	bad "dirichlet: the daemon starts" "$(cat "$TMP/serve.err")"
+fi
+
+# remote workers (stalelab worker): they get their batches' indices from
+# their own parts, as a local worker does; each join makes a new split
+cat >"$TMP/rem.json" <<'JSON'
+{"model": "mlp:784-16-10", "dataset": "synthetic:3000", "workers": 0, "threads": 1, "batch": 16,
+ "data_split": "dirichlet:0.1"}
+JSON
+WURL=tcp://127.0.0.1:$(free_pair)
+start --bus none --workers-listen "$WURL" --config "$TMP/rem.json" --log "$TMP/rem.jsonl"
+if [ -n "$port" ]; then
+	"$SL" worker --connect "$WURL" --threads 1 --give-up 60 -q 2>"$TMP/w0.err" &
+	W0=$!
+	"$SL" worker --connect "$WURL" --threads 1 --give-up 60 -q 2>"$TMP/w1.err" &
+	W1=$!
+	wait_api 90 /api/v1/status 'sum(1 for w in d["workers"] if w["remote"] and w["iterations"] > 20) == 2 and sum(w["part"] for w in d["workers"]) == 3000 and len({tuple(w["classes"]) for w in d["workers"]}) == 2' &&
+		ok "two remote workers train on their own parts (two parts of the set in /status)" ||
+		bad "remote workers on their parts" "$(head -c 600 "$TMP/body"; cat "$TMP/w0.err" "$TMP/w1.err")"
+	kill "$W0" "$W1" 2>/dev/null; wait "$W0" "$W1" 2>/dev/null
+	kill "$PID"; wait "$PID" 2>/dev/null
+	# (and one more when the last slot's worker leaves: the count goes down)
+	got=$(python3 -c '
+import json, sys
+print(" ".join(str(len(json.loads(l)["workers"])) for l in open(sys.argv[1]) if "\"split\"" in l))
+' "$TMP/rem.jsonl" 2>&1)
+	expect_grep '^1 2( 1)?$' "a split record at each join: 1 worker, then 2 ($got)" "$got"
+else
+	bad "serve --workers-listen starts" "$(cat "$TMP/serve.err")"
 fi
 
 # refused, naming the field

@@ -182,6 +182,10 @@ split_restore_worker(run *r, worker *w, uint32_t pos, uint32_t n, char *err)
 {
 	if (r->split.kind == SPLIT_IID || !n)
 		return 0;
+	if (w->rw.id >= r->split_n || !w->sp_epochs)
+		return sl_fail(err, SL_EFORMAT, "checkpoint: \"workers[%d].part_n\" is %u, "
+			       "but the worker has no part begun in a split of %d", w->rw.id, n,
+			       r->split_n);
 	if (split_deal(r, w, w->sp_epochs - 1) < 0)
 		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
 	if (w->sp_n != n || pos > n)

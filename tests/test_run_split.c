@@ -126,6 +126,22 @@ START_TEST(resplit)
 }
 END_TEST
 
+/* a worker count the split cannot take is refused naming data_split:
+ * shards:100 over 30 workers needs 3000 samples, the set has 2400 */
+START_TEST(count_refused)
+{
+	told k = {0};
+	run *r = made("shards:100", 3, &k);
+	char err[SL_ERR_LEN] = "";
+	run_cmd c = {.worker = -1, .fields = CMD_WORKERS, .workers = 30};
+	ck_assert_int_eq(run_command(r, &c, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "data_split: 30 workers need 3000 training samples"), "%s", err);
+	c.workers = 24;
+	ck_assert_msg(run_command(r, &c, err) == 0, "%s", err);
+	run_free(r);
+}
+END_TEST
+
 /* the stop's epochs count every worker's samples: one epoch is the set's
  * size, whatever the parts' sizes; each worker's part in /status */
 START_TEST(stop_counts_all)
@@ -175,7 +191,7 @@ static Suite *
 run_split_suite(void)
 {
 	const run_case cases[] = {
-		{"sampler", NULL, {epoch_is_the_part, resplit, NULL}},
+		{"sampler", NULL, {epoch_is_the_part, resplit, count_refused, NULL}},
 		{"runs", "slow", {stop_counts_all, resume_exact, NULL}},
 	};
 	return run_suite_of("run_split", cases, sizeof(cases) / sizeof(cases[0]));

@@ -81,17 +81,24 @@ on_eval_ck(void *ud, const run_eval *e)
  * new run from that checkpoint (B): B's records must be A's from the
  * checkpoint on, bit for bit (the training loss and the gradient
  * coherence too, NaN or not). Returns A's records (caller frees); the
- * checkpoint stays in *ck (caller frees ck->buf). */
+ * checkpoint stays in *ck (caller frees ck->buf). The schedule's entries
+ * before[0..nb), at versions below `at`, come first (changes applied
+ * before the checkpoint). */
 static inline ckrec *
-resume_matches(const run_config *c, uint64_t at, ckrec **ck)
+resume_matches_after(const run_config *c, const run_sched *before, int nb, uint64_t at,
+		     ckrec **ck)
 {
-	run_sched s = {.by_version = 1, .v = at,
-		       .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	run_sched s[8];
+	ck_assert_int_lt(nb, 8);
+	if (nb)
+		memcpy(s, before, sizeof(run_sched) * (size_t)nb);
+	s[nb] = (run_sched){.by_version = 1, .v = at,
+			    .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
 	ckrec *a = calloc(1, sizeof(*a));
 	run *r;
 	char err[SL_ERR_LEN] = "";
 	run_callbacks cb = {.eval = on_eval_ck, .checkpoint = on_ckpt, .ud = a};
-	ck_assert_msg(run_new(c, &data, &s, 1, &cb, &r, err) == 0, "%s", err);
+	ck_assert_msg(run_new(c, &data, s, nb + 1, &cb, &r, err) == 0, "%s", err);
 	ck_assert_int_eq(run_exec(r), 0);
 	run_free(r);
 	ck_assert_ptr_nonnull(a->buf);
@@ -126,6 +133,12 @@ resume_matches(const run_config *c, uint64_t at, ckrec **ck)
 	free(b);
 	*ck = a;
 	return a;
+}
+
+static inline ckrec *
+resume_matches(const run_config *c, uint64_t at, ckrec **ck)
+{
+	return resume_matches_after(c, NULL, 0, at, ck);
 }
 
 /* a case (a group of tests) of a suite; the long ones are tagged "slow"

@@ -1,7 +1,9 @@
 // workers.js - the worker table: one row per worker, updated in place from
 // each snapshot; each row's delay (distribution, a slider and a field for
 // the mean, where it is slept), spb_depth and pause go to PATCH
-// /api/v1/workers/{id}; add and remove go to PUT /api/v1/workers.
+// /api/v1/workers/{id}; add and remove go to PUT /api/v1/workers. Each
+// row's data: the class counts of the worker's part (its data_split; iid:
+// the whole set) as a bar per class, the counts in its title.
 
 import { fmt } from "./charts.js";
 import { el } from "./dom.js";
@@ -26,6 +28,25 @@ function setText(node, text) {
   if (node.textContent !== text) node.textContent = text;
 }
 
+// the class counts of a worker's part as a bar per class (heights to the
+// largest), into cell; text data (no classes): the part's size
+function fillClasses(cell, w) {
+  const cls = w.classes || [];
+  const key = `${w.part}:${cls.join(",")}`;
+  if (cell.dataset.key === key) return;
+  cell.dataset.key = key;
+  const top = Math.max(1, ...cls);
+  const bars = cls.map((n, k) => {
+    const b = el("span", { className: "bar", title: `class ${k}: ${n}` });
+    b.style.height = `${n ? Math.max(8, Math.round((100 * n) / top)) : 0}%`;
+    return b;
+  });
+  const what = cls.length ? `${w.part} samples; per class: ${cls.join(", ")}` : `${w.part} samples`;
+  const hist = el("span", { className: "hist", title: what }, ...bars);
+  hist.setAttribute("aria-label", `worker ${w.id}'s data: ${what}`);
+  cell.replaceChildren(cls.length ? hist : el("span", { textContent: String(w.part ?? "–") }));
+}
+
 // patch(id, body) -> Promise; setCount(n) -> Promise; select(id|null, sticky)
 // when a row is hovered (sticky false) or chosen (sticky true); error(e).
 export class WorkerTable {
@@ -42,7 +63,7 @@ export class WorkerTable {
 
   build() {
     const head = ["worker", "state", "delay", "mean (ms)", "where", "spb depth",
-      "iterations", "staleness", "samples/s", "sent", "device", ""];
+      "iterations", "staleness", "samples/s", "sent", "device", "data (classes)", ""];
     this.tbody = el("tbody");
     const table = el("table", { className: "workers" },
       el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", textContent: h })))),
@@ -106,6 +127,7 @@ export class WorkerTable {
     r.sps = el("td", { className: "num" });
     r.sent = el("td", { className: "num" });
     r.dev = el("td", { className: "device" });
+    r.cls = el("td", { className: "classes" });
     r.pause = el("button", { type: "button" });
     const idCell = el("th", { scope: "row" });
     r.pick = el("button", { type: "button", className: "pick", textContent: String(id) });
@@ -113,7 +135,7 @@ export class WorkerTable {
     r.host = el("span", { className: "host" }); // a remote worker's host
     idCell.append(r.pick, r.host);
     r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", {}, el("div", { className: "delay" }, r.slider, r.mean)),
-      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, r.dev, el("td", {}, r.pause));
+      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, r.dev, r.cls, el("td", {}, r.pause));
 
     r.slider.addEventListener("input", () => {
       r.hold = performance.now() + HOLD_MS;
@@ -197,6 +219,7 @@ export class WorkerTable {
     setText(r.sent, bytes(w.bytes_sent));
     // where it computes, and the memory its model and state hold there
     setText(r.dev, w.device ? `${w.device} · ${bytes(w.mem_bytes || 0)}` : "–");
+    fillClasses(r.cls, w);
     const paused = w.state === "paused";
     r.pause.dataset.paused = String(paused);
     setText(r.pause, paused ? "Resume" : "Pause");

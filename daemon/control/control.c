@@ -309,7 +309,7 @@ get_workers(ctl *c, const ctl_args *a, ctl_reply *o)
 	const run_snapshot *snap = a->snap;
 	json_t *ws = json_array();
 	for (int i = 0; i < snap->n_workers; i++)
-		json_array_append_new(ws, api_worker_json(&snap->workers[i]));
+		json_array_append_new(ws, api_worker_json(snap, i));
 	reply_json(o, 200, json_pack("{s:i,s:o}", "count", snap->cfg.workers, "workers", ws));
 }
 
@@ -319,7 +319,7 @@ get_worker(ctl *c, const ctl_args *a, ctl_reply *o)
 	(void)c;
 	const run_snapshot *snap = a->snap;
 	if (a->id < snap->n_workers && a->id < snap->cfg.workers) {
-		reply_json(o, 200, api_worker_json(&snap->workers[a->id]));
+		reply_json(o, 200, api_worker_json(snap, a->id));
 	} else {
 		char msg[96];
 		snprintf(msg, sizeof(msg), "worker %d: the run has %d workers", a->id,

@@ -208,6 +208,7 @@ void ctl_record(ctl *c, const char *name, json_t *rec);
 void ctl_on_eval(void *ud, const run_eval *e);
 void ctl_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd);
 void ctl_on_diverged(void *ud, const run_divergence *d);
+void ctl_on_split(void *ud, double t, uint64_t v, const run_split *sp);
 void ctl_on_remote(void *ud, double t, uint64_t v, int worker, const char *what,
 		   const char *host);
 

@@ -152,6 +152,16 @@ ctl_on_diverged(void *ud, const run_divergence *d)
 }
 
 void
+ctl_on_split(void *ud, double t, uint64_t v, const run_split *sp)
+{
+	ctl *c = ud;
+	json_t *r = api_split_record(t, v, sp);
+	json_object_set_new(r, "run", json_integer(c->run_id));
+	ctl_record(c, "split", r);
+	json_decref(r);
+}
+
+void
 ctl_on_remote(void *ud, double t, uint64_t v, int worker, const char *what, const char *host)
 {
 	ctl *c = ud;

@@ -236,7 +236,7 @@ start_locked(ctl *c, const run_config *cfg, const run_sched *sched, int n_sched,
 	}
 	run_callbacks cb = {.eval = ctl_on_eval, .change = ctl_on_change,
 			    .checkpoint = on_checkpoint, .diverged = ctl_on_diverged,
-			    .remote = ctl_on_remote, .ud = c};
+			    .remote = ctl_on_remote, .split = ctl_on_split, .ud = c};
 	run *r = NULL;
 	rc = run_open(cfg, dp, sched, n_sched, &cb, ckpt, ckpt_len, &r, err);
 	if (rc == 0 && rec &&

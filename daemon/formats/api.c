@@ -171,9 +171,38 @@ api_diverged_record(const run_divergence *d)
 	return r;
 }
 
-json_t *
-api_worker_json(const worker_snap *w)
+/* n counts as a JSON array */
+static json_t *
+counts_json(const uint32_t *c, int n)
 {
+	json_t *a = json_array();
+	for (int k = 0; k < n; k++)
+		json_array_append_new(a, json_integer(c[k]));
+	return a;
+}
+
+json_t *
+api_split_record(double t, uint64_t v, const run_split *sp)
+{
+	json_t *w = json_array();
+	for (int j = 0; j < sp->n_parts; j++) {
+		json_t *e = json_pack("{s:i,s:I}", "id", j, "part",
+				      (json_int_t)(sp->off[j + 1] - sp->off[j]));
+		if (sp->n_classes)
+			json_object_set_new(e, "classes",
+					    counts_json(sp->classes + (size_t)j * (size_t)sp->n_classes,
+							sp->n_classes));
+		json_array_append_new(w, e);
+	}
+	return json_pack("{s:s,s:o,s:I,s:s,s:I,s:o}", "event", "split", "t", jsonout_real(t), "v",
+			 (json_int_t)v, "data_split", sp->spec, "splits", (json_int_t)sp->splits,
+			 "workers", w);
+}
+
+json_t *
+api_worker_json(const run_snapshot *s, int i)
+{
+	const worker_snap *w = &s->workers[i];
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_integer(w->id));
 	json_object_set_new(o, "host", json_string(!w->remote ? "local" : w->host[0] ? w->host
@@ -204,6 +233,10 @@ api_worker_json(const worker_snap *w)
 	if (w->device)
 		json_object_set_new(o, "device", json_string(w->device));
 	json_object_set_new(o, "mem_bytes", jsonout_real(w->mem_bytes));
+	json_object_set_new(o, "part", json_integer((json_int_t)w->part));
+	if (s->n_classes)
+		json_object_set_new(o, "classes", counts_json(s->classes + (size_t)i * (size_t)s->n_classes,
+							      s->n_classes));
 	return o;
 }
 
@@ -286,7 +319,7 @@ api_status_json(const run_snapshot *s)
 	json_object_set_new(o, "config", config_to_json(&s->cfg));
 	json_t *ws = json_array();
 	for (int i = 0; i < s->n_workers; i++)
-		json_array_append_new(ws, api_worker_json(&s->workers[i]));
+		json_array_append_new(ws, api_worker_json(s, i));
 	json_object_set_new(o, "workers", ws);
 	if (s->remote_joined) /* remote workers: how many came, were lost, lost steps,
 			       * and the ledger's count of pushes */

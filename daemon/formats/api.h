@@ -24,8 +24,13 @@ json_t *api_change_record(double t, uint64_t v, const run_cmd *c);
 /* The log record of a divergence (docs/formats.md): {"event": "diverged",
  * "t", "v", "worker", "v_read", "what", "loss"} (loss null unless finite). */
 json_t *api_diverged_record(const run_divergence *d);
-/* one worker of /api/v1/status (GET /api/v1/workers/{id}) */
-json_t *api_worker_json(const worker_snap *w);
+/* workers[i] of /api/v1/status (GET /api/v1/workers/{id}), with its
+ * part's size and class counts ("part", "classes") */
+json_t *api_worker_json(const run_snapshot *s, int i);
+/* The log record of a data split made (docs/formats.md): {"event":
+ * "split", "t", "v", "data_split", "splits" (made so far), "workers":
+ * [{"id", "part", "classes"}]}. */
+json_t *api_split_record(double t, uint64_t v, const run_split *sp);
 /* GET /api/v1/status */
 json_t *api_status_json(const run_snapshot *s);
 /* GET /api/v1/staleness */

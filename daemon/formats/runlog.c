@@ -100,7 +100,8 @@ write_csv(runlog *l, const json_t *rec)
 		else if (!strcmp(c, "age_ms_mean"))
 			csv_field(l->f, age ? json_object_get(age, "mean") : NULL);
 		else if (!strcmp(c, "detail")) {
-			if (!strcmp(kind, "set") || !strcmp(kind, "diverged") || !strcmp(kind, "remote")) {
+			if (!strcmp(kind, "set") || !strcmp(kind, "diverged") || !strcmp(kind, "remote") ||
+			    !strcmp(kind, "split")) {
 				json_t *d = json_deep_copy(rec);
 				json_object_del(d, "t");
 				json_object_del(d, "v");

@@ -203,6 +203,16 @@ progress_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd)
 }
 
 void
+progress_on_split(void *ud, double t, uint64_t v, const run_split *sp)
+{
+	run_ctx *c = ud;
+	json_t *r = api_split_record(t, v, sp);
+	if (runlog_write(&c->log, r) < 0)
+		c->log_failed = 1;
+	json_decref(r);
+}
+
+void
 progress_on_diverged(void *ud, const run_divergence *d)
 {
 	run_ctx *c = ud;

@@ -35,6 +35,8 @@ typedef struct run_ctx {
 void progress_on_eval(void *ud, const run_eval *e);
 void progress_on_change(void *ud, double t, uint64_t v, const run_cmd *cmd);
 void progress_on_diverged(void *ud, const run_divergence *d);
+/* a data split made: its record in the log */
+void progress_on_split(void *ud, double t, uint64_t v, const run_split *sp);
 void progress_on_progress(void *ud, const run_eval *e);
 /* Where the log goes: given, else stdout (NULL), except when stdout is the
  * terminal the bar is drawn on: then a new file named into buf. */

@@ -170,7 +170,8 @@ job_open(run_job *j)
 {
 	run_callbacks cb = {.eval = progress_on_eval, .change = progress_on_change,
 			    .progress = progress_on_progress, .checkpoint = runcli_on_checkpoint,
-			    .diverged = progress_on_diverged, .ud = &j->ctx};
+			    .diverged = progress_on_diverged, .split = progress_on_split,
+			    .ud = &j->ctx};
 	/* block them before our threads exist: the main thread sigwaits */
 	cli_block_signals(&j->sigs, 1);
 	int rc = run_open(&j->cfg, &j->data, j->sched, j->n_sched, &cb, j->rs.buf, j->rs.len,

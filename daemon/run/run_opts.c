@@ -51,6 +51,11 @@ static const char run_usage[] =
 	"                        1/2; the same views for a seed) | none | auto\n"
 	"                        (default: crop-flip on cifar10:DIR, else none);\n"
 	"                        the test set is never augmented\n"
+	"      --data-split SPEC the training set among the workers: iid (default:\n"
+	"                        all of it for each) | shards:K (by label, K\n"
+	"                        shards each) | dirichlet:ALPHA (label skew, smaller\n"
+	"                        is more) | contiguous (worker i the i-th range);\n"
+	"                        seeded (docs/architecture.md, \"Non-IID data\")\n"
 	"      --device NAME     auto | cpu | ref | cuda (auto: cuda where a GPU answers, else cpu;\n"
 	"                        ref: the portable reference path, slow)\n"
 	"      --rule NAME       update rule (default asgd)\n"
@@ -96,7 +101,8 @@ static const char run_usage[] =
 	"--weight-decay, --batch (at most the starting batch) and --eval-every\n"
 	"are applied as changes at the checkpoint's version (logged, origin\n"
 	"\"resume\"); --threads, --log, --log-format and --quiet apply as usual.\n"
-	"--model, --dataset, --augment, --device, --clock and --seed cannot differ\n"
+	"--model, --dataset, --augment, --data-split, --device, --clock and --seed\n"
+"cannot differ\n"
 	"from the checkpoint's; --config and --replay cannot be combined with\n"
 	"--resume. A daemon's checkpoint has no stop: give one. --checkpoint-every\n"
 	"is not stored: give it again to go on checkpointing.\n"
@@ -113,7 +119,8 @@ static const char run_usage[] =
 	"\"stop\": \"interrupted\" (a second signal quits at once, with no end record).\n";
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
-       O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL, O_AUGMENT };
+       O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL, O_AUGMENT,
+       O_SPLIT };
 
 static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
 
@@ -126,6 +133,7 @@ static const struct option run_opts[] = {
 	{"model", required_argument, NULL, 'm'},
 	{"dataset", required_argument, NULL, 'd'},
 	{"augment", required_argument, NULL, O_AUGMENT},
+	{"data-split", required_argument, NULL, O_SPLIT},
 	{"device", required_argument, NULL, O_DEVICE},
 	{"rule", required_argument, NULL, O_RULE},
 	{"workers", required_argument, NULL, 'w'},
@@ -368,6 +376,7 @@ runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err)
 		case 'm': rc = apply_flag(cfg, "model", "model", NULL, optarg, 's', err); break;
 		case 'd': rc = apply_flag(cfg, "dataset", "dataset", NULL, optarg, 's', err); break;
 		case O_AUGMENT: rc = apply_flag(cfg, "augment", "augment", NULL, optarg, 's', err); break;
+		case O_SPLIT: rc = apply_flag(cfg, "data-split", "data_split", NULL, optarg, 's', err); break;
 		case O_DEVICE: rc = apply_flag(cfg, "device", "device", NULL, optarg, 's', err); break;
 		case O_RULE: rc = apply_flag(cfg, "rule", "rule", NULL, optarg, 's', err); break;
 		case 'w': rc = apply_flag(cfg, "workers", "workers", NULL, optarg, 'i', err); break;

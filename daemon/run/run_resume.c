@@ -72,6 +72,11 @@ resume_changes(const run_config *ck, const run_config *cfg, run_cmd *cmd, char *
 			       "--augment: %s differs from the checkpoint's %s; a resumed run "
 			       "keeps its augmentation (its views go on where they were)",
 			       aug_kind_name(aug), aug_kind_name(aug_ck));
+	if (strcmp(ck->data_split, cfg->data_split))
+		return sl_fail(err, SL_EINVAL,
+			       "--data-split: %s differs from the checkpoint's %s; a resumed run "
+			       "keeps its data split (its workers go on in their parts)",
+			       cfg->data_split, ck->data_split);
 	if (ck->seed != cfg->seed)
 		return sl_fail(err, SL_EINVAL,
 			       "--seed: %llu differs from the checkpoint's %llu; a resumed run "

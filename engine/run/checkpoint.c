@@ -209,6 +209,9 @@ load_doc(run *r, ckpt_doc *d, char *err)
 	r->cfg.stop_seconds = keep.stop_seconds;
 	r->cfg.stop_target_acc = keep.stop_target_acc;
 	ckpt_copy_fields(&ckpt_run_tab, r, sh);
+	int rc0 = split_run_restore(r, err);
+	if (rc0 < 0)
+		return rc0;
 	r->take_limit = keep.stop_epochs > 0
 			? (uint64_t)ceil(keep.stop_epochs * r->data->train.n - 0.5) : 0;
 	r->rule = d->rule;
@@ -318,6 +321,8 @@ load_doc(run *r, ckpt_doc *d, char *err)
 				       "checkpoint: \"workers[%d].batch_cap\" = %d, the run's "
 				       "worker holds %d", i, cw->w.idx_cap, w->rw.m->batch_cap);
 		ckpt_copy_fields(&ckpt_worker_tab, w, &cw->w);
+		if ((rc = split_restore_worker(r, w, w->sp_pos, w->sp_n, err)) < 0)
+			return rc;
 		if (w->remote_slot) { /* its remote worker joins again, or another */
 			w->active = 0;
 			w->remote = NULL;

@@ -22,6 +22,8 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 	if ((c->fields & CMD_WORKERS) && c->workers == 0 && r->virt)
 		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "
 			       "clock; the virtual clock simulates its workers: give 1 or more");
+	if ((c->fields & CMD_WORKERS) && split_run_fits(r, c->workers, err) < 0)
+		return -SL_EINVAL;
 	if (c->fields & CMD_RULE) {
 		const rule_class *rc = rule_find(c->rule);
 		char names[256];

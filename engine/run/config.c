@@ -4,6 +4,7 @@
 #include "fields.h"
 #include "graph_spec.h"
 #include "model.h"
+#include "split.h"
 #include "suggest.h"
 
 #include <stdio.h>
@@ -49,6 +50,9 @@ config_validate(const run_config *c, char *err)
 {
 	int rc = fields_validate(&fields_run, c, "", err);
 	if (rc < 0)
+		return rc;
+	split_spec sp;
+	if ((rc = split_parse(c->data_split, &sp, err)) < 0)
 		return rc;
 	if (c->workers == 0 && strcmp(c->clock, "wall"))
 		return sl_fail(err, SL_EINVAL, "workers: 0 (remote workers only) needs the wall "

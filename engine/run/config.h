@@ -57,6 +57,7 @@ typedef struct worker_override {
 typedef struct run_config {
 	char model[4096]; /* a spec, or a graph's (engine/nn/graph_spec.h) */
 	char dataset[256];
+	char data_split[32]; /* iid, shards:K, dirichlet:ALPHA, contiguous (split.h) */
 	int augment;      /* aug_kind (engine/data/augment.h): auto, none, crop-flip */
 	char device[8];   /* auto | cpu | cuda */
 	char rule[16];

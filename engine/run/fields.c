@@ -284,6 +284,13 @@ static const field_desc run_f[] = {
 	STRF(dataset, dataset, "fashion-mnist",
 	     "fashion-mnist, idx:<dir>, cifar10:<dir>, synthetic:<n> or blobs:<centres>,<per>,<dim>,<classes>[,<sigma>]; text for a model with a "
 	     "context: text:<file> (plain or gzip), text:webster or synthetic-text:<n>"),
+	{.key = "data_split", .type = FT_STRING, .store = FS_STR, .off = CO(data_split),
+	 .size = sizeof(((run_config *)0)->data_split), .def_str = "iid", .flags = FD_SPARSE,
+	 .doc = "how the training set is split among the workers: iid (every worker draws from "
+		"all of it), shards:K (sorted by label, cut into workers x K shards, K dealt to "
+		"each), dirichlet:ALPHA (per class, Dirichlet(ALPHA) shares; smaller is more "
+		"skewed) or contiguous (worker i the i-th range of indices); seeded, made again "
+		"when the worker count changes; fixed for the run"},
 	{.key = "augment", .type = FT_STRING, .store = FS_ENUM, .off = CO(augment),
 	 .choice_fn = aug_kind_name, .def = AUG_AUTO, .flags = FD_SPARSE,
 	 .doc = "the training batches' augmentation: crop-flip (pad 4 pixels of zeros, a random "

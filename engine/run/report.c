@@ -356,6 +356,7 @@ build_snapshot(run *r)
 		s->remote_stale = r->led->old_epoch + r->led->old_incarnation;
 		s->remote_generation = r->led->generation;
 	}
+	split_snap(r, s);
 	return s;
 }
 
@@ -388,6 +389,7 @@ run_snapshot_put(run_snapshot *s)
 {
 	if (s && __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) == 0) {
 		free(s->workers);
+		free(s->classes);
 		free(s);
 	}
 }

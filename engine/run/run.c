@@ -266,6 +266,8 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		goto fail;
 	}
 	r->pos = tr->n; /* shuffle on first take */
+	if ((rc = split_run_init(r, err)) < 0)
+		goto fail;
 	if (cfg->stop_epochs > 0)
 		r->take_limit = (uint64_t)ceil(cfg->stop_epochs * tr->n - 0.5);
 	r->rule = rule;
@@ -396,6 +398,8 @@ run_free(run *r)
 	free(r->sched);
 	free(r->ev);
 	free(r->perm);
+	free(r->part);
+	free(r->part_cls);
 	blob_free(&r->good);
 	blob_free(&r->cand);
 	pthread_mutex_destroy(&r->mu);

@@ -154,6 +154,7 @@ typedef struct worker_snap {
 	const char *device;  /* the backend it computes on: cpu, cuda, ... */
 	double mem_bytes;    /* the backend memory its model and state hold */
 	double rtt_ms;       /* ... its link's round trip, by its heartbeats (0: not yet) */
+	uint32_t part;       /* the samples it draws from: its part (iid: the set) */
 } worker_snap;
 
 /* What a run trains: its model's size and cost (GET /api/v1/status
@@ -205,7 +206,24 @@ typedef struct run_snapshot {
 	uint32_t remote_generation; /* restores from a checkpoint */
 	int n_workers;
 	worker_snap *workers;
+	/* per worker, the class counts of its part (iid: of the whole set):
+	 * classes[i * n_classes + k] for workers[i]; n_classes 0 (classes
+	 * NULL) on data without labels (text) */
+	int n_classes;
+	uint32_t *classes;
+	uint64_t split_gen;  /* splits made (0 under iid) */
 } run_snapshot;
+
+/* A data split made (not iid): part j, worker j's, holds off[j+1] - off[j]
+ * samples; classes[j * n_classes + k] of them of class k (NULL, n_classes
+ * 0, on data without labels). */
+typedef struct run_split {
+	const char *spec;       /* the run's data_split */
+	uint64_t splits;        /* made so far, this one included */
+	int n_parts, n_classes;
+	const uint32_t *off;
+	const uint32_t *classes;
+} run_split;
 
 typedef struct run_callbacks {
 	void (*eval)(void *ud, const run_eval *e);
@@ -224,6 +242,9 @@ typedef struct run_callbacks {
 	 * "joined", "left" or "lost" (lock held; may be NULL) */
 	void (*remote)(void *ud, double t, uint64_t v, int worker, const char *what,
 		       const char *host);
+	/* a data split was made: the first as the run starts, then one at
+	 * each change of the worker count (lock held; may be NULL) */
+	void (*split)(void *ud, double t, uint64_t v, const run_split *s);
 	void *ud;
 } run_callbacks;
 

@@ -9,6 +9,8 @@
  *   report.c         evaluation, stop conditions, series, snapshots
  *   clock_wall.c     the wall clock: a thread per worker, real sleeps
  *   clock_virtual.c  the virtual clock: a deterministic event queue
+ *   split_run.c      the data split ("data_split") and each worker's
+ *                    sampler over its own part
  *   checkpoint.c     save and restore the whole run (tagged fields, tlv.h;
  *                    ckpt_read.c: a file read and checked, touching no run;
  *                    ckpt_fields.c: the field tables, ckpt_ledger.c: the
@@ -30,6 +32,7 @@
 #include "ps.h"
 #include "rng.h"
 #include "run.h"
+#include "split.h"
 #include "wstep.h"
 
 #define WINDOW_N 4096       /* sliding staleness window: last updates ... */
@@ -68,6 +71,12 @@ typedef struct worker {
 	uint32_t *idx;
 	int idx_cap;
 	uint32_t idx_epoch; /* the epoch idx was taken in (its views' key) */
+	/* its sampler under a split (split_run.c): this epoch's permutation
+	 * of its part (sp_n samples), the next one's place, the epochs of
+	 * its part begun (across splits) */
+	uint32_t *sp_perm;
+	uint32_t sp_n, sp_pos;
+	uint64_t sp_epochs;
 	double loss;
 	int n_held;       /* its gradients held at the server ("where": "server") */
 	const float *cw;  /* the weights this step computes on */
@@ -148,6 +157,17 @@ struct run {
 	uint32_t pos;
 	uint64_t shuffles;
 	rng shuf;
+	/* the data split (split_run.c): its kind; not iid: the parts of the
+	 * split made for split_n workers (part j, worker j's, is
+	 * part[part_off[j] .. part_off[j+1])), the splits made so far; the
+	 * class counts of each part (iid: of the whole set), labelled data */
+	split_spec split;
+	uint32_t *part;
+	uint32_t part_off[CFG_MAX_WORKERS + 1];
+	int split_n;
+	uint64_t split_gen;
+	uint64_t split_told; /* splits told to cb.split */
+	uint32_t *part_cls;
 	int aug;          /* the batches' augmentation, resolved (aug_kind) */
 	uint64_t taken, take_limit;
 	uint64_t clock_gap_max;
@@ -319,6 +339,26 @@ void workers_lose_remote(run *r, worker *w, int left);
 /* a worker's delay, spb_depth, speed and paused from the run object
  * (the run's delay, then its override) */
 void worker_settings(run *r, worker *w);
+
+/* split_run.c: the data split. Parse cfg.data_split and make the split
+ * for cfg.workers (run_new); 0 or -SL_EINVAL naming data_split. */
+int split_run_init(run *r, char *err);
+/* May the run have n workers under its split? (split_fits) */
+int split_run_fits(const run *r, int n, char *err);
+/* The worker count may have changed: a new split for it (the run fails
+ * when none can be made), nothing under iid or when the count is the
+ * split's; a split not yet told to cb.split is told. */
+void split_run_refresh(run *r);
+/* Up to want indices of w's part (a new epoch of it begun when spent). */
+int split_take(run *r, worker *w, int want, uint32_t *idx);
+/* A checkpoint loaded: the split of its split_n and split_gen made
+ * again, then each worker's permutation of its epoch (saved: its place
+ * pos in n samples). */
+int split_run_restore(run *r, char *err);
+int split_restore_worker(run *r, worker *w, uint32_t pos, uint32_t n, char *err);
+/* each worker's part size and class counts into s (its workers filled;
+ * s->classes allocated: none when out of memory) */
+void split_snap(const run *r, run_snapshot *s);
 
 /* command.c: control */
 int cmd_drain(run *r);

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int step_take(run *r, int want, uint32_t *idx);
+static int step_take(run *r, worker *w, int want, uint32_t *idx);
 static void step_note_begin(run *r, const worker *w);
 static void step_pull(run *r, worker *w);
 static void step_record_stale(run *r, worker *w, uint64_t tau, double t_read);
@@ -56,9 +56,11 @@ step_note_begin(run *r, const worker *w)
 		r->clock_gap_max = w->rw.clock - mc;
 }
 
-/* take up to want sample indices; 0 when the stop limit is reached */
+/* take up to want sample indices for w (from the shared permutation, or
+ * under a split from its part); 0 when the stop limit is reached: the
+ * limit counts every worker's samples */
 static int
-step_take(run *r, int want, uint32_t *idx)
+step_take(run *r, worker *w, int want, uint32_t *idx)
 {
 	const uint32_t n = r->data->train.n;
 	int got = 0;
@@ -66,6 +68,12 @@ step_take(run *r, int want, uint32_t *idx)
 		return 0;
 	if (r->take_limit && r->taken + (uint64_t)want > r->take_limit)
 		want = (int)(r->take_limit - r->taken);
+	if (r->split.kind != SPLIT_IID) {
+		split_run_refresh(r);
+		got = split_take(r, w, want, idx);
+		r->taken += (uint64_t)got;
+		return got;
+	}
 	if (r->pos >= n) {
 		for (uint32_t i = 0; i < n; i++)
 			r->perm[i] = i;
@@ -571,10 +579,11 @@ step_begin(run *r, worker *w)
 	if (!step_can_begin(r, w))
 		return 0;
 	int b = r->cfg.batch < w->idx_cap ? r->cfg.batch : w->idx_cap;
-	w->rw.batch_n = step_take(r, b, w->idx);
+	w->rw.batch_n = step_take(r, w, b, w->idx);
 	if (!w->rw.batch_n)
 		return -1;
-	w->idx_epoch = (uint32_t)(r->shuffles - 1); /* a batch is of one epoch */
+	/* a batch is of one epoch (of the set, or under a split of its part) */
+	w->idx_epoch = (uint32_t)(r->split.kind != SPLIT_IID ? w->sp_epochs - 1 : r->shuffles - 1);
 	step_note_begin(r, w);
 	int fresh = w->rw.have == UINT64_MAX;
 	step_pull(r, w);

@@ -29,6 +29,7 @@ worker_free(worker *w)
 	}
 	model_free(w->rw.m);
 	free(w->remote_io);
+	free(w->sp_perm);
 	free(w->idx);
 	free(w);
 }
@@ -168,6 +169,7 @@ workers_set(run *r, int n)
 	for (int i = n; i < r->n_slots; i++)
 		r->w[i]->active = 0; /* leaves after its current iteration */
 	r->cfg.workers = n;
+	split_run_refresh(r);
 	wall_fit_threads(r);
 	/* a sync round may be complete with fewer workers */
 	if (ps_flush_round(r->ps, step_round_size(r)))
@@ -191,6 +193,7 @@ workers_lose_remote(run *r, worker *w, int left)
 			     w->host);
 	if (w->rw.id == r->cfg.workers - 1) /* the last slot: the count goes down */
 		r->cfg.workers--;
+	split_run_refresh(r);
 	wall_fit_threads(r);
 	/* a sync round waiting for it goes on without it */
 	if (ps_flush_round(r->ps, step_round_size(r)))
@@ -224,6 +227,8 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 	else if (n >= CFG_MAX_WORKERS)
 		rc = sl_fail(err, SL_EINVAL, "the run has %d workers, the most it may have",
 			     CFG_MAX_WORKERS);
+	else if (n >= r->cfg.workers)
+		rc = split_run_fits(r, n + 1, err);
 	if (rc == 0 && n >= r->n_slots) {
 		for (int i = r->n_slots; rc == 0 && i <= n; i++) {
 			worker *w;
@@ -247,6 +252,7 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 		r->remote_joined++;
 		if (n >= r->cfg.workers)
 			r->cfg.workers = n + 1;
+		split_run_refresh(r);
 		slot_activate(r, n);
 		wall_fit_threads(r);
 		*id = n;

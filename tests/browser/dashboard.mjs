@@ -153,6 +153,16 @@ try {
       return /^cpu · [0-9.]+ (KB|MB)$/.test(cell);
     }));
 
+  await check("worker table: each worker's data, a bar per class (iid: the whole set)", async () =>
+    until("class bars", async () => {
+      const bars = await page.locator('tr[data-worker="1"] td.classes .bar').count();
+      const title = await page.locator('tr[data-worker="1"] td.classes .hist').getAttribute("title");
+      const st = (await call("GET", "/api/v1/status")).data;
+      const w = st.workers.find((x) => x.id === 1);
+      return bars === 10 && w && w.classes.length === 10 &&
+        title === `${w.part} samples; per class: ${w.classes.join(", ")}`;
+    }));
+
   await check("the device line's tooltip is the backend's own line", async () =>
     /OpenBLAS .*threads?/.test(await page.locator("#h-device").getAttribute("title")));
 

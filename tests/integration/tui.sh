@@ -9,7 +9,9 @@
 # LANG=C and NO_COLOR; a stopped daemon shows "disconnected, retrying", a
 # command without an answer says so after 3 s, keys still work; a restart
 # shows live data again; q and Ctrl-C exit 0 and SIGTERM 1, each leaving
-# the terminal as it found it.
+# the terminal as it found it; an async-diloco run with dylu: a worker
+# slowed with d shows a smaller H and the outer staleness rises, and its H
+# rises again with its delay restored.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")

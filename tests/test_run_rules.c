@@ -305,6 +305,16 @@ START_TEST(async_diloco_dylu)
 			ck_assert_uint_le(slow->iterations, 2 * slow->stale.n + 8);
 		else
 			ck_assert_uint_ge(slow->iterations, 8 * slow->stale.n);
+		/* the live views' H: this phase's, floor(about 0.25 x 8) for
+		 * the slow one with dylu (1 or 2: its speed is measured), the
+		 * fast ones' floor(about 1 x 8); H itself without */
+		if (dylu)
+			ck_assert_msg(slow->h == 1 || slow->h == 2, "slow worker's h %d", slow->h);
+		else
+			ck_assert_int_eq(slow->h, 8);
+		for (int i = 0; i < 2; i++)
+			ck_assert_int_ge(s->workers[i].h, dylu ? 6 : 8);
+		ck_assert_str_eq(s->stale_unit, "outer versions");
 		run_snapshot_put(s);
 		run_free(r);
 		free(a->buf);
@@ -315,6 +325,64 @@ START_TEST(async_diloco_dylu)
 	       (unsigned long long)sent[1], stale[1]);
 	ck_assert_uint_gt(2 * sent[1], 5 * sent[0]); /* 4x but for the first phase */
 	ck_assert(stale[1] < stale[0]);
+}
+END_TEST
+
+/* what the live views show of a rule: each worker's H (the local steps
+ * of its phase: H, or easgd's period; 0 for a rule without phases) and
+ * what the staleness counts */
+/* Dynamic Local Updates at the asynchronous local-SGD toy's step times
+ * (0.58, 0.75, 1.51 and 3.33 s, set with step_ms), H 20: once every
+ * worker has finished a phase, its H is floor(0.58 / s_k x 20), Eq. 6 of
+ * Liu et al.: 20, 15, 7 and 3 (docs/results.md, section 9) */
+START_TEST(dylu_at_the_toys_step_times)
+{
+	run_config c = base("async-diloco", 4);
+	c.rp.H = 20;
+	c.rp.dylu = 1;
+	c.eval_every = 0;
+	c.stop_steps = 30;
+	const double ms[4] = {580, 750, 1510, 3330};
+	c.n_overrides = 4;
+	for (int k = 0; k < 4; k++)
+		c.overrides[k] = (worker_override){.id = k, .has_step_ms = 1, .step_ms = ms[k]};
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	const int want[4] = {20, 15, 7, 3};
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(s->workers[k].h == want[k], "worker %d: H %d, want %d", k,
+			      s->workers[k].h, want[k]);
+	run_snapshot_put(s);
+	free(r);
+}
+END_TEST
+
+START_TEST(phase_h_and_staleness_unit)
+{
+	static const struct {
+		const char *rule;
+		int h;
+		const char *unit;
+	} want[] = {{"asgd", 0, "versions"},        {"odsgd", 0, "versions"},
+		    {"localsgd", 4, "local steps"}, {"easgd", 5, "local steps"},
+		    {"diloco", 4, "local steps"},   {"async-diloco", 4, "outer versions"},
+		    {"async-gated", 4, "outer versions"}};
+	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
+		run_config c = base(want[k].rule, 2);
+		c.rp.H = 4;
+		c.rp.period = 5;
+		c.stop_steps = 12;
+		c.eval_every = 0;
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		ck_assert_str_eq(s->stale_unit, want[k].unit);
+		ck_assert_int_eq(s->n_workers, 2);
+		for (int i = 0; i < s->n_workers; i++)
+			ck_assert_msg(s->workers[i].h == want[k].h, "%s: worker %d's h %d, not %d",
+				      want[k].rule, i, s->workers[i].h, want[k].h);
+		run_snapshot_put(s);
+		free(r);
+	}
 }
 END_TEST
 
@@ -493,7 +561,8 @@ run_rules_suite(void)
 	const run_case cases[] = {
 		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
 				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival,
-				 async_diloco_dylu, diloco_inner_reset, NULL}},
+				 async_diloco_dylu, diloco_inner_reset, phase_h_and_staleness_unit, NULL}},
+		{"toy", NULL, {dylu_at_the_toys_step_times, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

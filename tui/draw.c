@@ -212,7 +212,8 @@ hist_span(json_t *st)
 }
 
 static void
-draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char *title, int pair)
+draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char *title, int pair,
+	  const char *unit)
 {
 	double counts[128];
 	int eighths[128], per;
@@ -263,9 +264,12 @@ draw_hist(app *a, int y, int x, int w, int rows, json_t *h, int span, const char
 	else
 		snprintf(last, sizeof(last), folded ? "%d+" : "%d", lastb);
 	put(y + rows + 1, x, A_DIM, "0");
+	int ux = x + 2; /* then what the staleness counts, where it fits */
 	if (per > 1)
-		putf(y + rows + 1, x + 2, A_DIM, "(%d a column)", per);
+		ux = putf(y + rows + 1, x + 2, A_DIM, "(%d a column)", per) + 1;
 	int lx = x + cols - (int)strlen(last);
+	if (*unit && ux + (int)strlen(unit) < lx - 1)
+		put(y + rows + 1, ux, A_DIM, unit);
 	if (lx > x + 1)
 		put(y + rows + 1, lx, A_DIM, last);
 }
@@ -322,7 +326,7 @@ draw_table(app *a, int y, int rows)
 	attron(A_BOLD | A_UNDERLINE);
 	mvhline(y, 0, ' ', COLS);
 	put(y, 0, A_BOLD | A_UNDERLINE,
-	    "  id state    delay                where   spb      iters   stale  samples/s   mem");
+	    "  id state    delay                where   spb   H      iters   stale  samples/s   mem");
 	attroff(A_BOLD | A_UNDERLINE);
 	int n = app_nworkers(a);
 	if (a->sel < a->top)
@@ -338,15 +342,17 @@ draw_table(app *a, int y, int rows)
 		json_t *w = app_worker(a, i), *d = json_object_get(w, "delay");
 		char delay[64];
 		tui_delay_text(d, 0, delay, sizeof(delay));
-		char line[256], rtt[24] = "", mem[16];
+		char line[256], rtt[24] = "", mem[16], h[16] = "-";
 		tui_bytes_text(num(w, "mem_bytes"), mem, sizeof(mem));
+		if (json_is_integer(json_object_get(w, "h"))) /* a rule with local phases */
+			snprintf(h, sizeof(h), "%lld", (long long)json_integer_value(json_object_get(w, "h")));
 		int remote = json_is_true(json_object_get(w, "remote")); /* stalelab worker */
 		if (remote && num(w, "rtt_ms") > 0) /* its link's round trip */
 			snprintf(rtt, sizeof(rtt), " %.2f ms", num(w, "rtt_ms"));
-		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %10.0f %7.2f %10.0f %5s%s%.40s%s",
+		snprintf(line, sizeof(line), "%c%3lld %-8.8s %-20.20s %-7.7s %3lld %3.3s %10.0f %7.2f %10.0f %5s%s%.40s%s",
 			 i == a->sel ? '>' : ' ', (long long)json_integer_value(json_object_get(w, "id")),
 			 str(w, "state", "?"), delay, str(d, "where", "worker"),
-			 (long long)json_integer_value(json_object_get(w, "spb_depth")),
+			 (long long)json_integer_value(json_object_get(w, "spb_depth")), h,
 			 num(w, "iterations"), num(w, "staleness_mean"), num(w, "samples_per_s"), mem,
 			 remote ? "  @" : "", remote ? str(w, "host", "?") : "", rtt);
 		attr_t at = i == a->sel ? A_REVERSE : A_NORMAL;
@@ -548,13 +554,17 @@ draw_all(app *a)
 	}
 	if (l.hist) {
 		int span = hist_span(st), rows = l.hist - 2;
+		/* "versions", "local steps", "outer versions" (async-diloco) */
+		const char *unit = str(s, "staleness_unit", "");
 		if (COLS >= 60) {
 			int w = (COLS - 3) / 2;
-			draw_hist(a, y, 1, w, rows, json_object_get(st, "window"), span, "last 5 s:", C_WIN);
+			draw_hist(a, y, 1, w, rows, json_object_get(st, "window"), span, "last 5 s:", C_WIN,
+				  unit);
 			draw_hist(a, y, w + 3, COLS - w - 4, rows, json_object_get(st, "overall"), span,
-				  "cumulative:", C_BAR);
+				  "cumulative:", C_BAR, unit);
 		} else
-			draw_hist(a, y, 1, COLS - 2, rows, json_object_get(st, "window"), span, "last 5 s:", C_WIN);
+			draw_hist(a, y, 1, COLS - 2, rows, json_object_get(st, "window"), span, "last 5 s:",
+				  C_WIN, unit);
 		y += l.hist;
 	}
 	int n = a->m.ns, w = COLS - 16 > 1 ? COLS - 16 : 1, first = n > w ? n - w : 0;

@@ -284,6 +284,21 @@ function workerWindow(id, cur) {
   return cur.map((c, i) => Math.max(0, c - (base[i] || 0)));
 }
 
+// what the rule's staleness counts ("versions"; "local steps" for
+// localsgd, easgd and diloco; "outer versions" for async-diloco) on the
+// axis, and in the title when it is not plain versions
+function histUnit(u, unit) {
+  const label = `staleness (${unit})`;
+  const title = unit === "versions" ? "Staleness" : `Staleness in ${unit}`;
+  const h = $("hist-caption");
+  if (h.textContent !== title) h.textContent = title;
+  $("hist-stats").dataset.unit = unit;
+  if (u.axes[0].label !== label) {
+    u.axes[0].label = label;
+    u.redraw(false, true);
+  }
+}
+
 function drawHist() {
   const d = st.snap && st.snap.staleness;
   if (!d) return;
@@ -331,6 +346,7 @@ function drawHist() {
   const u = charts.hist;
   st.histStats = sliding ? winStats : cumStats;
   u.setData([xs, bars, line]);
+  histUnit(u, d.unit || st.snap.staleness_unit || "versions");
   const s = st.histStats;
   const p = $("hist-stats");
   p.textContent = `${who} · ${sliding ? "sliding window (5 s)" : "cumulative"} · mean ${fmt(s.mean, 2)} · p99 ${fmt(s.p99, 0)} · ${s.count} gradients`;

@@ -63,7 +63,7 @@ export class WorkerTable {
 
   build() {
     const head = ["worker", "state", "delay", "mean (ms)", "where", "spb depth",
-      "iterations", "staleness", "samples/s", "sent", "device", "data (classes)", ""];
+      "H", "iterations", "staleness", "samples/s", "sent", "received", "device", "data (classes)", ""];
     this.tbody = el("tbody");
     const table = el("table", { className: "workers" },
       el("thead", {}, el("tr", {}, ...head.map((h) => el("th", { scope: "col", textContent: h })))),
@@ -122,10 +122,14 @@ export class WorkerTable {
     r.spb.setAttribute("aria-label", `worker ${id}: spb depth (0 = full backprop)`);
     r.spb.setAttribute("list", "spb-depths");
     r.spb.title = this.depthsNote;
+    // the local steps of its current phase (a rule with local phases:
+    // localsgd, easgd, diloco, async-diloco with dylu's H for this phase)
+    r.h = el("td", { className: "num h" });
     r.iter = el("td", { className: "num" });
     r.stale = el("td", { className: "num" });
     r.sps = el("td", { className: "num" });
     r.sent = el("td", { className: "num" });
+    r.recv = el("td", { className: "num" });
     r.dev = el("td", { className: "device" });
     r.cls = el("td", { className: "classes" });
     r.pause = el("button", { type: "button" });
@@ -135,7 +139,8 @@ export class WorkerTable {
     r.host = el("span", { className: "host" }); // a remote worker's host
     idCell.append(r.pick, r.host);
     r.tr.append(idCell, r.state, el("td", {}, r.dist), el("td", {}, el("div", { className: "delay" }, r.slider, r.mean)),
-      el("td", {}, r.where), el("td", {}, r.spb), r.iter, r.stale, r.sps, r.sent, r.dev, r.cls, el("td", {}, r.pause));
+      el("td", {}, r.where), el("td", {}, r.spb), r.h, r.iter, r.stale, r.sps, r.sent, r.recv, r.dev, r.cls,
+      el("td", {}, r.pause));
 
     r.slider.addEventListener("input", () => {
       r.hold = performance.now() + HOLD_MS;
@@ -213,10 +218,13 @@ export class WorkerTable {
     const where = d.where || "worker";
     if (edit(r.where) && r.where.value !== where) r.where.value = where;
     if (edit(r.spb) && r.spb.value !== String(w.spb_depth)) r.spb.value = String(w.spb_depth);
+    setText(r.h, w.h > 0 ? String(w.h) : "–");
+    r.h.title = w.h > 0 ? `worker ${w.id}: ${w.h} local steps in its current phase` : "";
     setText(r.iter, String(w.iterations));
     setText(r.stale, fmt(w.staleness_mean, 2));
     setText(r.sps, fmt(w.samples_per_s, 0));
     setText(r.sent, bytes(w.bytes_sent));
+    setText(r.recv, bytes(w.bytes_recv));
     // where it computes, and the memory its model and state hold there
     setText(r.dev, w.device ? `${w.device} · ${bytes(w.mem_bytes || 0)}` : "–");
     fillClasses(r.cls, w);

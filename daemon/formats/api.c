@@ -218,6 +218,8 @@ api_worker_json(const run_snapshot *s, int i)
 	json_object_set_new(o, "iterations", json_integer((json_int_t)w->iterations));
 	json_object_set_new(o, "samples", json_integer((json_int_t)w->samples));
 	json_object_set_new(o, "staleness_mean", jsonout_real(w->staleness_mean));
+	if (w->h > 0) /* a rule with local phases: the local steps of its current one */
+		json_object_set_new(o, "h", json_integer(w->h));
 	json_object_set_new(o, "age_ms_mean", jsonout_real(age_mean(&w->age)));
 	/* current (the run's rate window), and since it joined */
 	json_object_set_new(o, "samples_per_s", jsonout_real(w->samples_per_s_now));
@@ -312,6 +314,8 @@ api_status_json(const run_snapshot *s)
 		lm_fields(o, 1, s->test_loss);
 	}
 	json_object_set_new(o, "staleness_mean", jsonout_real(stale_mean(&s->stale)));
+	if (s->stale_unit) /* what the rule's staleness counts */
+		json_object_set_new(o, "staleness_unit", json_string(s->stale_unit));
 	if (s->stop_reason)
 		json_object_set_new(o, "stop", json_string(s->stop_reason));
 	if (s->diverged)
@@ -340,6 +344,8 @@ api_staleness_json(const run_snapshot *s)
 	json_t *o = json_object();
 	json_object_set_new(o, "version", json_integer((json_int_t)s->v));
 	json_object_set_new(o, "buckets", json_integer(STALE_BUCKETS));
+	if (s->stale_unit)
+		json_object_set_new(o, "unit", json_string(s->stale_unit));
 	json_object_set_new(o, "overall", api_stale_json(&s->stale, 1));
 	json_object_set_new(o, "window", api_stale_json(&s->window, 1));
 	json_object_set_new(o, "age_ms", api_age_json(&s->age));
@@ -543,5 +549,12 @@ api_prometheus(const run_snapshot *s)
 	for (int i = 0; i < s->n_workers; i++)
 		pf(&b, "stalelab_worker_staleness_mean{worker=\"%d\"} %.17g\n",
 		   s->workers[i].id, s->workers[i].staleness_mean);
+	pf(&b, "# HELP stalelab_worker_phase_steps A worker's local steps in its current phase "
+	   "(its H), under a rule with local phases.\n");
+	pf(&b, "# TYPE stalelab_worker_phase_steps gauge\n");
+	for (int i = 0; i < s->n_workers; i++)
+		if (s->workers[i].h > 0)
+			pf(&b, "stalelab_worker_phase_steps{worker=\"%d\"} %d\n", s->workers[i].id,
+			   s->workers[i].h);
 	return b.p;
 }

@@ -180,6 +180,13 @@ typedef struct rule_class {
 	 * worker goes on without waiting for its pull: odsgd's local
 	 * phase)? NULL: no */
 	int (*overlaps)(const rule_run *e, const rule_worker *w);
+	/* the local steps of the worker's current phase, its H (localsgd,
+	 * diloco: rule_params H; async-diloco: dylu's for this phase; easgd:
+	 * period), for the live views; NULL: the rule has no phases */
+	int (*phase_h)(const rule_run *e, const rule_worker *w);
+	/* what the staleness it records counts, in words (NULL: "versions"):
+	 * "local steps", "outer versions" */
+	const char *stale_unit;
 } rule_class;
 
 /* The rule_params keys of compression, which every rule that pushes
@@ -198,6 +205,9 @@ const char *rule_names(char *buf, size_t cap);
 
 /* Position in the table (stable within one binary), -1 if not there. */
 int rule_index(const rule_class *rc);
+
+/* What rc's staleness counts: its stale_unit, or "versions". */
+const char *rule_stale_unit(const rule_class *rc);
 
 /* A round's size for n running workers (the class's hook or n, >= 1). */
 int rule_round_size(const rule_class *rc, int n_running, const rule_params *rp);

@@ -287,6 +287,7 @@ build_snapshot(run *r)
 		s->model.act_floats += (double)r->evm->nodes[i].act_floats;
 	}
 	s->stale = r->hist;
+	s->stale_unit = rule_stale_unit(r->rule);
 	s->age = r->age;
 	s->stop_reason = r->stop_reason;
 	if (r->fail_rc)
@@ -320,6 +321,7 @@ build_snapshot(run *r)
 		ws->iterations = w->iterations;
 		ws->samples = w->samples;
 		ws->staleness_mean = stale_mean(&w->hist);
+		ws->h = r->rule->phase_h ? r->rule->phase_h(&r->rr, &w->rw) : 0;
 		double up = (r->virt ? tnow : s->train_s) - w->t_joined;
 		ws->samples_per_s = up > 0 ? w->samples / up : 0;
 		ws->samples_per_s_now = rate_now(&w->rate_samples, tnow, (double)w->samples, WINDOW_S);

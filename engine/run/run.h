@@ -140,6 +140,9 @@ typedef struct worker_snap {
 	double step_ms;      /* 0: FLOP-priced */
 	uint64_t iterations, samples;
 	double staleness_mean;
+	/* the local steps of its current phase (its H: the rule's phase_h,
+	 * async-diloco's dylu included); 0: the rule has no phases */
+	int h;
 	double samples_per_s;     /* since it joined */
 	double samples_per_s_now; /* over the run's rate window */
 	double bytes_sent, bytes_recv; /* pushed to / pulled from the server */
@@ -191,6 +194,9 @@ typedef struct run_snapshot {
 	model_summary model;
 	stale_hist stale;    /* cumulative */
 	stale_hist window;   /* the last few seconds */
+	/* what the current rule's staleness counts: "versions", "local
+	 * steps", "outer versions" (rule_stale_unit) */
+	const char *stale_unit;
 	age_hist age;        /* time-staleness (ms) */
 	const char *stop_reason; /* once finished: epochs, steps, ... */
 	char error[SL_ERR_LEN];  /* why the run failed ("" unless failed) */

@@ -4,7 +4,9 @@
 # then the browser test (tests/browser/dashboard.mjs: Debian's chromium,
 # headless, driven by playwright-core from web/node_modules) with its two
 # measurements, and tests/browser/models.mjs (the new-run form's models,
-# graphs given as JSON, optimizers and lr schedules). Screenshots go to
+# graphs given as JSON, optimizers and lr schedules), tests/browser/lm.mjs
+# (a language model's header) and tests/browser/dylu.mjs (async-diloco:
+# a worker slowed from its row, its H and the outer staleness answer). Screenshots go to
 # dashboard/ beside the binary.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
@@ -36,4 +38,5 @@ out=$(dirname "$SL")/dashboard
 browser_test 300 tests/browser/dashboard.mjs "$SL" "$out"
 browser_test 180 tests/browser/models.mjs "$SL" "$out"
 browser_test 120 tests/browser/lm.mjs "$SL"
+browser_test 300 tests/browser/dylu.mjs "$SL"
 finish dashboard

@@ -11,7 +11,8 @@
 #   a dashboard (tests/browser/late.mjs) and a TUI opened after them show
 #   every one; ?snapshot draws the page once, so a headless chromium
 #   screenshot ends;
-# - a run with no worker says it is waiting for workers.
+# - a run with no worker says it is waiting for workers;
+# - each worker's H (async-diloco's dylu) and what the staleness counts.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")
@@ -154,5 +155,22 @@ wait_api 30 /api/v1/status 'd["state"] == "running" and "waiting_for" not in d' 
 expect_http "pause worker 0" 202 PATCH /api/v1/workers/0 '{"paused": true}'
 wait_api 30 /api/v1/status 'd["state"] == "waiting" and "paused" in d["waiting_for"]' &&
 	ok "every worker paused: waiting, saying why" || bad "all paused: waiting" "$(cut -c1-300 "$TMP/body")"
+kill "$PID"; wait "$PID" 2>/dev/null
+
+# ---- each worker's H and the staleness unit (async-diloco with dylu) --------------------
+printf '{"model": "logreg", "dataset": "synthetic:6000", "rule": "async-diloco", "rule_params": {"H": 8, "dylu": true}, "optimizer": "adamw", "lr": 0.001, "workers": 3, "clock": "virtual", "threads": 1, "batch": 16, "eval_every": 0, "stop": {"epochs": 1000}, "worker_overrides": [{"id": 2, "speed": 0.25}]}\n' >"$TMP/dylu.json"
+start --config "$TMP/dylu.json"
+wait_api 60 /api/v1/status 'd["staleness_unit"] == "outer versions" and d["workers"][0]["h"] >= 7 and 1 <= d["workers"][2]["h"] <= 3' &&
+	ok "status: each worker's H (a quarter-speed worker's dylu H $(py 'print(d["workers"][2]["h"])') of 8), staleness in outer versions" ||
+	bad "status: workers[].h and staleness_unit" "$(cut -c1-600 "$TMP/body")"
+py 'sys.exit(0 if all(w["bytes_sent"] > 0 and w["bytes_recv"] > 0 for w in d["workers"]) else 1)' &&
+	ok "status: each worker's bytes sent and received" || bad "status: bytes" "$(cut -c1-600 "$TMP/body")"
+http GET /api/v1/staleness >/dev/null
+py 'sys.exit(0 if d["unit"] == "outer versions" else 1)' && ok "staleness: unit outer versions" || bad "staleness: unit" "$(cut -c1-300 "$TMP/body")"
+curl -s "$URL/metrics" >"$TMP/metrics"
+expect_grep '^stalelab_worker_phase_steps\{worker="2"\} [123]$' "/metrics: the slow worker's phase steps" "$(cat "$TMP/metrics")"
+expect_http "PATCH rule asgd" 202 PATCH /api/v1/run '{"rule": "asgd"}'
+wait_api 30 /api/v1/status 'd["staleness_unit"] == "versions" and not any("h" in w for w in d["workers"])' &&
+	ok "asgd: staleness in versions, no H" || bad "asgd: unit and no h" "$(cut -c1-600 "$TMP/body")"
 kill "$PID"; wait "$PID" 2>/dev/null
 finish live

@@ -9,7 +9,9 @@
 # LANG=C and NO_COLOR; a stopped daemon shows "disconnected, retrying", a
 # command without an answer says so after 3 s, keys still work; a restart
 # shows live data again; q and Ctrl-C exit 0 and SIGTERM 1, each leaving
-# the terminal as it found it.
+# the terminal as it found it; an async-diloco run with dylu: a worker
+# slowed with d shows a smaller H and the outer staleness rises, and its H
+# rises again with its delay restored.
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 SL=$(cd "$(dirname "$SL")" && pwd)/$(basename "$SL")
@@ -100,7 +102,8 @@ wait_screen 10 'last 5 s:.*cumulative:' && ok "both staleness histograms are tit
 # rows; a loaded CI drew just that): wait for the rows and the bars
 wait_screen 20 '^   2 [a-z]+ +const 2 ms' && ok "the worker rows are drawn" || bad "the worker rows drawn within 20 s" "$SCREEN"
 printf '%s\n' "$SCREEN" | grep -q '[▁▂▃▄▅▆▇█]' && ok "histogram bars in eighth blocks" || bad "histogram bars" "$SCREEN"
-expect_grep 'id state +delay +where +spb +iters +stale +samples/s +mem' "worker table header" "$SCREEN"
+expect_grep 'id state +delay +where +spb +H +iters +stale +samples/s +mem' "worker table header" "$SCREEN"
+expect_grep '^   2 [a-z]+ +const 2 ms +worker +0 +- ' "asgd has no local phases: H is -" "$SCREEN"
 expect_grep '^   2 [a-z]+ +const 2 ms .* [0-9.]+[KM]$' "worker 2's memory on its device" "$SCREEN"
 expect_grep '^>  0 [a-z]+ +const 2 ms +worker' "worker 0 selected, its delay shown" "$SCREEN"
 expect_grep '^   2 [a-z]+ +const 2 ms' "worker 2's row" "$SCREEN"
@@ -325,6 +328,48 @@ else
 fi
 keys q
 wait_screen 10 'TUI_EXIT=[0-9]' || bad "q exits the gpt run's TUI" "$SCREEN"
+
+# async-diloco with Dynamic Local Updates: worker 1 slowed with d (5 ->
+# 50 ms) runs shorter phases (its H falls from 8), its pseudo-gradients
+# arrive more outer versions stale (the histogram's max and its mean in the
+# table rise); with its delay back to 5 ms its H rises again (dylu's speed
+# is since it joined, so it climbs back step by step). The virtual clock:
+# the same H for the same speeds however loaded the machine.
+kill "$PID"; wait "$PID" 2>/dev/null
+printf '{"model": "mlp:784-32-10", "dataset": "fashion-mnist", "rule": "async-diloco", "rule_params": {"H": 8, "dn_period": 3, "dylu": true}, "optimizer": "adamw", "lr": 0.001, "workers": 3, "clock": "virtual", "threads": 1, "batch": 16, "eval_every": 500, "delay": {"dist": "const", "mean_ms": 5}, "stop": {"epochs": 1000}}' >"$TMP/run.json"
+serve || bad "daemon restarts with an async-diloco run" "$(cat "$TMP/serve.err")"
+$TM resize-window -t tui -x 110 -y 30
+keys clear Enter "$SL tui --connect $BUS; echo TUI_EXIT=\$?" Enter
+# a worker's row: "   1 running  const 5 ms  worker  0  8  ..." (">" when
+# selected) -> its H (field 8), staleness (10); the cumulative max
+row_of() { printf '%s\n' "$SCREEN" | grep -E "^[ >] +$1 [a-z]+ +const" | head -n 1 | cut -c2-; }
+h_of() { row_of "$1" | awk '{print $8}'; }
+stale_of() { row_of "$1" | awk '{print $10}'; }
+cum_max() { printf '%s\n' "$SCREEN" | sed -n 's/.*cumulative: .* max \([0-9]*\).*/\1/p' | head -n 1; }
+full_h() { h=$(h_of 1); [ -n "$h" ] && [ "$h" -ge 7 ] 2>/dev/null && [ -n "$(cum_max)" ]; }
+wait_for 60 full_h && ok "async-diloco: worker 1 runs H $(h_of 1) of 8 at the others' speed" ||
+	bad "worker 1's H shown (8, or 7 by rounding)" "$SCREEN"
+expect_grep '^ +0 +outer versions +[0-9]+\+? +0 +outer versions' "both histograms' axes say outer versions" "$SCREEN"
+max0=$(cum_max); stale0=$(stale_of 1)
+keys j
+wait_screen 10 '^>  1 ' || bad "j selects worker 1" "$SCREEN"
+keys d 5 0 Enter
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 50' && ok "d slows worker 1 (5 -> 50 ms)" ||
+	bad "d slows worker 1" "$(head -c 300 "$TMP/body")"
+hmin=8
+h_fell() { h=$(h_of 1); [ -n "$h" ] && { [ "$h" -lt "$hmin" ] && hmin=$h; [ "$h" -le 4 ]; }; }
+wait_for 120 h_fell && ok "worker 1's H falls with its speed (8 -> $hmin)" || bad "worker 1's H falls to 4 or less" "$SCREEN"
+keys d 5 Enter
+wait_api 30 /api/v1/workers 'd["workers"][1]["delay"]["mean_ms"] == 5' || bad "d restores worker 1's delay" "$(head -c 300 "$TMP/body")"
+grew() { m=$(cum_max); s1=$(stale_of 1); s0=$(stale_of 0); [ -n "$m" ] && [ "$m" -gt "$max0" ] &&
+	python3 -c 'import sys; a, b, c = map(float, sys.argv[1:]); sys.exit(0 if a > b and a > c else 1)' "$s1" "$stale0" "$s0"; }
+wait_for 30 grew && ok "the outer staleness answers: cumulative max $max0 -> $m, worker 1's mean $stale0 -> $s1 (worker 0's $s0)" ||
+	bad "the histogram's max and worker 1's staleness rise" "$SCREEN"
+hlow=$hmin
+h_rose() { h=$(h_of 1); [ -n "$h" ] && { [ "$h" -lt "$hlow" ] && hlow=$h; [ "$h" -gt "$hlow" ]; }; }
+wait_for 120 h_rose && ok "with its delay back at 5 ms worker 1's H rises ($hlow -> $h)" || bad "worker 1's H rises again (from $hlow)" "$SCREEN"
+keys q
+wait_screen 10 'TUI_EXIT=[0-9]' || bad "q exits the async-diloco run's TUI" "$SCREEN"
 
 # flags
 expect_exit 2 "bad --rep: exit 2" "$SL" tui --rep tcp://127.0.0.1:0

@@ -118,4 +118,6 @@ const rule_class rule_async_diloco = {
 	.pull = pull,
 	.deliver = deliver,
 	.exchanges = exchanges,
+	.phase_h = phase_h,
+	.stale_unit = "outer versions",
 };

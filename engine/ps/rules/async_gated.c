@@ -41,6 +41,12 @@ exchanges(const rule_run *e, const rule_worker *w)
 	return rule_async_diloco.exchanges(e, w);
 }
 
+static int
+phase_h(const rule_run *e, const rule_worker *w)
+{
+	return rule_async_diloco.phase_h(e, w);
+}
+
 const rule_class rule_async_gated = {
 	.name = "async-gated",
 	.doc = "asynchronous local SGD with an age gate: async-diloco, its pseudo-gradients "
@@ -53,4 +59,6 @@ const rule_class rule_async_gated = {
 	.pull = pull,
 	.deliver = deliver,
 	.exchanges = exchanges,
+	.phase_h = phase_h,
+	.stale_unit = "outer versions",
 };

@@ -34,4 +34,6 @@ const rule_class rule_diloco = {
 	.pull = pull,
 	.deliver = rule_local_deliver_model,
 	.exchanges = rule_local_exchanges,
+	.phase_h = rule_local_phase_h,
+	.stale_unit = "local steps",
 };

@@ -73,6 +73,14 @@ exchanges(const rule_run *e, const rule_worker *w)
 	return w->local_steps + 1 >= (int)e->rp->period;
 }
 
+/* its phase: period local steps between exchanges */
+static int
+phase_h(const rule_run *e, const rule_worker *w)
+{
+	(void)w;
+	return (int)e->rp->period;
+}
+
 const rule_class rule_easgd = {
 	.name = "easgd",
 	.doc = "elastic averaging: every period steps, x and the centre pulled together",
@@ -81,4 +89,6 @@ const rule_class rule_easgd = {
 	.pull = rule_pull_model,
 	.deliver = deliver,
 	.exchanges = exchanges,
+	.phase_h = phase_h,
+	.stale_unit = "local steps",
 };

@@ -99,3 +99,10 @@ rule_local_exchanges(const rule_run *e, const rule_worker *w)
 {
 	return w->local_steps + 1 >= (int)e->rp->H;
 }
+
+int
+rule_local_phase_h(const rule_run *e, const rule_worker *w)
+{
+	(void)w;
+	return (int)e->rp->H;
+}

@@ -15,4 +15,6 @@ const rule_class rule_localsgd = {
 	.pull = rule_pull_model,
 	.deliver = rule_local_deliver_model,
 	.exchanges = rule_local_exchanges,
+	.phase_h = rule_local_phase_h,
+	.stale_unit = "local steps",
 };

@@ -36,5 +36,7 @@ int rule_local_step(rule_run *e, rule_worker *w, const float *g);
 uint64_t rule_local_deliver_model(rule_run *e, rule_worker *w);
 /* Does the step being begun complete H local steps (and send)? */
 int rule_local_exchanges(const rule_run *e, const rule_worker *w);
+/* localsgd's and diloco's phase: rule_params H */
+int rule_local_phase_h(const rule_run *e, const rule_worker *w);
 
 #endif

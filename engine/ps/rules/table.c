@@ -65,6 +65,12 @@ rule_names(char *buf, size_t cap)
 	return buf;
 }
 
+const char *
+rule_stale_unit(const rule_class *rc)
+{
+	return rc->stale_unit ? rc->stale_unit : "versions";
+}
+
 int
 rule_round_size(const rule_class *rc, int n_running, const rule_params *rp)
 {

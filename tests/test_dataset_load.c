@@ -245,7 +245,8 @@ START_TEST(load_bad_specs)
 	ck_assert_int_eq(ds_load("xyz", 1, &p, err), -SL_EINVAL);
 	ck_assert_str_eq(err, "dataset: unknown \"xyz\" (expected "
 			      "fashion-mnist, idx:<dir>, cifar10:<dir>, "
-			      "synthetic:<n>, text:<file>, synthetic-text:<n>)");
+			      "synthetic:<n>, blobs:<centres>,<per>,<dim>,<classes>[,<sigma>], "
+			      "text:<file>, synthetic-text:<n>)");
 	const char *bad[] = {"synthetic:abc", "synthetic:0", "synthetic:",
 			     "synthetic:-5", "synthetic:+5", "synthetic: 5",
 			     "synthetic:5x", "synthetic:10000001",

@@ -4,6 +4,7 @@
 # neighbour hurts both; medians and ratios at the end.
 #   bench/run.sh BUILD_DIR        (ROUNDS=3 SECONDS_PER=4 by default;
 #                                 PEER_CHECK_ONLY=1: only the peer check)
+# The GPT's part is bench/gpt.sh, which runs alone too.
 # The peer is bench/peers/torch_fmnist.py (PEER=path to override); it needs
 # python3-torch and python3-numpy, installed here if missing (as root); without
 # them the engine's figures come alone, with a line that says how to get them.
@@ -35,12 +36,6 @@ fi
 
 # the server's optimisers against torch.optim on test_optim's tiny case:
 # this machine's torch, now, against the steps test_optim pins
-# the GPT's configuration and text (text:webster is dict-gcide's file)
-GPT=gpt:L4-H4-E128-T64
-GPT_ARGS="--layers 4 --heads 4 --width 128 --context 64"
-GPT_TEXT=text:webster
-GPT_FILE=/usr/share/dictd/gcide.dict.dz
-GPT_ITERS=${GPT_ITERS:-2000}
 
 if [ $have_peer = 1 ]; then
 	echo "== optimisers: torch.optim now against tests/fixtures/optim/torch.json =="
@@ -80,22 +75,9 @@ for r in $(seq 1 "$ROUNDS"); do
 		/usr/bin/python3 "$PEER" --model resnet20 --mode single --epochs 1 --samples 3200 \
 			--eval-every 0 --quiet >>"$out/peer.jsonl" 2>/dev/null || echo "bench: peer resnet20 failed"
 	fi
-	# the GPT (nanoGPT's CPU configuration, batch 12) on Webster's 1913:
-	# one worker on every core against the PyTorch twin at each of its two
-	# thread settings (torch's pool or OpenBLAS's on the cores; the faster
-	# counts)
-	"$SL" bench -m "$GPT" -d "$GPT_TEXT" -b 12 -S "$SECONDS_PER" | grep '^{' >>"$out/engine.jsonl"
-	if [ $have_peer = 1 ]; then
-		for tb in "1 0" "0 1"; do
-			set -- $tb
-			/usr/bin/python3 bench/peers/torch_gpt.py --text "$GPT_FILE" $GPT_ARGS --batch 12 \
-				--bench "$SECONDS_PER" --threads "$1" --blas-threads "$2" --quiet \
-				>>"$out/peer.jsonl" 2>/dev/null || echo "bench: peer gpt failed"
-		done
-	fi
 done
 
-/usr/bin/python3 - "$out/engine.jsonl" "$out/peer.jsonl" "$GPT" <<'PY'
+/usr/bin/python3 - "$out/engine.jsonl" "$out/peer.jsonl" <<'PY'
 import json, statistics, sys
 allrec = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 eng = [r for r in allrec if r["bench"] == "train"]
@@ -160,58 +142,10 @@ for spec in ("mlp:784-256-128-10", "lenet5", "resnet20"):
                  100 * med(steady), ", ".join("%.1f" % (100 * x) for x in steady)))
         print(json.dumps({"bench": "overhead", "model": spec, "whole": round(med(whole), 4),
                           "steady": round(med(steady), 4)}))
-# the GPT: tokens/s, the twin's faster thread setting in each round
-gpt = sys.argv[3]
-es = [r["tokens_per_s"] for r in eng if r["model"] == gpt]
-pg = [r for r in peer if r.get("peer") == "torch_gpt"]
-ps = [max(a["tokens_per_s_median"], b["tokens_per_s_median"]) for a, b in zip(pg[::2], pg[1::2])]
-e, sp = med(es), med(ps)
-rs = [x / y for x, y in zip(es, ps)]
-print("%-22s %10.0f %10.0f %8.2f   tokens/s, batch 12; per-round ratios %s"
-      % (gpt, e, sp, e / sp if sp == sp else float("nan"), ["%.2f" % x for x in rs]))
-for a, b in zip(pg[::2], pg[1::2]):
-    print("    torch: %.0f tokens/s with torch %d thread(s) + OpenBLAS %d, %.0f with %d + %d"
-          % (a["tokens_per_s_median"], a["threads"], a["blas_threads"],
-             b["tokens_per_s_median"], b["threads"], b["blas_threads"]))
-print(json.dumps({"bench": "vs_peer", "model": gpt, "stalelab_tokens_per_s": round(e, 1),
-                  "torch_tokens_per_s": sp, "ratio": round(e / sp, 3) if sp == sp else None,
-                  "ratios": [round(x, 3) for x in rs]}))
 PY
 
 echo
-echo "== $GPT: where the time goes (stalelab bench -L, batch 12) =="
-"$SL" bench -m "$GPT" -d "$GPT_TEXT" -b 12 -S "$SECONDS_PER" -L | tee "$out/gpt-layers.txt" | grep -v '^{'
-
-echo
-echo "== $GPT quality: nanoGPT's CPU schedule ($GPT_ITERS iterations, AdamW, lr 1e-3 cosine) =="
-echo "(bench/configs/gpt-nanogpt-cpu.json against the twin with the same recipe, one thread each, side by side)"
-if [ $have_peer = 1 ]; then
-	/usr/bin/python3 bench/peers/torch_gpt.py --text "$GPT_FILE" $GPT_ARGS --batch 12 \
-		--iters "$GPT_ITERS" --eval-every 250 --threads 1 --blas-threads 1 --quiet \
-		>"$out/gpt-quality-torch.json" 2>"$out/gpt-quality-torch.err" &
-	tpid=$!
-fi
-"$SL" run -c bench/configs/gpt-nanogpt-cpu.json --steps "$GPT_ITERS" -q -l "$out/gpt-quality.jsonl" \
-	>"$out/gpt-quality.txt" 2>&1 || echo "bench: stalelab's GPT run failed ($out/gpt-quality.txt)"
-[ $have_peer = 1 ] && { wait $tpid || echo "bench: the twin's GPT run failed ($out/gpt-quality-torch.err)"; }
-/usr/bin/python3 - "$out/gpt-quality.jsonl" "$out/gpt-quality-torch.json" <<'PY'
-import json, math, os, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()] if os.path.exists(sys.argv[1]) else []
-ev = [(r["v"], r["test_loss"]) for r in recs if "test_loss" in r and "event" not in r]
-tw = json.load(open(sys.argv[2])) if os.path.exists(sys.argv[2]) and os.path.getsize(sys.argv[2]) else None
-tc = dict(tw["held_out_curve"]) if tw else {}
-print("%8s %14s %14s" % ("update", "stalelab", "torch twin"))
-for v, l in ev:
-    print("%8d %14.4f %14s" % (v, l, "%.4f" % tc[v] if v in tc else "-"))
-if ev and tw:
-    e, t = ev[-1][1], tw["held_out_loss"]
-    print("held-out loss per token after %d: stalelab %.4f (%.3f bits/byte), torch %.4f: "
-          "%+.2f%% of the twin's (target within 2%%)" % (ev[-1][0], e, e / math.log(2), t,
-                                                        100 * (e - t) / t))
-    print(json.dumps({"bench": "gpt_quality", "iters": ev[-1][0], "stalelab_loss": e,
-                      "torch_loss": t, "rel_diff": round((e - t) / t, 5)}))
-PY
-
+sh bench/gpt.sh "$build"
 echo
 echo "== our kernels' instruction-set clones, each forced (bench/isa.sh) =="
 ROUNDS=$ROUNDS sh bench/isa.sh "$build"

@@ -178,7 +178,7 @@ expect_grep 'spb_depth: must be in \[0, 2\]' "the model's depth is named" "$LAST
 expect_http "PATCH a fixed field" 400 PATCH /api/v1/run '{"clock": "virtual"}'
 expect_grep 'clock: cannot change mid-run' "a fixed field says so" "$LAST_OUT"
 expect_http "GET /api/v1/schema" 200 GET /api/v1/schema
-[ "$(json '[f["key"] for f in d["fields"]][:6], [f for f in d["fields"] if f["key"] == "lr"][0]["max"], [r["params"][0]["key"] for r in d["rules"] if r["name"] == "ssp"][0], len(d["worker_fields"])')" = "['model', 'dataset', 'augment', 'device', 'rule', 'rule_params'] 100 s 5" ] &&
+[ "$(json '[f["key"] for f in d["fields"]][:6], [f for f in d["fields"] if f["key"] == "lr"][0]["max"], [r["params"][0]["key"] for r in d["rules"] if r["name"] == "ssp"][0], len(d["worker_fields"])')" = "['model', 'dataset', 'data_split', 'augment', 'device', 'rule'] 100 s 6" ] &&
 	ok "schema: fields, ranges, rules' parameters" || bad "schema" "$(head -c 300 "$TMP/body")"
 expect_http "POST /api/v1/schema: 405" 405 POST /api/v1/schema '{}'
 hdr=$(curl -s -D - -o /dev/null -X DELETE "$URL/api/v1/run")

@@ -14,8 +14,9 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 log=$(mktemp "${TMPDIR:-/tmp}/sllibfuzz.XXXXXX")
 trap 'rm -f "$log"' EXIT
-# the harnesses and their own ASan+UBSan build of the tree, in build-fuzz/
-if ! MAKEFLAGS= make --no-print-directory fuzz-build >"$log" 2>&1; then
+# the harnesses and their own ASan+UBSan build of the tree, in build-fuzz/,
+# on every core
+if ! MAKEFLAGS= make --no-print-directory -j"$(nproc 2>/dev/null || echo 2)" fuzz-build >"$log" 2>&1; then
 	echo "  FAIL make fuzz-build (clang, -fsanitize=fuzzer,address,undefined)"
 	tail -n 20 "$log" | sed 's/^/       /'
 	echo "libfuzz: 0 passed, 1 failed"

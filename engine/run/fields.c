@@ -145,6 +145,10 @@ static const field_desc rp_f[] = {
 	RPF(dn_period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
 	    "async-diloco: Delayed Nesterov, the momentum applied every N arrivals "
 	    "(1: every arrival, the naive form)"),
+	RPF(sparta_p, FT_NUMBER, FS_DBL, 0, 1, BOTH, 0.005,
+	    "sparta: the fraction p of the parameters averaged across the workers after "
+	    "each step (a coordinate's chance, drawn from the run's seed and the round: "
+	    "the same mask at every worker)"),
 	{.key = "adaptive", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(adaptive),
 	 .doc = "dcasgd: adaptive lambda (DC-ASGD-a)"},
 	{.key = "dylu", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(dylu),

@@ -174,7 +174,7 @@ static const field_desc rp_f[] = {
 	{.key = "compress", .type = FT_STRING, .store = FS_STR, .off = RP(compress),
 	 .size = sizeof(((rule_params *)0)->compress), .choices = compress_names,
 	 .stride = sizeof(char *), .def_str = "none",
-	 .doc = "every rule but hogwild: what a push sends, compressed: none, topk or randk "
+	 .doc = "every rule but hogwild and sparta: what a push sends, compressed: none, topk or randk "
 		"(compress_ratio of the values), int8 or int4 (block-wise scales); a model "
 		"exchange sends its difference from the server's weights"},
 	RPF(compress_ratio, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MIN_OPEN, 0.01,

@@ -224,7 +224,7 @@ added_field(const tlv_rec *y)
 					    "weighting", "dylu", "local_h", "outer_opt", "step_ms",
 					    "has_step_ms", "inner_reset", "compress", "compress_ratio",
 					    "ef", "data_split", "split_n", "split_gen", "part_n", "part_pos",
-					    "part_epochs", NULL};
+					    "part_epochs", "sparta_p", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -2,8 +2,10 @@
  * tiny cases computed by hand. */
 #include <math.h>
 
+#include "model.h"
 #include "ps.h"
 #include "rule.h"
+#include "rules.h"
 #include "testutil.h"
 
 static backend *
@@ -427,6 +429,232 @@ START_TEST(async_gated_drops_the_old)
 }
 END_TEST
 
+/* ---- sparta: its worker hooks driven by hand, two workers, no run ---- */
+
+static int
+sp_running(const rule_run *e)
+{
+	(void)e;
+	return 2;
+}
+
+static int
+sp_check(rule_run *e, rule_worker *w)
+{
+	(void)e;
+	(void)w;
+	return 0;
+}
+
+static void
+sp_changed(rule_run *e)
+{
+	(void)e;
+}
+
+static int
+sp_push_failed(rule_run *e, int wid, const char *what, int rc)
+{
+	(void)e;
+	ck_abort_msg("worker %d could not push %s: %d", wid, what, rc);
+	return rc;
+}
+
+static int
+sp_fail(rule_run *e, int code, const char *why)
+{
+	(void)e;
+	ck_abort_msg("%s", why);
+	return code;
+}
+
+static const rule_ops sp_ops = {.n_running = sp_running, .check_model = sp_check,
+				.version_changed = sp_changed, .push_failed = sp_push_failed,
+				.fail = sp_fail};
+
+/* two workers on 6 weights, one layer, sgd at lr 0.5, each with its own
+ * gradient every step */
+typedef struct sp_case {
+	backend *be;
+	ps *p;
+	rule_params rp;
+	rule_run e;
+	model m[2];
+	rule_worker w[2];
+	float x[2][6], g[2][6];
+} sp_case;
+
+static sp_case *
+sp_new(double frac)
+{
+	static const float w0[6] = {1, 2, 3, 4, 5, 6};
+	static const float g[2][6] = {{2, 0, 4, -2, 2, 6}, {-2, 4, 0, 2, -6, 2}};
+	sp_case *c = calloc(1, sizeof(*c));
+	ck_assert_ptr_nonnull(c);
+	c->be = cpu();
+	ps_layer layer = {0, 6, 6};
+	ck_assert_int_eq(ps_new(c->be, 6, w0, &layer, 1, 4, &c->p), 0);
+	c->rp.sparta_p = frac;
+	ps_set_rule(c->p, rule_find("sparta"), &c->rp);
+	ps_set_opt(c->p, 0.5f, 0, 0);
+	c->e = (rule_run){.ps = c->p, .rp = &c->rp, .ops = &sp_ops, .seed = 2};
+	memcpy(c->g, g, sizeof(g));
+	for (int k = 0; k < 2; k++) {
+		c->m[k].params = c->x[k];
+		c->m[k].grads = c->g[k];
+		c->w[k] = (rule_worker){.id = k, .m = &c->m[k], .be = c->be, .have = UINT64_MAX,
+					.last_round = -1};
+	}
+	return c;
+}
+
+static void
+sp_free(sp_case *c)
+{
+	ps_free(c->p);
+	backend_free(c->be);
+	free(c);
+}
+
+/* both workers pull (the last round's mean at its mask), step and send */
+static void
+sp_step(sp_case *c)
+{
+	for (int k = 0; k < 2; k++)
+		rule_sparta.pull(&c->e, &c->w[k]);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_uint_eq(rule_sparta.deliver(&c->e, &c->w[k]), 0);
+		ck_assert_int_eq(c->w[k].waiting, 1);
+	}
+}
+
+static void
+sp_take(sp_case *c)
+{
+	for (int k = 0; k < 2; k++)
+		rule_sparta.pull(&c->e, &c->w[k]);
+}
+
+#define SP_EQ(have, ...)                                                     \
+	do {                                                                 \
+		const float want_[6] = {__VA_ARGS__};                        \
+		for (int i_ = 0; i_ < 6; i_++)                               \
+			ck_assert_msg((have)[i_] == want_[i_], "%s[%d] = %g, want %g", \
+				      #have, i_, (double)(have)[i_], (double)want_[i_]); \
+	} while (0)
+
+/* sparta, pinned by hand: seed 2, p 0.5 masks (0, 1, 4) in round 0 and
+ * (2, 4, 5) in round 1 (the mask is the seed's and the round's, the same
+ * for everyone). W0 = (1..6), lr 0.5, g0 = (2, 0, 4, -2, 2, 6), g1 = (-2,
+ * 4, 0, 2, -6, 2). Round 0: x0 = W0 - g0/2 = (0, 2, 1, 5, 4, 3), x1 = (2,
+ * 0, 3, 3, 8, 5); W = their mean (1, 1, 2, 4, 6, 4); each takes W at
+ * (0, 1, 4): x0 = (1, 1, 1, 5, 6, 3), x1 = (1, 1, 3, 3, 6, 5). Round 1:
+ * x0 = (0, 1, -1, 6, 5, 0), x1 = (2, -1, 3, 2, 9, 4); W = (1, 0, 1, 4, 7,
+ * 2); at (2, 4, 5): x0 = (0, 1, 1, 6, 7, 2), x1 = (2, -1, 1, 2, 7, 2). The
+ * bytes: 4 |M| each way (12), the whole model (24) on the first pull. */
+START_TEST(sparta_averages_the_masked)
+{
+	unsigned char m[6];
+	ck_assert_uint_eq(rule_sparta_mask(2, 0, 0.5, 6, m), 3);
+	ck_assert(m[0] && m[1] && !m[2] && !m[3] && m[4] && !m[5]);
+	ck_assert_uint_eq(rule_sparta_mask(2, 1, 0.5, 6, m), 3);
+	ck_assert(!m[0] && !m[1] && m[2] && !m[3] && m[4] && m[5]);
+	sp_case *c = sp_new(0.5);
+	double down, up;
+	rule_sparta.pull(&c->e, &c->w[0]);
+	rule_sparta.step_bytes(&c->e, &c->w[0], 1, &down, &up);
+	ck_assert(down == 24 && up == 12);
+	c->w[0].have = UINT64_MAX;
+	sp_step(c);
+	ck_assert_uint_eq(ps_version(c->p), 1);
+	SP_EQ(ps_weights(c->p), 1, 1, 2, 4, 6, 4);
+	SP_EQ(c->x[0], 0, 2, 1, 5, 4, 3);
+	SP_EQ(c->x[1], 2, 0, 3, 3, 8, 5);
+	sp_take(c);
+	SP_EQ(c->x[0], 1, 1, 1, 5, 6, 3);
+	SP_EQ(c->x[1], 1, 1, 3, 3, 6, 5);
+	rule_sparta.step_bytes(&c->e, &c->w[1], 0, &down, &up);
+	ck_assert(down == 12 && up == 12);
+	for (int k = 0; k < 2; k++) {
+		ck_assert_uint_eq(c->w[k].took, 3);
+		ck_assert_uint_eq(c->w[k].v_read, 1);
+		c->w[k].waiting = 0;
+	}
+	for (int k = 0; k < 2; k++)
+		ck_assert_uint_eq(rule_sparta.deliver(&c->e, &c->w[k]), 0);
+	ck_assert_uint_eq(ps_version(c->p), 2);
+	SP_EQ(ps_weights(c->p), 1, 0, 1, 4, 7, 2);
+	sp_take(c);
+	SP_EQ(c->x[0], 0, 1, 1, 6, 7, 2);
+	SP_EQ(c->x[1], 2, -1, 1, 2, 7, 2);
+	/* a worker that missed a round (paused) takes the whole mean */
+	c->w[1].have = 0;
+	rule_sparta.pull(&c->e, &c->w[1]);
+	ck_assert_uint_eq(c->w[1].took, 6);
+	SP_EQ(c->x[1], 1, 0, 1, 4, 7, 2);
+	sp_free(c);
+}
+END_TEST
+
+/* p 0: no coordinate moves at a round, each worker trains alone (its
+ * weights W0 - k g/2 after k steps), the server holds their mean; p 1:
+ * every worker takes the whole mean (localsgd's H 1) */
+START_TEST(sparta_p0_alone_p1_everything)
+{
+	sp_case *c = sp_new(0);
+	for (int k = 1; k <= 3; k++) {
+		sp_step(c);
+		sp_take(c);
+		for (int i = 0; i < 6; i++) {
+			ck_assert(c->x[0][i] == (float)(i + 1) - (float)k * c->g[0][i] / 2);
+			ck_assert(c->x[1][i] == (float)(i + 1) - (float)k * c->g[1][i] / 2);
+			ck_assert(ps_weights(c->p)[i] == (c->x[0][i] + c->x[1][i]) / 2);
+		}
+		ck_assert_uint_eq(c->w[0].took + c->w[1].took, 0);
+		ck_assert_uint_eq(ps_version(c->p), (uint64_t)k);
+	}
+	double down, up;
+	rule_sparta.step_bytes(&c->e, &c->w[0], 0, &down, &up);
+	ck_assert(down == 0 && up == 0);
+	sp_free(c);
+	c = sp_new(1);
+	for (int k = 1; k <= 3; k++) {
+		sp_step(c);
+		sp_take(c);
+		ck_assert_mem_eq(c->x[0], ps_weights(c->p), sizeof(c->x[0]));
+		ck_assert_mem_eq(c->x[1], ps_weights(c->p), sizeof(c->x[1]));
+		ck_assert_uint_eq(c->w[0].took, 6);
+	}
+	/* SGD on the gradients' mean (0, 2, 2, 0, -2, 4): W0 - 3/2 of it */
+	SP_EQ(ps_weights(c->p), 1, -1, 0, 4, 8, 0);
+	sp_free(c);
+}
+END_TEST
+
+/* the mask: the seed's and the round's, p of the coordinates */
+START_TEST(sparta_mask_is_shared_and_p_sized)
+{
+	size_t n = 1000000;
+	unsigned char *a = malloc(n), *b = malloc(n);
+	ck_assert_ptr_nonnull(a);
+	ck_assert_ptr_nonnull(b);
+	size_t k = rule_sparta_mask(7, 12, 0.005, n, a);
+	/* Binomial(1e6, 0.005): mean 5000, sd 70.5 */
+	ck_assert_msg(k > 4650 && k < 5350, "|M| %zu", k);
+	ck_assert_uint_eq(rule_sparta_mask(7, 12, 0.005, n, b), k);
+	ck_assert_mem_eq(a, b, n);
+	ck_assert_uint_eq(rule_sparta_mask(7, 12, 0.005, n, NULL), k);
+	rule_sparta_mask(7, 13, 0.005, n, b);
+	ck_assert(memcmp(a, b, n) != 0);
+	rule_sparta_mask(8, 12, 0.005, n, b);
+	ck_assert(memcmp(a, b, n) != 0);
+	ck_assert_uint_eq(rule_sparta_mask(7, 12, 0, n, NULL), 0);
+	ck_assert_uint_eq(rule_sparta_mask(7, 12, 1, n, NULL), n);
+	free(a);
+	free(b);
+}
+END_TEST
+
 START_TEST(pinned_reads_copy_on_write)
 {
 	backend *be = cpu();
@@ -546,7 +774,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 13);
+	ck_assert_int_eq(rule_count(), 14);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -556,7 +784,7 @@ START_TEST(rule_table_lookup)
 	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
-			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated");
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, sparta");
 }
 END_TEST
 
@@ -626,6 +854,9 @@ ps_suite(void)
 	tcase_add_test(tc, diloco_outer_nesterov);
 	tcase_add_test(tc, async_gated_drops_the_old);
 	tcase_add_test(tc, async_diloco_arrivals);
+	tcase_add_test(tc, sparta_averages_the_masked);
+	tcase_add_test(tc, sparta_p0_alone_p1_everything);
+	tcase_add_test(tc, sparta_mask_is_shared_and_p_sized);
 	tcase_add_test(tc, pinned_reads_copy_on_write);
 	tcase_add_test(tc, host_payloads_are_staged);
 	tcase_add_test(tc, lent_team_applies_the_same_bits);

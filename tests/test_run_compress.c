@@ -57,7 +57,10 @@ START_TEST(ratio_one_is_the_rule)
 	 * compression, bit for bit; a ratio below 1 is not */
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
-		if (rc->flags & RULE_SHARED)
+		int listed = 0; /* hogwild pushes nothing, sparta its own sparse message */
+		for (int k = 0; rc->params[k]; k++)
+			listed |= !strcmp(rc->params[k], "compress");
+		if (!listed)
 			continue;
 		run_config a = small(rc->name, 3), b = a;
 		size_t n1, n2;
@@ -234,23 +237,31 @@ START_TEST(a_change_keeps_or_zeroes_the_residual)
 }
 END_TEST
 
-START_TEST(hogwild_refuses_it)
+/* hogwild pushes nothing, sparta's push is the values at its mask (sparse
+ * already): compression is refused by name, at the start and in a switch
+ * to the rule mid-run */
+START_TEST(rules_that_refuse_it)
 {
-	run_config c = small("hogwild", 2);
-	snprintf(c.clock, sizeof(c.clock), "wall");
-	set_compress(&c, "topk", 0.1, 0);
-	run *r;
-	char err[SL_ERR_LEN] = "";
-	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), -SL_EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "rule_params.compress: hogwild pushes nothing"));
-	/* and a switch to it mid-run while compressing */
-	snprintf(c.rule, sizeof(c.rule), "asgd");
-	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
-	run_cmd cmd = {.worker = -1, .fields = CMD_RULE};
-	snprintf(cmd.rule, sizeof(cmd.rule), "hogwild");
-	ck_assert_int_eq(run_command(r, &cmd, err), -SL_EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "rule_params.compress: hogwild pushes nothing"));
-	run_free(r);
+	static const struct {
+		const char *rule, *clock, *why;
+	} refuse[] = {{"hogwild", "wall", "rule_params.compress: hogwild pushes nothing"},
+		      {"sparta", "virtual", "rule_params.compress: sparta's push is sparse already"}};
+	for (size_t k = 0; k < sizeof(refuse) / sizeof(refuse[0]); k++) {
+		run_config c = small(refuse[k].rule, 2);
+		snprintf(c.clock, sizeof(c.clock), "%s", refuse[k].clock);
+		set_compress(&c, "topk", 0.1, 0);
+		run *r;
+		char err[SL_ERR_LEN] = "";
+		ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), -SL_EINVAL);
+		ck_assert_msg(strstr(err, refuse[k].why), "%s", err);
+		snprintf(c.rule, sizeof(c.rule), "asgd");
+		ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+		run_cmd cmd = {.worker = -1, .fields = CMD_RULE};
+		snprintf(cmd.rule, sizeof(cmd.rule), "%s", refuse[k].rule);
+		ck_assert_int_eq(run_command(r, &cmd, err), -SL_EINVAL);
+		ck_assert_msg(strstr(err, refuse[k].why), "%s", err);
+		run_free(r);
+	}
 }
 END_TEST
 
@@ -260,7 +271,7 @@ run_compress_suite(void)
 	const run_case cases[] = {
 		{"compress", NULL, {ratio_one_is_the_rule, bytes_are_the_message,
 				    a_model_sends_its_difference,
-				    a_change_keeps_or_zeroes_the_residual, hogwild_refuses_it,
+				    a_change_keeps_or_zeroes_the_residual, rules_that_refuse_it,
 				    NULL}},
 		{"resume", "slow", {ef_resumes_from_a_checkpoint, NULL}},
 	};

@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "rule.h"
+#include "rules.h"
 #include "run_util.h"
 
 /* run cfg to the end and return the server's weights (caller frees) */
@@ -441,10 +442,11 @@ START_TEST(checkpoint_resumes_exactly)
 {
 	/* run A straight through, taking a checkpoint at v = 140; run B from
 	 * that checkpoint: every later record equals A's, bit for bit */
-	const char *rules[] = {"dcasgd", "ssgd", "odsgd", "localsgd"};
-	for (int k = 0; k < 4; k++) {
+	const char *rules[] = {"dcasgd", "ssgd", "odsgd", "localsgd", "sparta"};
+	for (int k = 0; k < 5; k++) {
 		run_config c = base(rules[k], 3);
 		c.momentum = 0.5;
+		c.rp.sparta_p = 0.05;
 		c.delay.dist = DELAY_EXP;
 		c.delay.mean_ms = 3;
 		c.rp.warmup = 20;
@@ -502,6 +504,101 @@ START_TEST(odsgd_local_step_is_pinned)
 }
 END_TEST
 
+/* the run to its end: its records into out, its weights into w (n of
+ * them; caller frees), its snapshot returned (caller puts it) */
+static run_snapshot *
+go_weights(const run_config *c, rec *out, float **w, size_t *n)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	run_callbacks cb = {.eval = on_eval, .ud = out};
+	ck_assert_msg(run_new(c, &data, NULL, 0, &cb, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	*w = malloc(sizeof(float) * 20000);
+	*n = run_weights(r, *w, 20000);
+	ck_assert_uint_gt(*n, 0);
+	run_snapshot *s = run_snapshot_get(r);
+	run_free(r);
+	return s;
+}
+
+/* sparta with p 1 is localsgd with H 1, bit for bit (the weights, the
+ * records, the bytes and the link's time); with p 0.05 each worker's
+ * bytes are 4 |M| of each round up, and 4 |M| of each round it took down
+ * (after the whole model on its first pull), and its link's time is
+ * those bytes at its bandwidth */
+START_TEST(sparta_is_localsgd_at_p1_and_charges_its_mask)
+{
+	run_config a = base("localsgd", 3);
+	a.rp.H = 1;
+	a.stop_steps = 60;
+	a.eval_every = 20;
+	a.link = (link_cfg){.latency_ms = 0, .bandwidth_mbps = 100};
+	run_config b = a;
+	snprintf(b.rule, sizeof(b.rule), "sparta");
+	b.rp.sparta_p = 1;
+	rec *ra = calloc(1, sizeof(*ra)), *rb = calloc(1, sizeof(*rb));
+	float *wa, *wb;
+	size_t na, nb;
+	run_snapshot *sa = go_weights(&a, ra, &wa, &na), *sb = go_weights(&b, rb, &wb, &nb);
+	ck_assert_uint_eq(na, nb);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * na);
+	ck_assert(same_records(ra, rb));
+	ck_assert(sa->t == sb->t);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(sa->workers[i].bytes_sent == sb->workers[i].bytes_sent);
+		ck_assert(sa->workers[i].bytes_recv == sb->workers[i].bytes_recv);
+		ck_assert(sa->workers[i].comm_s == sb->workers[i].comm_s);
+		ck_assert(sb->workers[i].bytes_sent == 4.0 * (double)na * 60);
+	}
+	/* p < 1 is another run */
+	b.rp.sparta_p = 0.5;
+	float *wc;
+	size_t nc;
+	memset(rb, 0, sizeof(*rb));
+	run_snapshot_put(go_weights(&b, rb, &wc, &nc));
+	ck_assert(memcmp(wa, wc, sizeof(float) * na) != 0);
+	free(wc);
+	run_snapshot_put(sa);
+	run_snapshot_put(sb);
+
+	/* p 0.05, two workers, 30 rounds */
+	b.workers = 2;
+	b.rp.sparta_p = 0.05;
+	b.stop_steps = 30;
+	b.eval_every = 0;
+	memset(rb, 0, sizeof(*rb));
+	sb = go_weights(&b, rb, &wc, &nc);
+	double up = 0, m[31];
+	for (uint64_t v = 0; v <= 30; v++) {
+		m[v] = 4.0 * (double)rule_sparta_mask(b.seed, v, 0.05, nc, NULL);
+		ck_assert(m[v] > 0 && m[v] < 4.0 * (double)nc * 0.1);
+		up += v < 30 ? m[v] : 0;
+	}
+	for (int i = 0; i < 2; i++) {
+		const worker_snap *w = &sb->workers[i];
+		ck_assert_uint_eq(w->iterations, 30);
+		ck_assert_msg(w->bytes_sent == up, "worker %d sent %g, want %g", i, w->bytes_sent, up);
+		/* the whole model, then the rounds before the last; the worker
+		 * that completed the last round began its next step at once
+		 * and took that round's too */
+		double down = 4.0 * (double)nc + up - m[29];
+		ck_assert_msg(w->bytes_recv == down || w->bytes_recv == down + m[29],
+			      "worker %d received %g, want %g", i, w->bytes_recv, down);
+		double began = w->bytes_recv == down ? 0 : m[30]; /* its push in flight */
+		double link = (w->bytes_sent + began + w->bytes_recv) * 8 / 100e6;
+		ck_assert_msg(fabs(w->comm_s - link) < 1e-12, "worker %d: %g s on its link, want %g",
+			      i, w->comm_s, link);
+	}
+	free(wc);
+	run_snapshot_put(sb);
+	free(wa);
+	free(wb);
+	free(ra);
+	free(rb);
+}
+END_TEST
+
 START_TEST(every_rule_in_the_table)
 {
 	/* each row of the rule table: the parameters it lists are rule_params
@@ -510,8 +607,8 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", "dylu", "outer_opt", "inner_reset", "compress",
-					   "compress_ratio", "ef", NULL};
+					   "weighting", "dylu", "outer_opt", "inner_reset", "sparta_p",
+					   "compress", "compress_ratio", "ef", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);
@@ -562,6 +659,7 @@ run_rules_suite(void)
 		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
 				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival,
 				 async_diloco_dylu, diloco_inner_reset, phase_h_and_staleness_unit, NULL}},
+		{"sparta", NULL, {sparta_is_localsgd_at_p1_and_charges_its_mask, NULL}},
 		{"toy", NULL, {dylu_at_the_toys_step_times, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,

@@ -83,6 +83,8 @@ typedef struct rule_worker {
 			     * last step: the next one receives it */
 	struct optim *opt;  /* localsgd, easgd: the worker's optimiser state
 			     * (engine/ps/optim.h; NULL until needed) */
+	size_t took;        /* sparta: the floats its last pull took (the
+			     * masked coordinates, or the whole model) */
 } rule_worker;
 
 typedef struct rule_run rule_run;
@@ -145,6 +147,7 @@ struct rule_run {
 	struct ps *ps;          /* the server: the hooks' messages (ps.h) */
 	const rule_params *rp;  /* the rule's parameters, the run's current ones */
 	const rule_ops *ops;
+	uint64_t seed;          /* the run's seed (sparta draws its masks from it) */
 	/* hogwild steps between their check and their count (the lock
 	 * dropped meanwhile): a stop in updates counts them */
 	int inflight;
@@ -184,6 +187,15 @@ typedef struct rule_class {
 	 * diloco: rule_params H; async-diloco: dylu's for this phase; easgd:
 	 * period), for the live views; NULL: the rule has no phases */
 	int (*phase_h)(const rule_run *e, const rule_worker *w);
+	/* the bytes the step being begun moves over its link, called after
+	 * its pull (fresh: the worker had no weights before it): *pull what
+	 * came down, *push what its delivery will send. NULL: the default,
+	 * the whole model down (a local rule: on its first step and after an
+	 * exchange) and the gradient up (a local rule: its model, on the
+	 * steps that exchange), compressed as rule_params say. sparta: the
+	 * masked coordinates, 4 bytes each way. */
+	void (*step_bytes)(const rule_run *e, const rule_worker *w, int fresh, double *pull,
+			   double *push);
 	/* what the staleness it records counts, in words (NULL: "versions"):
 	 * "local steps", "outer versions" */
 	const char *stale_unit;

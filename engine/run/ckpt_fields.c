@@ -81,6 +81,7 @@ static const field rp_rows[] = {
 	FLD(rule_params, "outer_lr", outer_lr, F_F64, OPT),
 	FLD(rule_params, "outer_momentum", outer_momentum, F_F64, OPT),
 	FLD(rule_params, "dn_period", dn_period, F_F64, OPT),
+	FLD(rule_params, "sparta_p", sparta_p, F_F64, OPT),
 	FLD(rule_params, "weighting", weighting, F_STR, OPT),
 	FLD(rule_params, "outer_opt", outer_opt, F_STR, OPT),
 	FLD(rule_params, "dylu", dylu, F_INT, OPT),

@@ -145,6 +145,10 @@ static const field_desc rp_f[] = {
 	RPF(dn_period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
 	    "async-diloco: Delayed Nesterov, the momentum applied every N arrivals "
 	    "(1: every arrival, the naive form)"),
+	RPF(sparta_p, FT_NUMBER, FS_DBL, 0, 1, BOTH, 0.005,
+	    "sparta: the fraction p of the parameters averaged across the workers after "
+	    "each step (a coordinate's chance, drawn from the run's seed and the round: "
+	    "the same mask at every worker)"),
 	{.key = "adaptive", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(adaptive),
 	 .doc = "dcasgd: adaptive lambda (DC-ASGD-a)"},
 	{.key = "dylu", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(dylu),
@@ -170,7 +174,7 @@ static const field_desc rp_f[] = {
 	{.key = "compress", .type = FT_STRING, .store = FS_STR, .off = RP(compress),
 	 .size = sizeof(((rule_params *)0)->compress), .choices = compress_names,
 	 .stride = sizeof(char *), .def_str = "none",
-	 .doc = "every rule but hogwild: what a push sends, compressed: none, topk or randk "
+	 .doc = "every rule but hogwild and sparta: what a push sends, compressed: none, topk or randk "
 		"(compress_ratio of the values), int8 or int4 (block-wise scales); a model "
 		"exchange sends its difference from the server's weights"},
 	RPF(compress_ratio, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MIN_OPEN, 0.01,

@@ -556,12 +556,16 @@ step_link_s(const worker *w, double bytes)
  * (the whole model, which a remote worker receives whatever it reads in
  * place here; a local rule only for its first step and after an exchange)
  * and what its delivery pushes (the gradient from its layer offset; a
- * local rule its model, on the steps that exchange) */
+ * local rule its model, on the steps that exchange); a rule that moves
+ * something else says so (its step_bytes: sparta's masked coordinates) */
 static void
 step_note_bytes(run *r, worker *w, int fresh)
 {
 	double all = (double)r->n_params * sizeof(float);
-	if (r->rule->flags & RULE_LOCAL) {
+	if (r->rule->step_bytes) {
+		r->rule->step_bytes(&r->rr, &w->rw, fresh, &w->pull_bytes, &w->push_bytes);
+		w->rw.reply = 0;
+	} else if (r->rule->flags & RULE_LOCAL) {
 		w->pull_bytes = fresh || w->rw.reply ? all : 0;
 		w->push_bytes = r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw)
 					? step_push_size(r, r->n_params) : 0;

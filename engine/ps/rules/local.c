@@ -81,16 +81,22 @@ rule_local_deliver_model(rule_run *e, rule_worker *w)
 		 * round's start, which the server holds */
 		if (e->ops->compress(e, w, w->m->params, 0, ps_weights(e->ps)) < 0)
 			return tau;
-		ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq,
-			     .v_read = w->v_read, .batch = w->batch_n, .g = w->m->params};
-		ps_result res;
-		int rc = ps_push(e->ps, &m, e->ops->n_running(e), &res);
-		if (rc < 0)
-			e->ops->push_failed(e, w->id, "a model", rc);
-		else if (res.applied)
-			e->ops->version_changed(e);
+		rule_local_send_model(e, w);
 	}
 	return tau;
+}
+
+void
+rule_local_send_model(rule_run *e, rule_worker *w)
+{
+	ps_grad m = {.kind = PS_MODEL, .worker = w->id, .seq = w->seq, .v_read = w->v_read,
+		     .batch = w->batch_n, .g = w->m->params};
+	ps_result res;
+	int rc = ps_push(e->ps, &m, e->ops->n_running(e), &res);
+	if (rc < 0)
+		e->ops->push_failed(e, w->id, "a model", rc);
+	else if (res.applied)
+		e->ops->version_changed(e);
 }
 
 /* the step that completes H local steps sends the model */

@@ -7,7 +7,14 @@
 
 extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 	rule_sasgd, rule_dcasgd, rule_odsgd, rule_localsgd, rule_easgd,
-	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated;
+	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated, rule_sparta;
+
+/* sparta's mask of round `round` (the server's version when the round
+ * began) under the run's seed: each of the n coordinates in it with
+ * probability p, 1 in mask[i] (n bytes; NULL: counted only); returns
+ * |M|, the coordinates in it. Every worker draws the same. */
+size_t rule_sparta_mask(uint64_t seed, uint64_t round, double p, size_t n,
+			unsigned char *mask);
 
 /* The server side every round-based rule shares: add the gradient to the
  * round, apply the average when it is complete. */
@@ -34,6 +41,10 @@ int rule_local_step(rule_run *e, rule_worker *w, const float *g);
 /* localsgd's and diloco's: a local step, and after H of them the model
  * sent to the server's round (rule_params H); the staleness recorded */
 uint64_t rule_local_deliver_model(rule_run *e, rule_worker *w);
+/* The worker's weights to the server's round of models (a PS_MODEL
+ * message of every running worker's; the caller has set w->waiting): the
+ * round's mean becomes the server's weights when it is complete. */
+void rule_local_send_model(rule_run *e, rule_worker *w);
 /* Does the step being begun complete H local steps (and send)? */
 int rule_local_exchanges(const rule_run *e, const rule_worker *w);
 /* localsgd's and diloco's phase: rule_params H */

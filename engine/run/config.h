@@ -60,7 +60,7 @@ typedef struct run_config {
 	char data_split[32]; /* iid, shards:K, dirichlet:ALPHA, contiguous (split.h) */
 	int augment;      /* aug_kind (engine/data/augment.h): auto, none, crop-flip */
 	char device[8];   /* auto | cpu | cuda */
-	char rule[16];
+	char rule[32];
 	rule_params rp;    /* the rule's parameters (engine/ps/ps_config.h) */
 	double lr, momentum, weight_decay;
 	opt_cfg opt;       /* optimiser, beta1/beta2/eps, clip, lr_schedule */

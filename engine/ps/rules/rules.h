@@ -7,8 +7,8 @@
 
 extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 	rule_sasgd, rule_dcasgd, rule_odsgd, rule_localsgd, rule_easgd,
-	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated,
-	rule_streaming_diloco;
+	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated;
+extern const rule_class rule_streaming_diloco;
 
 /* The server side every round-based rule shares: add the gradient to the
  * round, apply the average when it is complete. */

@@ -85,15 +85,14 @@ on_eval_ck(void *ud, const run_eval *e)
  * before[0..nb), at versions below `at`, come first (changes applied
  * before the checkpoint). */
 static inline ckrec *
-resume_matches_after(const run_config *c, const run_sched *before, int nb, uint64_t at,
+resume_matches_sched(const run_config *c, const run_sched *before, int nb, run_sched at,
 		     ckrec **ck)
 {
 	run_sched s[8];
 	ck_assert_int_lt(nb, 8);
 	if (nb)
 		memcpy(s, before, sizeof(run_sched) * (size_t)nb);
-	s[nb] = (run_sched){.by_version = 1, .v = at,
-			    .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	s[nb] = at;
 	ckrec *a = calloc(1, sizeof(*a));
 	run *r;
 	char err[SL_ERR_LEN] = "";
@@ -133,6 +132,22 @@ resume_matches_after(const run_config *c, const run_sched *before, int nb, uint6
 	free(b);
 	*ck = a;
 	return a;
+}
+
+static inline ckrec *
+resume_matches_after(const run_config *c, const run_sched *before, int nb, uint64_t at,
+		     ckrec **ck)
+{
+	run_sched s = {.by_version = 1, .v = at, .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	return resume_matches_sched(c, before, nb, s, ck);
+}
+
+/* the same with the checkpoint taken at run time t (run seconds) */
+static inline ckrec *
+resume_matches_at(const run_config *c, double t, ckrec **ck)
+{
+	run_sched s = {.by_version = 0, .t = t, .cmd = {.worker = -1, .fields = CMD_CHECKPOINT}};
+	return resume_matches_sched(c, NULL, 0, s, ck);
 }
 
 static inline ckrec *

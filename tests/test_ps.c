@@ -774,7 +774,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 14);
+	ck_assert_int_eq(rule_count(), 15);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -784,7 +784,8 @@ START_TEST(rule_table_lookup)
 	ck_assert(!(rule_find("asgd")->flags & RULE_ROUND));
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
-			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, sparta");
+			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, "
+			 "streaming-diloco, sparta");
 }
 END_TEST
 
@@ -835,6 +836,225 @@ START_TEST(lent_team_applies_the_same_bits)
 }
 END_TEST
 
+/* streaming-diloco's fragments: the units in the strided pattern (unit u
+ * in fragment u mod P), as ranges of the flat buffer, adjacent layers
+ * merged; a residual block (units spanning several layers) stays whole */
+START_TEST(streaming_fragments_are_strided)
+{
+	backend *be = cpu();
+	/* five layers of 3, 1, 2, 4, 1 floats */
+	ps_layer layers[] = {{0, 3, 3}, {3, 1, 1}, {4, 2, 2}, {6, 4, 4}, {10, 1, 1}};
+	float w0[11] = {0};
+	ps *p;
+	ck_assert_int_eq(ps_new(be, 11, w0, layers, 5, 2, &p), 0);
+	ps_range r[5];
+	size_t f;
+	ck_assert_int_eq(ps_units(p), 5); /* every layer a unit of its own */
+	/* P = 2: layers 0, 2, 4 and 1, 3 */
+	ck_assert_int_eq(ps_fragment_ranges(p, 0, 2, r, &f), 3);
+	ck_assert_uint_eq(f, 6);
+	ck_assert(r[0].off == 0 && r[0].len == 3 && r[1].off == 4 && r[1].len == 2 &&
+		  r[2].off == 10 && r[2].len == 1);
+	ck_assert_int_eq(ps_fragment_ranges(p, 1, 2, r, &f), 2);
+	ck_assert_uint_eq(f, 5);
+	ck_assert(r[0].off == 3 && r[0].len == 1 && r[1].off == 6 && r[1].len == 4);
+	/* P = 3: layers 0, 3 / 1, 4 / 2 */
+	ck_assert_int_eq(ps_fragment_ranges(p, 0, 3, r, &f), 2);
+	ck_assert(r[0].off == 0 && r[1].off == 6 && f == 7);
+	ck_assert_int_eq(ps_fragment_ranges(p, 1, 3, r, &f), 2);
+	ck_assert(r[0].off == 3 && r[1].off == 10 && f == 2);
+	ck_assert_int_eq(ps_fragment_ranges(p, 2, 3, r, &f), 1);
+	ck_assert(r[0].off == 4 && r[0].len == 2);
+	/* P = 1: the whole buffer, one range */
+	ck_assert_int_eq(ps_fragment_ranges(p, 0, 1, r, &f), 1);
+	ck_assert(r[0].off == 0 && r[0].len == 11 && f == 11);
+	/* a block of layers 1-2 and one of 3-4: three units */
+	int units[] = {0, 1, 1, 2, 2};
+	ps_set_units(p, units);
+	ck_assert_int_eq(ps_units(p), 3);
+	ck_assert_int_eq(ps_fragment_ranges(p, 0, 2, r, &f), 2); /* units 0, 2 */
+	ck_assert(r[0].off == 0 && r[0].len == 3 && r[1].off == 6 && r[1].len == 5);
+	ck_assert_int_eq(ps_fragment_ranges(p, 1, 2, r, &f), 1); /* unit 1 */
+	ck_assert(r[0].off == 3 && r[0].len == 3 && f == 3);
+	/* a fragment out of range is refused */
+	ps_grad g = {.kind = PS_GRADIENT, .g = w0, .part = 2};
+	rule_params rp = {.fragments = 2, .outer_lr = 1, .H = 4};
+	snprintf(rp.outer_opt, sizeof(rp.outer_opt), "sgd");
+	ps_set_rule(p, rule_find("streaming-diloco"), &rp);
+	ps_result res;
+	ck_assert_int_eq(ps_push(p, &g, 1, &res), -SL_EINVAL);
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
+/* the run as streaming-diloco's worker hooks see it, for the hand-worked
+ * case below: two running workers, nothing compressed, each push's bytes
+ * its floats' */
+static int sd_versions;
+
+static int
+sd_n_running(const rule_run *e)
+{
+	(void)e;
+	return 2;
+}
+
+static int
+sd_check_model(rule_run *e, rule_worker *w)
+{
+	(void)e;
+	(void)w;
+	return 0;
+}
+
+static int
+sd_compress_range(rule_run *e, rule_worker *w, float *buf, size_t off, size_t len,
+		  const float *anchor)
+{
+	(void)e, (void)w, (void)buf, (void)off, (void)len, (void)anchor;
+	return 0;
+}
+
+static double
+sd_push_bytes(const rule_run *e, size_t n)
+{
+	(void)e;
+	return 4.0 * (double)n;
+}
+
+static void
+sd_version_changed(rule_run *e)
+{
+	(void)e;
+	sd_versions++;
+}
+
+static int
+sd_fail(rule_run *e, int code, const char *why)
+{
+	(void)e;
+	ck_abort_msg("the run failed: %s", why);
+	return code;
+}
+
+static int
+sd_push_failed(rule_run *e, int wid, const char *what, int rc)
+{
+	(void)e;
+	ck_abort_msg("worker %d: %s refused", wid, what);
+	return rc;
+}
+
+/* one step of worker w with the constant gradient gv: the begin (may it,
+ * and the pull), then the delivery; returns the staleness recorded */
+static uint64_t
+sd_step(rule_run *e, rule_worker *w, float gv)
+{
+	ck_assert_msg(!(w->waiting && ps_version(e->ps) <= w->wait_v),
+		      "worker %d waits for a round nobody completes", w->id);
+	rule_streaming_diloco.pull(e, w);
+	for (size_t i = 0; i < ps_size(e->ps); i++)
+		w->m->grads[i] = gv;
+	return rule_streaming_diloco.deliver(e, w);
+}
+
+#define SD_EQ(x, a, b) (x[0] == (a) && x[1] == (a) && x[2] == (a) && x[3] == (b) && x[4] == (b))
+
+/* streaming-diloco on a case worked by hand, numbers exact in float:
+ * five floats, fragment 0 = layer 0 (floats 0-2), fragment 1 = layer 1
+ * (floats 3-4); P 2, H 4: fragment 0 syncs after local step 2 (and 6,
+ * 10, ...), fragment 1 after step 4 (8, ...); tau 1, mix 0.5; inner plain
+ * SGD at lr 0.5; outer sgd at outer_lr 0.5, so W_p <- W_p - 0.5 (W_p -
+ * mean); W starts at 0. Worker 0's gradient is 1 everywhere, worker 1's
+ * 3: a step moves them by -0.5 and -1.5. */
+START_TEST(streaming_diloco_by_hand)
+{
+	backend *be = cpu();
+	ps_layer layers[] = {{0, 3, 3}, {3, 2, 2}};
+	float w0[5] = {0};
+	ps *p;
+	ck_assert_int_eq(ps_new(be, 5, w0, layers, 2, 2, &p), 0);
+	rule_params rp = {.H = 4, .fragments = 2, .overlap = 1, .mix = 0.5, .outer_lr = 0.5,
+			  .outer_momentum = 0.9};
+	snprintf(rp.outer_opt, sizeof(rp.outer_opt), "sgd");
+	snprintf(rp.compress, sizeof(rp.compress), "none");
+	ps_set_rule(p, &rule_streaming_diloco, &rp);
+	ps_set_opt(p, 0.5f, 0, 0);
+	rule_ops ops = {.n_running = sd_n_running, .check_model = sd_check_model,
+			.compress_range = sd_compress_range, .push_bytes = sd_push_bytes,
+			.version_changed = sd_version_changed, .fail = sd_fail,
+			.push_failed = sd_push_failed};
+	rule_run e = {.ps = p, .rp = &rp, .ops = &ops};
+	model m[2];
+	float par[2][5], gr[2][5];
+	rule_worker w[2];
+	for (int k = 0; k < 2; k++) {
+		m[k] = (model){.params = par[k], .grads = gr[k], .be = be};
+		w[k] = (rule_worker){.id = k, .m = &m[k], .be = be, .have = UINT64_MAX,
+				     .batch_n = 1};
+	}
+	const float *W = ps_weights(p);
+	sd_versions = 0;
+	/* steps 1-2 (count 0 -> 2): fragment 0 syncs after the second; the
+	 * staleness is the steps since the last sync point, 0 then 1 */
+	for (int k = 0; k < 2; k++) {
+		ck_assert(!rule_streaming_diloco.exchanges(&e, &w[k]));
+		ck_assert_uint_eq(sd_step(&e, &w[k], k ? 3.0f : 1.0f), 0);
+	}
+	ck_assert(rule_streaming_diloco.exchanges(&e, &w[0]));
+	ck_assert(rule_streaming_diloco.exchange_bytes(&e, &w[0]) == 12); /* fragment 0's */
+	ck_assert_uint_eq(sd_step(&e, &w[0], 1), 1);
+	ck_assert_uint_eq(ps_version(p), 0); /* worker 1's fragment still to come */
+	ck_assert_int_eq(w[0].frag, 0);
+	ck_assert_uint_eq(sd_step(&e, &w[1], 3), 1);
+	/* the models -1 and -3 at fragment 0, mean -2, Delta = 0 - (-2) = 2,
+	 * W_0 = 0 - 0.5 x 2 = -1; fragment 1 untouched */
+	ck_assert_uint_eq(ps_version(p), 1);
+	ck_assert_int_eq(sd_versions, 1);
+	ck_assert(SD_EQ(W, -1.0f, 0.0f));
+	/* step 3: computed on the local weights (tau 1): -1.5 and -4.5 */
+	ck_assert_uint_eq(sd_step(&e, &w[0], 1), 0);
+	ck_assert_uint_eq(sd_step(&e, &w[1], 3), 0);
+	ck_assert(SD_EQ(par[0], -1.5f, -1.5f) && SD_EQ(par[1], -4.5f, -4.5f));
+	ck_assert(w[0].waiting && w[1].waiting); /* the reply is due */
+	/* step 4 begins with the reply: theta_0 = -1 + 0.5 (theta_0 + 1):
+	 * -1.25 and -2.75, fragment 1 as it was; its step takes them to
+	 * -1.75 / -2 and -4.25 / -6, and fragment 1 syncs: mean -4, W_1 =
+	 * 0 - 0.5 x 4 = -2 */
+	ck_assert(rule_streaming_diloco.exchange_bytes(&e, &w[0]) == 8); /* fragment 1's */
+	ck_assert_uint_eq(sd_step(&e, &w[0], 1), 1);
+	ck_assert_float_eq(w[0].wprev[0], -1.0f); /* the anchor: the global fragment */
+	ck_assert(SD_EQ(par[0], -1.75f, -2.0f));
+	ck_assert_uint_eq(sd_step(&e, &w[1], 3), 1);
+	ck_assert(SD_EQ(par[1], -4.25f, -6.0f));
+	ck_assert_uint_eq(ps_version(p), 2);
+	ck_assert(SD_EQ(W, -1.0f, -2.0f));
+	ck_assert_int_eq(w[1].frag, 1);
+	/* step 5 (count 0 -> 1): local */
+	ck_assert_uint_eq(sd_step(&e, &w[0], 1), 0);
+	ck_assert_uint_eq(sd_step(&e, &w[1], 3), 0);
+	ck_assert(SD_EQ(par[0], -2.25f, -2.5f) && SD_EQ(par[1], -5.75f, -7.5f));
+	/* step 6 takes fragment 1 with mix 0.25 (the local weights' share):
+	 * -2 + 0.25 (-2.5 + 2) = -2.125 and -2 + 0.25 (-7.5 + 2) = -3.375;
+	 * the step: -2.75 / -2.625 and -7.25 / -4.875; fragment 0 syncs
+	 * again: mean -5, W_0 = -1 - 0.5 (-1 + 5) = -3 */
+	rp.mix = 0.25;
+	ck_assert_uint_eq(sd_step(&e, &w[0], 1), 1);
+	ck_assert_uint_eq(sd_step(&e, &w[1], 3), 1);
+	ck_assert(SD_EQ(par[0], -2.75f, -2.625f) && SD_EQ(par[1], -7.25f, -4.875f));
+	ck_assert_float_eq(w[1].wprev[3], -2.0f);
+	ck_assert_uint_eq(ps_version(p), 3);
+	ck_assert(SD_EQ(W, -3.0f, -2.0f));
+	for (int k = 0; k < 2; k++) {
+		be->ops->free(be, w[k].wprev);
+		be->ops->free(be, w[k].tmp);
+	}
+	ps_free(p);
+	backend_free(be);
+}
+END_TEST
+
 static Suite *
 ps_suite(void)
 {
@@ -854,6 +1074,8 @@ ps_suite(void)
 	tcase_add_test(tc, diloco_outer_nesterov);
 	tcase_add_test(tc, async_gated_drops_the_old);
 	tcase_add_test(tc, async_diloco_arrivals);
+	tcase_add_test(tc, streaming_fragments_are_strided);
+	tcase_add_test(tc, streaming_diloco_by_hand);
 	tcase_add_test(tc, sparta_averages_the_masked);
 	tcase_add_test(tc, sparta_p0_alone_p1_everything);
 	tcase_add_test(tc, sparta_mask_is_shared_and_p_sized);

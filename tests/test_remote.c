@@ -129,7 +129,8 @@ START_TEST(remote_computes_as_a_local_worker)
 {
 	/* every rule but hogwild (refused: shared weights) */
 	const char *rules[] = {"asgd", "ssgd", "dcasgd", "ssp", "sasgd", "softsync", "odsgd",
-			       "localsgd", "easgd", "diloco", "async-diloco", "async-gated", "sparta"};
+			       "localsgd", "easgd", "diloco", "async-diloco", "async-gated",
+			       "streaming-diloco", "sparta"};
 	for (int k = 0; k < (int)(sizeof(rules) / sizeof(rules[0])); k++) {
 		/* one local worker */
 		run_config c = wall(rules[k], 1);
@@ -318,6 +319,17 @@ START_TEST(refusals)
 	ck_assert_int_eq(run_exec(r), 0);
 	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_ESTATE);
 	ck_assert_ptr_nonnull(strstr(err, "the run has ended"));
+	run_free(r);
+	/* streaming-diloco's fragment rounds, once begun, take no newcomer
+	 * (it would join them out of step); before the first step, they do
+	 * (remote_computes_as_a_local_worker) */
+	c = wall("streaming-diloco", 1);
+	c.stop_steps = 4;
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
+	ck_assert_int_eq(run_exec(r), 0);
+	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "streaming-diloco's fragment rounds need the workers it began "
+				  "with"), "%s", err);
 	run_free(r);
 	ck_assert_int_eq(f.calls, 0);
 	fake_free(&f);

@@ -367,7 +367,7 @@ START_TEST(phase_h_and_staleness_unit)
 	} want[] = {{"asgd", 0, "versions"},        {"odsgd", 0, "versions"},
 		    {"localsgd", 4, "local steps"}, {"easgd", 5, "local steps"},
 		    {"diloco", 4, "local steps"},   {"async-diloco", 4, "outer versions"},
-		    {"async-gated", 4, "outer versions"}};
+		    {"async-gated", 4, "outer versions"}, {"streaming-diloco", 4, "local steps"}};
 	for (size_t k = 0; k < sizeof(want) / sizeof(want[0]); k++) {
 		run_config c = base(want[k].rule, 2);
 		c.rp.H = 4;
@@ -607,8 +607,8 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", "dylu", "outer_opt", "inner_reset", "sparta_p",
-					   "compress", "compress_ratio", "ef", NULL};
+					   "weighting", "dylu", "outer_opt", "inner_reset", "compress",
+					   "compress_ratio", "ef", "fragments", "overlap", "mix", "sparta_p", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);
@@ -652,6 +652,190 @@ START_TEST(every_rule_in_the_table)
 }
 END_TEST
 
+/* streaming-diloco with one fragment, no overlap and mix 0 is diloco, bit
+ * for bit (the same arithmetic: the whole model one range), over several
+ * rounds of two workers, with Adam inside and Nesterov outside; with
+ * overlap 1 or mix 0.5 it is not */
+START_TEST(streaming_diloco_is_diloco_with_one_fragment)
+{
+	size_t n1, n2;
+	run_config a = base("diloco", 2);
+	a.rp.H = 4;
+	a.rp.outer_lr = 0.7;
+	a.rp.outer_momentum = 0.9;
+	a.opt.kind = OPT_ADAM;
+	a.lr = 0.002;
+	a.stop_steps = 12; /* 12 rounds, 48 local steps each */
+	a.eval_every = 0;
+	float *wa = final_weights(&a, &n1);
+	run_config b = a;
+	snprintf(b.rule, sizeof(b.rule), "streaming-diloco");
+	b.rp.fragments = 1;
+	b.rp.overlap = 0;
+	b.rp.mix = 0;
+	float *wb = final_weights(&b, &n2);
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_mem_eq(wa, wb, sizeof(float) * n1);
+	free(wb);
+	b.rp.overlap = 1;
+	wb = final_weights(&b, &n2);
+	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
+	free(wb);
+	b.rp.overlap = 0;
+	b.rp.mix = 0.5;
+	wb = final_weights(&b, &n2);
+	ck_assert(memcmp(wa, wb, sizeof(float) * n1) != 0);
+	free(wb);
+	free(wa);
+}
+END_TEST
+
+/* the fragments of a run's model: its units (a residual block is one:
+ * resnet:8 has the stem's conv, its bn, three blocks and the head), at
+ * most as many fragments as units; each sync sends its fragment's bytes
+ * (mlp:784-16-10: fragment 0 the first layer's 12,560 floats, fragment 1
+ * the head's 170), fragment 0 first */
+START_TEST(streaming_diloco_fragments_and_bytes)
+{
+	run_config c = base("streaming-diloco", 2);
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	snprintf(c.model, sizeof(c.model), "resnet:8");
+	c.rp.H = 14;
+	c.rp.fragments = 7;
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "rule_params.fragments: 7, but the model has 6 units"), "%s",
+		      err);
+	c.rp.fragments = 6;
+	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	run_free(r);
+	c = base("streaming-diloco", 2);
+	c.rp.H = 4;
+	c.rp.fragments = 2;
+	c.rp.overlap = 2; /* floor(4 / 2) = 2: too long */
+	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), -SL_EINVAL);
+	ck_assert_msg(strstr(err, "rule_params.overlap: 2, but it must be below floor(H / "
+				  "fragments) = 2"), "%s", err);
+	c.rp.overlap = 1;
+	for (uint64_t u = 1; u <= 5; u++) {
+		c.stop_steps = u; /* u fragment rounds: (u + 1) / 2 of fragment 0 */
+		c.eval_every = 0;
+		rec *rr = calloc(1, sizeof(*rr));
+		run_snapshot *s = go(&c, NULL, 0, rr);
+		double want = 4.0 * (double)((u + 1) / 2 * 12560 + u / 2 * 170);
+		for (int i = 0; i < s->n_workers; i++)
+			ck_assert_msg(s->workers[i].bytes_sent == want,
+				      "%llu rounds: worker %d sent %.0f bytes, not %.0f",
+				      (unsigned long long)u, i, s->workers[i].bytes_sent, want);
+		run_snapshot_put(s);
+		free(rr);
+	}
+	/* int4 (the paper's 4-bit quantisation): a fragment's block-wise
+	 * bytes, range by range */
+	snprintf(c.rp.compress, sizeof(c.rp.compress), "int4");
+	c.stop_steps = 2;
+	rec *rr = calloc(1, sizeof(*rr));
+	run_snapshot *s = go(&c, NULL, 0, rr);
+	ck_assert(s->workers[0].bytes_sent < 4.0 * (12560 + 170) / 7);
+	ck_assert(s->workers[0].bytes_sent > 0.5 * (12560 + 170) );
+	run_snapshot_put(s);
+	free(rr);
+}
+END_TEST
+
+/* On the virtual clock an exchange travels while the worker computes:
+ * two workers of 10 ms a step, a 5 ms link each way, H 4 and 2 fragments
+ * (a sync every 2 steps). With overlap 0 each sync holds the worker for
+ * the push and the reply (10 ms), with overlap 1 the step computed
+ * meanwhile hides them. The first step waits for the whole model (5 ms);
+ * the 8th round completes after 16 steps: 5 + 160 + 7 x 10 = 235 ms
+ * against 5 + 160 = 165 ms. */
+START_TEST(streaming_diloco_overlap_hides_the_link)
+{
+	double end[2];
+	for (int tau = 0; tau < 2; tau++) {
+		run_config c = base("streaming-diloco", 2);
+		c.rp.H = 4;
+		c.rp.fragments = 2;
+		c.rp.overlap = tau;
+		c.link.latency_ms = 5;
+		c.n_overrides = 2;
+		for (int i = 0; i < 2; i++)
+			c.overrides[i] = (worker_override){.id = i, .has_step_ms = 1, .step_ms = 10};
+		c.stop_steps = 8;
+		c.eval_every = 0;
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		ck_assert_uint_eq(s->v, 8);
+		end[tau] = s->t;
+		run_snapshot_put(s);
+		free(r);
+	}
+	ck_assert_msg(fabs(end[0] - 0.235) < 1e-9 && fabs(end[1] - 0.165) < 1e-9,
+		      "overlap 0: %.9f s, overlap 1: %.9f s", end[0], end[1]);
+}
+END_TEST
+
+/* a checkpoint resumes bit for bit wherever it falls: in the middle of a
+ * fragment's round (some workers' models in, at the server), inside the
+ * overlap (a reply due), with the anchors, the inner optimisers and
+ * int4's residuals; three workers, one at half speed */
+START_TEST(streaming_diloco_resumes_exactly)
+{
+	run_config c = base("streaming-diloco", 3);
+	snprintf(c.model, sizeof(c.model), "mlp:784-16-16-10");
+	c.rp.H = 6;
+	c.rp.fragments = 3;
+	c.rp.overlap = 1;
+	c.rp.mix = 0.5;
+	c.opt.kind = OPT_ADAM;
+	c.lr = 0.002;
+	snprintf(c.rp.compress, sizeof(c.rp.compress), "int4");
+	c.rp.ef = 1;
+	c.link.latency_ms = 1;
+	c.n_overrides = 1;
+	c.overrides[0] = (worker_override){.id = 2, .has_speed = 1, .speed = 0.5};
+	c.stop_steps = 40;
+	c.eval_every = 5;
+	rec *r = calloc(1, sizeof(*r));
+	run_snapshot *s = go(&c, NULL, 0, r);
+	double end = s->t;
+	run_snapshot_put(s);
+	free(r);
+	for (int k = 1; k <= 4; k++) {
+		ckrec *a;
+		resume_matches_at(&c, end * k / 5 + 1e-4 * k, &a);
+		free(a->buf);
+		free(a);
+	}
+}
+END_TEST
+
+/* a worker that leaves in the middle of a fragment's round does not stall
+ * it: the round goes on with the models that are in (ps_flush_round);
+ * three workers, the slow one leaving at several moments */
+START_TEST(streaming_diloco_goes_on_without_a_leaver)
+{
+	for (int k = 1; k <= 4; k++) {
+		run_config c = base("streaming-diloco", 3);
+		c.rp.H = 4;
+		c.rp.fragments = 2;
+		c.n_overrides = 1;
+		c.overrides[0] = (worker_override){.id = 2, .has_speed = 1, .speed = 0.3};
+		c.stop_steps = 16;
+		c.eval_every = 0;
+		run_sched leave = {.t = 0.0007 * k,
+				   .cmd = {.worker = -1, .fields = CMD_WORKERS, .workers = 2}};
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, &leave, 1, r);
+		ck_assert_uint_eq(s->v, 16);
+		ck_assert_int_eq(s->cfg.workers, 2);
+		run_snapshot_put(s);
+		free(r);
+	}
+}
+END_TEST
+
 static Suite *
 run_rules_suite(void)
 {
@@ -661,6 +845,11 @@ run_rules_suite(void)
 				 async_diloco_dylu, diloco_inner_reset, phase_h_and_staleness_unit, NULL}},
 		{"sparta", NULL, {sparta_is_localsgd_at_p1_and_charges_its_mask, NULL}},
 		{"toy", NULL, {dylu_at_the_toys_step_times, NULL}},
+		{"streaming", NULL, {streaming_diloco_is_diloco_with_one_fragment,
+				     streaming_diloco_fragments_and_bytes,
+				     streaming_diloco_overlap_hides_the_link,
+				     streaming_diloco_resumes_exactly,
+				     streaming_diloco_goes_on_without_a_leaver, NULL}},
 		{"determinism", "slow", {virtual_clock_is_deterministic,
 					 virtual_delays_cost_no_time,
 					 checkpoint_resumes_exactly, NULL}},

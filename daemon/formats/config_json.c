@@ -644,7 +644,7 @@ config_schema_json(void)
 		const char *name;
 	} flag_names[] = {{RULE_ROUND, "round"}, {RULE_WAIT, "wait"}, {RULE_LOCAL, "local"},
 			  {RULE_SHARED, "shared"}, {RULE_BACKUP, "backup"},
-			  {RULE_OUTER, "outer"}};
+			  {RULE_OUTER, "outer"}, {RULE_FRAGMENTS, "fragments"}};
 	json_t *rules = json_array();
 	for (int k = 0; rule_table[k]; k++) {
 		const rule_class *r = rule_table[k];

@@ -23,6 +23,7 @@ struct ps {
 	float *tmp;      /* scratch: compensated gradient, averaged round */
 	float *acc;      /* sync rules: sum of the round's gradients */
 	int *layer_count;/* sync rules: contributors per layer this round */
+	int *unit_of;    /* streaming-diloco: each layer's unit (ps_set_units) */
 	int round;       /* gradients in the current round */
 	float **bak;     /* DC-ASGD: weights each worker last pulled */
 	float **ms;      /* DC-ASGD adaptive: mean square per worker */
@@ -68,17 +69,20 @@ ps_new(backend *be, size_t n, const float *w0, const ps_layer *layers,
 	p->max_workers = max_workers;
 	p->layers = malloc(sizeof(ps_layer) * (size_t)n_layers);
 	p->layer_count = calloc((size_t)n_layers, sizeof(int));
+	p->unit_of = calloc((size_t)n_layers, sizeof(int));
 	p->bak = calloc((size_t)max_workers, sizeof(float *));
 	p->ms = calloc((size_t)max_workers, sizeof(float *));
 	p->w = balloc(p, n);
 	p->tmp = balloc(p, n);
 	p->acc = balloc(p, n);
-	if (!p->layers || !p->layer_count || !p->bak || !p->ms || !p->w ||
+	if (!p->layers || !p->layer_count || !p->unit_of || !p->bak || !p->ms || !p->w ||
 	    !p->tmp || !p->acc) {
 		ps_free(p);
 		return -SL_ENOMEM;
 	}
 	memcpy(p->layers, layers, sizeof(ps_layer) * (size_t)n_layers);
+	for (int l = 0; l < n_layers; l++)
+		p->unit_of[l] = l;
 	if (optim_init(&p->opt, be, n, p->layers, n_layers) < 0) {
 		ps_free(p);
 		return -SL_ENOMEM;
@@ -119,6 +123,7 @@ ps_free(ps *p)
 	free(p->ms);
 	free(p->layers);
 	free(p->layer_count);
+	free(p->unit_of);
 	free(p);
 }
 
@@ -160,6 +165,38 @@ ps_layers(const ps *p, int *n)
 {
 	*n = p->n_layers;
 	return p->layers;
+}
+
+void
+ps_set_units(ps *p, const int *unit_of)
+{
+	memcpy(p->unit_of, unit_of, sizeof(int) * (size_t)p->n_layers);
+}
+
+int
+ps_units(const ps *p)
+{
+	return p->unit_of[p->n_layers - 1] + 1;
+}
+
+int
+ps_fragment_ranges(const ps *p, int part, int parts, ps_range *out, size_t *floats)
+{
+	int n = 0;
+	size_t total = 0;
+	for (int l = 0; l < p->n_layers; l++) {
+		if (parts < 1 || p->unit_of[l] % parts != part)
+			continue;
+		const ps_layer *L = &p->layers[l];
+		if (n && out[n - 1].off + out[n - 1].len == L->off)
+			out[n - 1].len += L->len;
+		else
+			out[n++] = (ps_range){L->off, L->len};
+		total += L->len;
+	}
+	if (floats)
+		*floats = total;
+	return n;
 }
 
 const opt_cfg *
@@ -408,6 +445,8 @@ staged(ps *p, float **buf, const float *src, size_t off, int host)
 }
 
 static void elastic(ps *p, const float *x, float alpha, float *diff, int host);
+static int fragment_first(const ps *p, int part, int parts);
+static int apply_fragment(ps *p, int part, int parts, int c);
 static int average(ps *p, const float *x, int round_size);
 
 int
@@ -455,6 +494,17 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 int
 ps_flush_round(ps *p, int round_size)
 {
+	if (p->rule->flags & RULE_FRAGMENTS) {
+		/* a fragment's round (one is pending at a time) */
+		int parts = p->rp.fragments < 1 ? 1 : (int)p->rp.fragments;
+		for (int part = 0; part < parts; part++) {
+			int l = fragment_first(p, part, parts);
+			int c = l < 0 ? 0 : p->layer_count[l];
+			if (c > 0 && c >= round_size)
+				return apply_fragment(p, part, parts, c) > 0;
+		}
+		return 0;
+	}
 	if (!(p->rule->flags & RULE_ROUND) || p->round == 0 || p->round < round_size)
 		return 0;
 	apply_round(p);
@@ -478,8 +528,11 @@ elastic(ps *p, const float *x, float alpha, float *diff, int host)
 	p->v++;
 }
 
-int
-ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw, int with_b)
+/* ps_outer_step on floats [off, off + len) alone (db, dw indexed as the
+ * whole buffer) */
+static int
+outer_step_range(ps *p, size_t off, size_t len, const float *db, float sb, const float *dw,
+		 float sw, int with_b)
 {
 	backend *be = p->be;
 	const char *kind = p->rp.outer_opt;
@@ -489,18 +542,85 @@ ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw, int w
 	if (mu > 0 && (db || with_b) && !p->outer_m && !(p->outer_m = balloc(p, p->n)))
 		return -SL_ENOMEM;
 	writable(p);
+	float *w = p->w + off, *b = p->outer_m ? p->outer_m + off : NULL;
 	/* heavy ball applies the momentum as it was (w -= eta (d + mu b_old),
 	 * torch's b = mu b + d, w -= eta b); Nesterov the one just updated */
 	if (heavy && mu > 0 && with_b)
-		be->ops->axpy(be, p->n, -eta * mu, p->outer_m, p->w);
+		be->ops->axpy(be, len, -eta * mu, b, w);
 	if (mu > 0 && db) {
-		be->ops->scal(be, p->n, mu, p->outer_m);
-		be->ops->axpy(be, p->n, sb, db, p->outer_m);
+		be->ops->scal(be, len, mu, b);
+		be->ops->axpy(be, len, sb, db + off, b);
 	}
-	be->ops->axpy(be, p->n, -eta * sw, dw, p->w);
+	be->ops->axpy(be, len, -eta * sw, dw + off, w);
 	if (!heavy && mu > 0 && with_b)
-		be->ops->axpy(be, p->n, -eta * mu, p->outer_m, p->w);
+		be->ops->axpy(be, len, -eta * mu, b, w);
 	return 0;
+}
+
+int
+ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw, int with_b)
+{
+	return outer_step_range(p, 0, p->n, db, sb, dw, sw, with_b);
+}
+
+/* the first layer of fragment part of parts, or -1 (none: more parts
+ * than units) */
+static int
+fragment_first(const ps *p, int part, int parts)
+{
+	for (int l = 0; l < p->n_layers; l++)
+		if (p->unit_of[l] % parts == part)
+			return l;
+	return -1;
+}
+
+/* fragment part's round of c models (their sum in acc) through the outer
+ * optimiser; the version advances */
+static int
+apply_fragment(ps *p, int part, int parts, int c)
+{
+	backend *be = p->be;
+	ps_range rg[p->n_layers];
+	int nr = ps_fragment_ranges(p, part, parts, rg, NULL);
+	/* Delta = W - mean on the fragment, in the scratch; then the outer
+	 * step there, as diloco's round does on the whole */
+	float *d = p->tmp;
+	for (int i = 0; i < nr; i++) {
+		size_t o = rg[i].off, n = rg[i].len;
+		be->ops->scal(be, n, 1.0f / (float)c, p->acc + o);
+		be->ops->copy(be, d + o, p->w + o, sizeof(float) * n);
+		be->ops->axpy(be, n, -1.0f, p->acc + o, d + o);
+	}
+	for (int i = 0; i < nr; i++) {
+		int rc = outer_step_range(p, rg[i].off, rg[i].len, d, 1.0f, d, 1.0f, 1);
+		if (rc < 0)
+			return rc;
+		be->ops->zero(be, p->acc + rg[i].off, sizeof(float) * rg[i].len);
+	}
+	for (int l = 0; l < p->n_layers; l++)
+		if (p->unit_of[l] % parts == part)
+			p->layer_count[l] = 0;
+	p->v++;
+	return 1;
+}
+
+int
+ps_fragment_add(ps *p, const ps_grad *g, int parts, int round_size)
+{
+	if (parts < 1 || g->part < 0 || g->part >= parts || g->part >= ps_units(p))
+		return -SL_EINVAL;
+	backend *be = p->be;
+	ps_range rg[p->n_layers];
+	int nr = ps_fragment_ranges(p, g->part, parts, rg, NULL);
+	for (int l = 0; l < p->n_layers; l++)
+		if (p->unit_of[l] % parts == g->part)
+			p->layer_count[l]++;
+	for (int i = 0; i < nr; i++)
+		be->ops->axpy(be, rg[i].len, 1.0f, g->g + rg[i].off, p->acc + rg[i].off);
+	int c = p->layer_count[fragment_first(p, g->part, parts)];
+	if (c < (round_size < 1 ? 1 : round_size))
+		return 0;
+	return apply_fragment(p, g->part, parts, c);
 }
 
 int

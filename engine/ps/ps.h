@@ -55,7 +55,15 @@ typedef struct ps_grad {
 	 * host memory when host is set) */
 	float alpha;
 	float *reply;
+	/* streaming-diloco: the fragment the payload is a model of (only its
+	 * coordinates are read; ps_fragment_ranges) */
+	int part;
 } ps_grad;
+
+/* A slice of the flat buffer: floats [off, off + len). */
+typedef struct ps_range {
+	size_t off, len;
+} ps_range;
 
 /* What a push did. */
 typedef struct ps_result {
@@ -86,6 +94,19 @@ const opt_cfg *ps_optim(const ps *p);
 
 /* the parameterised layers (n of them), as given to ps_new */
 const ps_layer *ps_layers(const ps *p, int *n);
+
+/* The model's units, what streaming-diloco cuts into fragments: unit_of[l]
+ * is layer l's unit, non-decreasing from 0 by steps of at most 1 (a
+ * residual block's layers are one unit). Until set, every layer is a unit
+ * of its own. ps_units returns how many there are. */
+void ps_set_units(ps *p, const int *unit_of);
+int ps_units(const ps *p);
+/* Fragment `part` of `parts`: the units u with u mod parts == part (the
+ * strided pattern of Streaming DiLoCo), as the ranges of the flat buffer
+ * their layers cover, adjacent layers merged (so one fragment is the
+ * whole buffer as one range); into out[0..n_layers); returns how many.
+ * *floats (when not NULL): their total length. */
+int ps_fragment_ranges(const ps *p, int part, int parts, ps_range *out, size_t *floats);
 
 uint64_t ps_version(const ps *p);
 const float *ps_weights(const ps *p); /* backend memory, n floats */
@@ -169,6 +190,17 @@ float *ps_worker_state(ps *p, int worker);
 SL_MUST_USE int ps_outer_step(ps *p, const float *db, float sb, const float *dw, float sw,
 			      int with_b);
 
+/* streaming-diloco's round of one fragment: g->g is a worker's model,
+ * read on fragment g->part of parts (rule_params fragments) alone, added
+ * to the round's sum there; when round_size models of the fragment are in,
+ * their mean m gives the pseudo-gradient Delta = W - m on the fragment's
+ * coordinates, through the outer optimiser restricted to them
+ * (ps_outer_step's arithmetic; the outer momentum is per coordinate), and
+ * the version advances. Rounds of different fragments are kept apart
+ * (their coordinates are disjoint). 1 if applied, 0 if not yet,
+ * -SL_EINVAL for a fragment out of range, -SL_ENOMEM. */
+SL_MUST_USE int ps_fragment_add(ps *p, const ps_grad *g, int parts, int round_size);
+
 /* One arrival's pseudo-gradient d at weight wt through the outer
  * optimiser, async-diloco's: with dn_period N = 1, Nesterov on it
  * (ps_outer_step(d, wt, d, wt, 1)); with N > 1 Delayed Nesterov (Liu et
@@ -179,7 +211,9 @@ SL_MUST_USE int ps_outer_step(ps *p, const float *db, float sb, const float *dw,
 SL_MUST_USE int ps_outer_arrival(ps *p, const float *d, float wt);
 
 /* Sync rules: apply the pending round now if it holds at least round_size
- * gradients (after workers left). Returns 1 if applied. */
+ * gradients (after workers left); streaming-diloco: a fragment's round of
+ * at least round_size models (one, the first found). Returns 1 if
+ * applied. */
 SL_MUST_USE int ps_flush_round(ps *p, int round_size);
 
 /* PS_ELASTIC: the worker sends its weights x; the centre moves toward x

@@ -29,6 +29,11 @@ typedef struct rule_params {
 	char compress[8];      /* "none", "topk", "randk", "int8", "int4" */
 	double compress_ratio; /* topk, randk: the fraction of values kept */
 	int ef;                /* error feedback: the residual added to the next push */
+	/* streaming-diloco: the model's units cut into `fragments` strided
+	 * fragments, each exchanged while `overlap` more local steps are
+	 * computed, the global fragment taken back mixed with the local one
+	 * by `mix` (0: the global alone) */
+	double fragments, overlap, mix;
 } rule_params;
 
 /* A parameterised layer's slice of the flat buffer. */

@@ -56,6 +56,14 @@ enum {
 	/* the staleness recorded is that of the exchanges alone (an
 	 * outer update's, in versions): a local step records none */
 	RULE_STALE_AT_EXCHANGE = 1 << 7,
+	/* workers exchange fragments of their models in the background
+	 * (streaming-diloco): on the virtual clock the link time of an
+	 * exchange's push runs from its send while the worker computes on,
+	 * and the step that takes the reply starts once the reply has come
+	 * (its own link time after the push's); a change of the rule's
+	 * parameters restarts the workers from the server's weights, as a
+	 * change of rule does; workers neither join nor are added mid-run */
+	RULE_FRAGMENTS = 1 << 8,
 };
 
 /* A worker as its rule's worker hooks see it: the step in flight and the
@@ -81,6 +89,12 @@ typedef struct rule_worker {
 	float *wire;        /* easgd under compression: the model as sent (scratch) */
 	int reply;          /* local rules: an exchange's reply came with the
 			     * last step: the next one receives it */
+	size_t reply_floats; /* ... of so many floats (0: the whole model;
+			      * streaming-diloco's fragment), read at once */
+	int frag;           /* streaming-diloco: the fragment whose round is
+			     * pending (-1: none) */
+	int frag_left;      /* ... local steps to compute before its reply is
+			     * taken (the overlap) */
 	struct optim *opt;  /* localsgd, easgd: the worker's optimiser state
 			     * (engine/ps/optim.h; NULL until needed) */
 	size_t took;        /* sparta: the floats its last pull took (the
@@ -122,6 +136,12 @@ typedef struct rule_ops {
 	 * 0, or -1 when the run failed (its memory). */
 	int (*compress)(rule_run *e, rule_worker *w, float *buf, size_t off,
 			const float *anchor);
+	/* The same on buf's floats [off, off + len) alone (a fragment's
+	 * slice; the residual of error feedback is per coordinate). */
+	int (*compress_range)(rule_run *e, rule_worker *w, float *buf, size_t off, size_t len,
+			      const float *anchor);
+	/* the bytes a push of n floats sends, compressed as the run says */
+	double (*push_bytes)(const rule_run *e, size_t n);
 	/* the server's version advanced (an update applied) */
 	void (*version_changed)(rule_run *e);
 	/* fail the run: the server could not take `what` (a gradient, a
@@ -187,6 +207,10 @@ typedef struct rule_class {
 	 * diloco: rule_params H; async-diloco: dylu's for this phase; easgd:
 	 * period), for the live views; NULL: the rule has no phases */
 	int (*phase_h)(const rule_run *e, const rule_worker *w);
+	/* the bytes the step being begun sends, when it exchanges (for the
+	 * link and bytes_sent); NULL: the whole model's, compressed. What
+	 * the reply brings back is rule_worker.reply_floats. */
+	double (*exchange_bytes)(const rule_run *e, const rule_worker *w);
 	/* the bytes the step being begun moves over its link, called after
 	 * its pull (fresh: the worker had no weights before it): *pull what
 	 * came down, *push what its delivery will send. NULL: the default,

@@ -91,6 +91,9 @@ static const field rp_rows[] = {
 	FLD(rule_params, "ef", ef, F_INT, OPT),
 	FLD(rule_params, "adaptive", adaptive, F_INT, OPT),
 	FLD(rule_params, "local_opt", local_opt, F_STR, OPT),
+	FLD(rule_params, "fragments", fragments, F_F64, OPT),
+	FLD(rule_params, "overlap", overlap, F_F64, OPT),
+	FLD(rule_params, "mix", mix, F_F64, OPT),
 };
 TABLE(rp_tab, rp_rows);
 
@@ -332,6 +335,9 @@ static const field worker_rows[] = {
 	FLD(worker, "pull_bytes", pull_bytes, F_F64, OPT),
 	FLD(worker, "push_bytes", push_bytes, F_F64, OPT),
 	FLD(worker, "reply", rw.reply, F_INT, OPT),
+	FLD(worker, "frag", rw.frag, F_INT, OPT),
+	FLD(worker, "frag_left", rw.frag_left, F_INT, OPT),
+	FLD(worker, "xfer_end", xfer_end, F_F64, OPT),
 	FLD(worker, "remote_slot", remote_slot, F_INT, OPT),
 	FLD(worker, "flops", flops, F_F64, OPT),
 	FLD(worker, "flops_saved", flops_saved, F_F64, OPT),

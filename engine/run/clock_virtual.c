@@ -105,7 +105,20 @@ v_start(run *r, worker *w)
 	double work = cost + (at_server ? 0 : d), t;
 	/* summed in this order: with a free link the arrival is the same
 	 * double as before the link existed (the fixtures hold bit for bit) */
-	if (overlap && pull + push > work) {
+	if (r->rule->flags & RULE_FRAGMENTS) {
+		/* the exchanges travel behind the compute: a reply is taken
+		 * once it has come (its link time after the push's, from the
+		 * push's send); a push lands its link time after the step
+		 * that sends it */
+		double start = r->vtime;
+		if (w->pull_bg && w->xfer_end + pull > start)
+			start = w->xfer_end + pull;
+		t = start + (w->pull_bg ? 0 : pull) + cost;
+		if (!at_server)
+			t += d;
+		if (w->push_bytes > 0)
+			w->xfer_end = t + push;
+	} else if (overlap && pull + push > work) {
 		t = r->vtime + (pull + push);
 	} else {
 		t = r->vtime + (overlap ? 0 : pull) + cost;

@@ -56,6 +56,15 @@ check_cmd(const run *r, const run_cmd *c, char *err)
 	    config_compress_fits((c->fields & CMD_RULE) ? c->rule : r->cfg.rule,
 				 (c->fields & CMD_RULE_PARAMS) ? &c->rp : &r->cfg.rp, err) < 0)
 		return -SL_EINVAL;
+	if ((c->fields & (CMD_RULE | CMD_RULE_PARAMS)) &&
+	    config_fragments_fit((c->fields & CMD_RULE) ? c->rule : r->cfg.rule,
+				 (c->fields & CMD_RULE_PARAMS) ? &c->rp : &r->cfg.rp,
+				 ps_units(r->ps), err) < 0)
+		return -SL_EINVAL;
+	if ((c->fields & CMD_WORKERS) && c->workers > r->cfg.workers && run_fragments_fixed(r))
+		return sl_fail(err, SL_EINVAL, "workers: %s's fragment rounds need the workers it "
+			       "began with (a worker added mid-run would join them out of step): "
+			       "add workers under another rule, then switch", r->rule->name);
 	if ((c->fields & CMD_BATCH) && c->batch > r->cfg.batch)
 		return sl_fail(err, SL_EINVAL,
 			       "batch: must be in [1, %d] (the run's starting batch), got %d",
@@ -256,7 +265,13 @@ cmd_apply(run *r, const run_cmd *c)
 	} else {
 		if (c->fields & CMD_RULE)
 			cmd_apply_rule(r, c->rule, (c->fields & CMD_RULE_PARAMS) ? &c->rp : NULL);
-		else if (c->fields & CMD_RULE_PARAMS) {
+		else if ((c->fields & CMD_RULE_PARAMS) && (r->rule->flags & RULE_FRAGMENTS)) {
+			/* the schedule and the rounds follow the parameters:
+			 * the workers restart from the server's weights */
+			char name[sizeof(r->cfg.rule)];
+			snprintf(name, sizeof(name), "%s", r->cfg.rule);
+			cmd_apply_rule(r, name, &c->rp);
+		} else if (c->fields & CMD_RULE_PARAMS) {
 			rule_params before = r->cfg.rp;
 			r->cfg.rp = c->rp;
 			ps_set_rule(r->ps, r->rule, &r->cfg.rp);

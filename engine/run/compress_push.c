@@ -53,10 +53,17 @@ decode_model(int kind, int ef, float *x, const float *a, const float *p,
 int
 step_compress(run *r, worker *w, float *buf, size_t off, const float *anchor)
 {
-	int kind = kind_of(r);
-	if (kind == CMP_NONE || off >= r->n_params)
+	if (off >= r->n_params)
 		return 0;
-	size_t n = r->n_params - off;
+	return step_compress_range(r, w, buf, off, r->n_params - off, anchor);
+}
+
+int
+step_compress_range(run *r, worker *w, float *buf, size_t off, size_t n, const float *anchor)
+{
+	int kind = kind_of(r);
+	if (kind == CMP_NONE || off >= r->n_params || !n || n > r->n_params - off)
+		return 0;
 	if (r->cfg.rp.ef && !w->ef_res && !(w->ef_res = calloc(r->n_params, sizeof(float))))
 		return run_fail(r, -SL_ENOMEM, "out of memory for error feedback's residual");
 	/* host copies: x the message's floats, a the anchor, p what is compressed */
@@ -74,7 +81,11 @@ step_compress(run *r, worker *w, float *buf, size_t off, const float *anchor)
 	} else {
 		memcpy(p, x, sizeof(float) * n);
 	}
-	if (compress_ef(kind, r->cfg.rp.compress_ratio, CMP_BLOCK, r->cfg.seed, push_stream(w), p,
+	/* a slice short of the end (a fragment's) draws its own indices */
+	uint64_t stream = push_stream(w);
+	if (n < r->n_params - off)
+		stream ^= (uint64_t)off * 0x9E3779B97F4A7C15ull;
+	if (compress_ef(kind, r->cfg.rp.compress_ratio, CMP_BLOCK, r->cfg.seed, stream, p,
 			r->cfg.rp.ef ? w->ef_res + off : NULL, n, kept) < 0) {
 		free(s);
 		return run_fail(r, -SL_ENOMEM, "out of memory compressing a push");

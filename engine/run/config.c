@@ -7,6 +7,7 @@
 #include "split.h"
 #include "suggest.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -163,6 +164,30 @@ config_compress_fits(const char *rule, const rule_params *rp, char *err)
 		return sl_fail(err, SL_EINVAL, "rule_params.compress: %s's push is sparse "
 			       "already (the values at a mask every worker draws alike) and is "
 			       "not compressed: use compress \"none\" or another rule", rc->name);
+	return 0;
+}
+
+int
+config_fragments_fit(const char *rule, const rule_params *rp, int units, char *err)
+{
+	const rule_class *rc = rule_find(rule);
+	if (!rc || !(rc->flags & RULE_FRAGMENTS))
+		return 0;
+	if (units >= 0 && rp->fragments > units)
+		return sl_fail(err, SL_EINVAL, "rule_params.fragments: %g, but the model has %d "
+			       "unit%s (its parameterised layers, a residual block counting as "
+			       "one) to cut into fragments: give at most %d", rp->fragments,
+			       units, units == 1 ? "" : "s", units);
+	if (rp->fragments > rp->H)
+		return sl_fail(err, SL_EINVAL, "rule_params.fragments: %g, more than H (%g): "
+			       "a fragment syncs every H / fragments local steps", rp->fragments,
+			       rp->H);
+	double gap = floor(rp->H / rp->fragments);
+	if (rp->overlap >= gap)
+		return sl_fail(err, SL_EINVAL, "rule_params.overlap: %g, but it must be below "
+			       "floor(H / fragments) = %g (H %g, fragments %g): a fragment's "
+			       "reply is taken before the next fragment is sent", rp->overlap,
+			       gap, rp->H, rp->fragments);
 	return 0;
 }
 

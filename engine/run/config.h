@@ -60,7 +60,7 @@ typedef struct run_config {
 	char data_split[32]; /* iid, shards:K, dirichlet:ALPHA, contiguous (split.h) */
 	int augment;      /* aug_kind (engine/data/augment.h): auto, none, crop-flip */
 	char device[8];   /* auto | cpu | cuda */
-	char rule[16];
+	char rule[32];
 	rule_params rp;    /* the rule's parameters (engine/ps/ps_config.h) */
 	double lr, momentum, weight_decay;
 	opt_cfg opt;       /* optimiser, beta1/beta2/eps, clip, lr_schedule */
@@ -102,6 +102,10 @@ int config_validate(const run_config *c, char *err);
  * -SL_EINVAL naming rule_params.compress */
 int config_compress_fits(const char *rule, const rule_params *rp, char *err);
 int config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err);
+/* streaming-diloco's fragments and overlap: fragments at most the model's
+ * units (units < 0: not known, not checked) and at most H, overlap below
+ * floor(H / fragments). 0, or -SL_EINVAL with err naming the field. */
+int config_fragments_fit(const char *rule, const rule_params *rp, int units, char *err);
 
 /* Every worker_overrides entry names a worker of the run (id < workers). */
 int config_overrides_fit(const run_config *c, char *err);

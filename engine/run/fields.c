@@ -145,6 +145,16 @@ static const field_desc rp_f[] = {
 	RPF(dn_period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
 	    "async-diloco: Delayed Nesterov, the momentum applied every N arrivals "
 	    "(1: every arrival, the naive form)"),
+	RPF(fragments, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
+	    "streaming-diloco: the fragments P the model's units (layers; a residual block "
+	    "is one) are cut into, unit i in fragment i mod P; at most the model's units "
+	    "(1, the default, fits every model: the whole model overlapped and mixed)"),
+	RPF(overlap, FT_INTEGER, FS_DBL, 0, 1e6, BOTH, 1,
+	    "streaming-diloco: the local steps tau a fragment's exchange overlaps (the "
+	    "paper's main runs: 1); below floor(H / fragments)"),
+	RPF(mix, FT_NUMBER, FS_DBL, 0, 1, BOTH, 0.5,
+	    "streaming-diloco: alpha, the local weights' share when a global fragment is "
+	    "taken (0: the global alone, 0.5: the paper's, 1: never communicates)"),
 	RPF(sparta_p, FT_NUMBER, FS_DBL, 0, 1, BOTH, 0.005,
 	    "sparta: the fraction p of the parameters averaged across the workers after "
 	    "each step (a coordinate's chance, drawn from the run's seed and the round: "

@@ -153,6 +153,22 @@ sched_spb_fits(const run_config *cfg, const run_sched *sched, int n, char *err)
 	return 0;
 }
 
+/* the model's units for streaming-diloco's fragments: its parameterised
+ * layers, those between two cut depths (a residual block) one unit */
+static void
+set_units(run *r, int np)
+{
+	int cuts[MODEL_MAX_NODES], unit_of[MODEL_MAX_NODES] = {0};
+	unsigned char starts[MODEL_MAX_NODES] = {0};
+	int k = model_cut_depths(r->evm, cuts, MODEL_MAX_NODES);
+	for (int i = 0; i < k && i < MODEL_MAX_NODES; i++)
+		if (cuts[i] > 0 && cuts[i] < np)
+			starts[np - cuts[i]] = 1; /* the top cuts[i] begin there */
+	for (int l = 1; l < np; l++)
+		unit_of[l] = unit_of[l - 1] + starts[l];
+	ps_set_units(r->ps, unit_of);
+}
+
 int
 run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int n_sched, const run_callbacks *cb, run **out, char *err)
@@ -161,6 +177,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int rc = config_validate(cfg, err);
 	if (rc < 0 || (rc = config_optim_fits(cfg->rule, &cfg->opt, cfg->momentum, err)) < 0 ||
 	    (rc = config_compress_fits(cfg->rule, &cfg->rp, err)) < 0 ||
+	    (rc = config_fragments_fit(cfg->rule, &cfg->rp, -1, err)) < 0 ||
 	    (rc = sched_spb_fits(cfg, sched, n_sched, err)) < 0)
 		return rc;
 	const rule_class *rule = rule_find(cfg->rule);
@@ -259,6 +276,9 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		sl_fail(err, SL_ENOMEM, "out of memory");
 		goto fail;
 	}
+	set_units(r, np);
+	if ((rc = config_fragments_fit(cfg->rule, &cfg->rp, ps_units(r->ps), err)) < 0)
+		goto fail;
 	/* zeroed: a checkpoint taken before the first batch saves it as it is */
 	r->perm = calloc(tr->n, sizeof(uint32_t));
 	if (!r->perm) {

@@ -55,7 +55,7 @@ enum {
 typedef struct run_cmd {
 	int worker;
 	unsigned fields;
-	char rule[16];
+	char rule[32];
 	rule_params rp;
 	double lr, momentum, weight_decay;
 	int batch, workers, paused, spb_depth, eval_every;

@@ -93,6 +93,10 @@ typedef struct worker {
 	double bytes_recv;  /* pulled from the server */
 	double comm_s;      /* virtual: seconds its messages spent on its link */
 	double pull_bytes, push_bytes; /* what the step in flight moves (step_begin) */
+	int pull_bg;        /* ... its pull a reply that came in the background
+			     * (RULE_FRAGMENTS; read in the same step_begin) */
+	double xfer_end;    /* virtual, RULE_FRAGMENTS: when the last push
+			     * sent in the background has landed */
 	float *ef_res;      /* error feedback's residual (n floats, host memory;
 			     * NULL: zero), in checkpoints (compress_push.c) */
 	double active_s, t_joined;
@@ -323,6 +327,12 @@ double step_push_size(const run *r, size_t n);
  * server's weights), a gradient (anchor NULL) as it is. 0, or the run
  * failed (< 0) */
 int step_compress(run *r, worker *w, float *buf, size_t off, const float *anchor);
+/* a rule of fragment rounds (RULE_FRAGMENTS) that a worker has begun
+ * under: no worker may join it (workers.c) */
+int run_fragments_fixed(const run *r);
+/* the same on [off, off + len) alone */
+int step_compress_range(run *r, worker *w, float *buf, size_t off, size_t len,
+			const float *anchor);
 /* after a change of the rule or its parameters: a change of the rule,
  * compress or ef zeroes every worker's residual (ratio alone keeps it) */
 void step_compress_changed(run *r, const char *rule_before, const rule_params *before);

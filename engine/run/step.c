@@ -566,10 +566,15 @@ step_note_bytes(run *r, worker *w, int fresh)
 		r->rule->step_bytes(&r->rr, &w->rw, fresh, &w->pull_bytes, &w->push_bytes);
 		w->rw.reply = 0;
 	} else if (r->rule->flags & RULE_LOCAL) {
-		w->pull_bytes = fresh || w->rw.reply ? all : 0;
-		w->push_bytes = r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw)
-					? step_push_size(r, r->n_params) : 0;
+		double reply = w->rw.reply_floats ? (double)w->rw.reply_floats * sizeof(float) : all;
+		w->pull_bytes = fresh ? all : w->rw.reply ? reply : 0;
+		/* a reply that came while the worker computed (RULE_FRAGMENTS) */
+		w->pull_bg = !fresh && w->rw.reply && (r->rule->flags & RULE_FRAGMENTS);
+		w->push_bytes = !(r->rule->exchanges && r->rule->exchanges(&r->rr, &w->rw)) ? 0
+				: r->rule->exchange_bytes ? r->rule->exchange_bytes(&r->rr, &w->rw)
+				: step_push_size(r, r->n_params);
 		w->rw.reply = 0;
+		w->rw.reply_floats = 0;
 	} else {
 		w->pull_bytes = all;
 		w->push_bytes = step_push_size(r, r->n_params - w->rw.grad_off);
@@ -677,6 +682,19 @@ op_compress(rule_run *e, rule_worker *w, float *buf, size_t off, const float *an
 	return step_compress(run_of(e), worker_of(w), buf, off, anchor) < 0 ? -1 : 0;
 }
 
+static int
+op_compress_range(rule_run *e, rule_worker *w, float *buf, size_t off, size_t len,
+		  const float *anchor)
+{
+	return step_compress_range(run_of(e), worker_of(w), buf, off, len, anchor) < 0 ? -1 : 0;
+}
+
+static double
+op_push_bytes(const rule_run *e, size_t n)
+{
+	return step_push_size(run_of_c(e), n);
+}
+
 static void
 op_version_changed(rule_run *e)
 {
@@ -744,6 +762,8 @@ const rule_ops step_rule_ops = {
 	.push_grad = op_push_grad,
 	.check_model = op_check_model,
 	.compress = op_compress,
+	.compress_range = op_compress_range,
+	.push_bytes = op_push_bytes,
 	.version_changed = op_version_changed,
 	.push_failed = op_push_failed,
 	.fail = op_fail,

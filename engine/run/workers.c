@@ -202,6 +202,17 @@ workers_lose_remote(run *r, worker *w, int left)
 }
 
 int
+run_fragments_fixed(const run *r)
+{
+	if (!(r->rule->flags & RULE_FRAGMENTS))
+		return 0;
+	for (int i = 0; i < r->n_slots; i++)
+		if (r->w[i] && r->w[i]->active && r->w[i]->rw.have != UINT64_MAX)
+			return 1;
+	return 0;
+}
+
+int
 run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, int *id,
 		char *err)
 {
@@ -221,6 +232,10 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 	else if (r->rule->flags & RULE_SHARED)
 		rc = sl_fail(err, SL_EINVAL, "%s steps weights shared in the server's memory: "
 			     "no remote workers", r->rule->name);
+	else if (run_fragments_fixed(r))
+		rc = sl_fail(err, SL_EINVAL, "%s's fragment rounds need the workers it began "
+			     "with: a remote worker joins before the run's first step, or under "
+			     "another rule", r->rule->name);
 	else if (r->stopping || r->state == RUN_FINISHED || r->state == RUN_FAILED ||
 		 r->state == RUN_DIVERGED)
 		rc = sl_fail(err, SL_ESTATE, "the run has ended");

@@ -7,7 +7,9 @@
 
 extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 	rule_sasgd, rule_dcasgd, rule_odsgd, rule_localsgd, rule_easgd,
-	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated, rule_sparta;
+	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated;
+extern const rule_class rule_streaming_diloco;
+extern const rule_class rule_sparta;
 
 /* sparta's mask of round `round` (the server's version when the round
  * began) under the run's seed: each of the n coordinates in it with

@@ -19,6 +19,7 @@ const rule_class *const rule_table[] = {
 	&rule_diloco,
 	&rule_async_diloco,
 	&rule_async_gated,
+	&rule_streaming_diloco,
 	&rule_sparta,
 	NULL,
 };

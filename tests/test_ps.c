@@ -21,7 +21,7 @@ static ps *
 mk(backend *be, const float *w0, const char *rule, const rule_params *rp,
    float lr, float mu)
 {
-	ps_layer layers[] = {{0, 2, 2}, {2, 1, 1}};
+	ps_layer layers[] = {{.off = 0, .len = 2, .wlen = 2}, {.off = 2, .len = 1, .wlen = 1}};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
 	rule_params def = {0};
@@ -492,7 +492,7 @@ sp_new(double frac)
 	sp_case *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
 	c->be = cpu();
-	ps_layer layer = {0, 6, 6};
+	ps_layer layer = {.off = 0, .len = 6, .wlen = 6};
 	ck_assert_int_eq(ps_new(c->be, 6, w0, &layer, 1, 4, &c->p), 0);
 	c->rp.sparta_p = frac;
 	ps_set_rule(c->p, rule_find("sparta"), &c->rp);
@@ -804,7 +804,8 @@ START_TEST(lent_team_applies_the_same_bits)
 	}
 	const char *rules[] = {"asgd", "ssgd"};
 	for (int k = 0; k < 2; k++) {
-		ps_layer layers[] = {{0, 1000, 1000}, {1000, N - 1000, N - 1000}};
+		ps_layer layers[] = {{.off = 0, .len = 1000, .wlen = 1000},
+				     {.off = 1000, .len = N - 1000, .wlen = N - 1000}};
 		ps *a, *b;
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &a), 0);
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &b), 0);

@@ -155,6 +155,19 @@ ps_set_optim(ps *p, const opt_cfg *oc)
 	return optim_set(&p->opt, oc, p->mu);
 }
 
+ps_layer
+ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_cols)
+{
+	ps_layer L = {.off = off, .len = len, .wlen = wlen};
+	if (w_cols && n_weights && n_weights % w_cols == 0 && n_weights <= len) {
+		L.rows = n_weights / w_cols;
+		L.cols = w_cols;
+	} else if (n_weights && n_weights < len && len % n_weights == 0) {
+		L.vlen = n_weights; /* gains, then biases of as many */
+	}
+	return L;
+}
+
 const ps_layer *
 ps_layers(const ps *p, int *n)
 {

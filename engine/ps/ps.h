@@ -84,6 +84,12 @@ void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
 SL_MUST_USE int ps_set_optim(ps *p, const opt_cfg *oc);
 const opt_cfg *ps_optim(const ps *p);
 
+/* A layer of off, len floats whose first wlen adamw decays, its first
+ * n_weights a matrix of w_cols columns (0: a vector, as a norm's gains),
+ * the rest a bias (a matrix's) or vectors of n_weights floats (a norm's
+ * biases): the shapes demo chunks by (ps_layer's rows, cols, vlen). */
+ps_layer ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_cols);
+
 /* the parameterised layers (n of them), as given to ps_new */
 const ps_layer *ps_layers(const ps *p, int *n);
 

@@ -37,6 +37,10 @@ typedef struct ps_layer {
 	size_t wlen; /* its first wlen floats are what adamw decays (a
 		      * matrix's, kernel's or table's weights), the rest
 		      * biases or a norm's gains */
+	/* its tensors' shapes, as demo chunks them: the first rows x cols
+	 * floats a row-major matrix (rows 0: none), the rest vectors of
+	 * vlen floats each (vlen 0: the rest is one vector) */
+	size_t rows, cols, vlen;
 } ps_layer;
 
 /* The optimiser of every update the server applies (docs/rules.md,

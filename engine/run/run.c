@@ -244,8 +244,9 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	int nl = model_node_info(r->evm, info, MODEL_MAX_NODES), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
-			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
-							     info[i].n_decay};
+			layers[np++] = ps_layer_make(info[i].p_off, info[i].n_params,
+						      info[i].n_decay, info[i].n_weights,
+						      info[i].w_cols);
 	float *w0 = malloc(sizeof(float) * r->n_params);
 	if (!w0) {
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");

@@ -55,6 +55,10 @@ typedef struct ps_grad {
 	 * host memory when host is set) */
 	float alpha;
 	float *reply;
+	/* a sparse payload (demo's coefficients): 1 where g carries a value,
+	 * 0 elsewhere, n floats in g's memory; the round counts the senders
+	 * of each float (ps_round_senders). NULL: dense. */
+	const float *kept;
 } ps_grad;
 
 /* What a push did. */
@@ -148,6 +152,13 @@ void ps_step(ps *p, const float *g, size_t off, float lr);
 SL_MUST_USE int ps_round_add(ps *p, const ps_grad *g, int round_size);
 /* gradients in the pending round */
 int ps_round_pending(const ps *p);
+/* For a rule's server_round: the pending round's sum (n floats, backend
+ * memory), and the number of senders of each float when its messages
+ * were sparse (ps_grad.kept; NULL when none was), as floats */
+const float *ps_round_sum(const ps *p);
+const float *ps_round_senders(const ps *p);
+/* ... and the weights to write (a copy first when readers pin them) */
+float *ps_weights_rw(ps *p);
 /* the learning rate of the next update: the run's lr under the schedule */
 float ps_lr(const ps *p);
 /* the optimiser's settings (ps_set_opt): its learning rate, momentum and

@@ -211,7 +211,7 @@ rewrite(const uint8_t *buf, size_t len, edit *e, size_t *out_len)
  * model's (a link, the server's time, the bytes pulled), the optimiser's,
  * the augmentation's (the run object's, a batch's epoch), diloco's rule
  * parameters, a worker's step_ms, the data split's (the run object's, the split
- * made, each worker's place in its part) */
+ * made, each worker's place in its part), demo's rule parameters */
 static int
 added_field(const tlv_rec *y)
 {
@@ -224,7 +224,8 @@ added_field(const tlv_rec *y)
 					    "weighting", "dylu", "local_h", "outer_opt", "step_ms",
 					    "has_step_ms", "inner_reset", "compress", "compress_ratio",
 					    "ef", "data_split", "split_n", "split_gen", "part_n", "part_pos",
-					    "part_epochs", "sparta_p", NULL};
+					    "part_epochs", "sparta_p", "demo_decay",
+					    "demo_topk", "demo_chunk", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -99,7 +99,7 @@ check("schema: lr's range", lr and lr[0]["max"] == 100 and lr[0]["min_open"], lr
 check("rules(): the rules of the schema, every one of docs/rules.md among them",
       c.rules() == [x["name"] for x in sc["rules"]] and set(c.rules()) >= {
           "ssgd", "asgd", "softsync", "ssp", "sasgd", "dcasgd", "odsgd", "localsgd", "easgd",
-          "hogwild", "diloco", "async-diloco", "async-gated", "sparta"}, c.rules())
+          "hogwild", "diloco", "async-diloco", "async-gated", "sparta", "demo"}, c.rules())
 check("every rule has its example", all(os.path.exists(os.path.join(EXAMPLES, n + ".json"))
                                         for n in c.rules()), c.rules())
 

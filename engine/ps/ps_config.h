@@ -29,6 +29,10 @@ typedef struct rule_params {
 	char compress[8];      /* "none", "topk", "randk", "int8", "int4" */
 	double compress_ratio; /* topk, randk: the fraction of values kept */
 	int ef;                /* error feedback: the residual added to the next push */
+	/* demo (DeMo, Peng et al. 2024): the decay beta of each worker's
+	 * decoupled momentum, the DCT coefficients kept per chunk, and the
+	 * chunk side aimed at (a dimension's largest divisor not above it) */
+	double demo_decay, demo_topk, demo_chunk;
 } rule_params;
 
 /* A parameterised layer's slice of the flat buffer. */

@@ -85,6 +85,8 @@ typedef struct rule_worker {
 			     * (engine/ps/optim.h; NULL until needed) */
 	size_t took;        /* sparta: the floats its last pull took (the
 			     * masked coordinates, or the whole model) */
+	float *delta;       /* demo: the decoupled momentum (n floats, host
+			     * memory; NULL: zero), in checkpoints */
 } rule_worker;
 
 typedef struct rule_run rule_run;

@@ -89,6 +89,9 @@ static const field rp_rows[] = {
 	FLD(rule_params, "compress", compress, F_STR, OPT),
 	FLD(rule_params, "compress_ratio", compress_ratio, F_F64, OPT),
 	FLD(rule_params, "ef", ef, F_INT, OPT),
+	FLD(rule_params, "demo_decay", demo_decay, F_F64, OPT),
+	FLD(rule_params, "demo_topk", demo_topk, F_F64, OPT),
+	FLD(rule_params, "demo_chunk", demo_chunk, F_F64, OPT),
 	FLD(rule_params, "adaptive", adaptive, F_INT, OPT),
 	FLD(rule_params, "local_opt", local_opt, F_STR, OPT),
 };

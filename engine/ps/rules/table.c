@@ -20,6 +20,7 @@ const rule_class *const rule_table[] = {
 	&rule_async_diloco,
 	&rule_async_gated,
 	&rule_sparta,
+	&rule_demo,
 	NULL,
 };
 

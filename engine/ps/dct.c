@@ -38,7 +38,18 @@ typedef struct cut {
 	double *br;    /* the rows' basis */
 	double *bc;    /* the columns': B_c (inverse), else its transpose */
 	double *t, *acc; /* r x c and c of scratch */
+	unsigned char *nz; /* r: does row i of t hold a nonzero */
 } cut;
+
+static void
+cut_free(cut *k)
+{
+	free(k->br);
+	free(k->bc);
+	free(k->t);
+	free(k->acc);
+	free(k->nz);
+}
 
 static int
 cut_make(cut *k, size_t rows, size_t cols, size_t target, int inverse)
@@ -52,12 +63,10 @@ cut_make(cut *k, size_t rows, size_t cols, size_t target, int inverse)
 	k->bc = malloc(sizeof(double) * k->c * k->c);
 	k->t = malloc(sizeof(double) * k->r * k->c);
 	k->acc = malloc(sizeof(double) * k->c);
-	if (!f || !k->br || !k->bc || !k->t || !k->acc) {
+	k->nz = malloc(k->r);
+	if (!f || !k->br || !k->bc || !k->t || !k->acc || !k->nz) {
 		free(f);
-		free(k->br);
-		free(k->bc);
-		free(k->t);
-		free(k->acc);
+		cut_free(k);
 		return -1;
 	}
 	dct_basis(k->r, f);
@@ -71,20 +80,12 @@ cut_make(cut *k, size_t rows, size_t cols, size_t target, int inverse)
 	return 0;
 }
 
-static void
-cut_free(cut *k)
-{
-	free(k->br);
-	free(k->bc);
-	free(k->t);
-	free(k->acc);
-}
 
 /* one block at x (row stride ld) into y (the same stride): forward, Y =
  * B_r X B_c^T; inverse, X = B_r^T Y B_c. The columns' side first, into
  * t; then the rows' side. Each output a sum of products in double, as
  * rows scaled and added (the inner loops vectorise); a zero input (most
- * of a sparse block) is skipped. */
+ * of a sparse block) is skipped, and so is a row of t that is all zero. */
 static void
 block(const cut *k, const float *x, float *y, size_t ld)
 {
@@ -95,10 +96,12 @@ block(const cut *k, const float *x, float *y, size_t ld)
 		double *ti = t + i * c;
 		for (size_t l = 0; l < c; l++)
 			ti[l] = 0;
+		k->nz[i] = 0;
 		for (size_t j = 0; j < c; j++) {
 			const double v = x[i * ld + j];
 			if (v == 0)
 				continue;
+			k->nz[i] = 1;
 			/* t_il += x_ij B_c[j][l] (inverse), x_ij B_c[l][j] */
 			const double *b = k->bc + j * c;
 			for (size_t l = 0; l < c; l++)
@@ -109,6 +112,8 @@ block(const cut *k, const float *x, float *y, size_t ld)
 		for (size_t l = 0; l < c; l++)
 			acc[l] = 0;
 		for (size_t i = 0; i < r; i++) {
+			if (!k->nz[i])
+				continue;
 			const double a = inverse ? k->br[i * r + q] : k->br[q * r + i];
 			const double *ti = t + i * c;
 			for (size_t l = 0; l < c; l++)

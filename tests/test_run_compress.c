@@ -122,6 +122,17 @@ comm_of(const run_config *c, double *bytes, double *comm)
 	free(r);
 }
 
+/* logreg (P = 7850), no delay, 10 updates over a 1 ms, 100 Mb/s link */
+static run_config
+linked(const char *rule, int workers)
+{
+	run_config c = small(rule, workers);
+	c.delay.dist = DELAY_NONE;
+	c.stop_steps = 10;
+	c.link = (link_cfg){.latency_ms = 1, .bandwidth_mbps = 100};
+	return c;
+}
+
 START_TEST(bytes_are_the_message)
 {
 	/* asgd, one worker, logreg (P = 7850), 10 pushes over a 1 ms,
@@ -129,10 +140,7 @@ START_TEST(bytes_are_the_message)
 	 * push, and each push takes (4 x 7850 - 6280) x 8 / 1e8 s less on
 	 * the link than the dense gradient: 11 of them, the 11th step's in
 	 * flight at the stop (its link time spent, its push never applied) */
-	run_config c = small("asgd", 1);
-	c.delay.dist = DELAY_NONE;
-	c.stop_steps = 10;
-	c.link = (link_cfg){.latency_ms = 1, .bandwidth_mbps = 100};
+	run_config c = linked("asgd", 1);
 	double b0, t0, b1, t1;
 	comm_of(&c, &b0, &t0);
 	ck_assert_double_eq(b0, 10 * 4 * 7850.0);
@@ -163,10 +171,7 @@ START_TEST(demo_bytes_are_its_coefficients)
 	 * and the bias's 10, 458 of 12 bytes (an int64 index, an fp32
 	 * value): 5,496 bytes against the dense gradient's 31,400; on a 1 ms,
 	 * 100 Mb/s link each push takes that much less time than ssgd's */
-	run_config c = small("ssgd", 2);
-	c.delay.dist = DELAY_NONE;
-	c.stop_steps = 10;
-	c.link = (link_cfg){.latency_ms = 1, .bandwidth_mbps = 100};
+	run_config c = linked("ssgd", 2);
 	double b0, t0, b1, t1;
 	comm_of(&c, &b0, &t0);
 	ck_assert_double_eq(b0, 10 * 4 * 7850.0);

@@ -91,6 +91,8 @@ $(BUILD)/engine/nn/backend_cpu_conv.o: ALL_CFLAGS += -ffp-contract=fast
 REF_CFLAGS := -ffp-contract=off
 $(BUILD)/engine/nn/backend_ref.o $(BUILD)/engine/nn/backend_ref_seq.o: ALL_CFLAGS += $(REF_CFLAGS)
 $(BUILD)/engine/nn/backend_host.o: ALL_CFLAGS += $(REF_CFLAGS)
+# demo's DCT: vectorised, and the same bits on every x86-64 CPU
+$(BUILD)/engine/ps/dct.o: ALL_CFLAGS += $(KERNEL_CFLAGS) $(REF_CFLAGS)
 # ncursesw's wide-character calls (mvaddnwstr, cchar_t) need this defined
 $(BUILD)/tui/%.o: ALL_CFLAGS += $(call NCURSES,--cflags) -D_XOPEN_SOURCE_EXTENDED
 

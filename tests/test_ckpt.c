@@ -212,7 +212,8 @@ rewrite(const uint8_t *buf, size_t len, edit *e, size_t *out_len)
  * the augmentation's (the run object's, a batch's epoch), diloco's rule
  * parameters, a worker's step_ms, the data split's (the run object's, the split
  * made, each worker's place in its part), streaming-diloco's (its rule
- * parameters, a worker's fragment in flight and its link's) */
+ * parameters, a worker's fragment in flight and its link's), demo's rule
+ * parameters */
 static int
 added_field(const tlv_rec *y)
 {
@@ -226,7 +227,8 @@ added_field(const tlv_rec *y)
 					    "has_step_ms", "inner_reset", "compress", "compress_ratio",
 					    "ef", "data_split", "split_n", "split_gen", "part_n", "part_pos",
 					    "part_epochs", "fragments", "overlap", "mix", "frag",
-					    "frag_left", "xfer_end", "sparta_p", NULL};
+					    "frag_left", "xfer_end", "sparta_p", "demo_decay",
+					    "demo_topk", "demo_chunk", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

@@ -345,7 +345,7 @@ START_TEST(rule_params_described)
 			ck_assert_msg(fields_find(&fields_rule_params, r->params[i]),
 				      "%s: no rule_params.%s", r->name, r->params[i]);
 	}
-	ck_assert_int_eq(n, 15);
+	ck_assert_int_eq(n, 16);
 	for (int i = 0; i < fields_rule_params.n; i++) {
 		const char *key = fields_rule_params.f[i].key;
 		int used = 0;
@@ -460,7 +460,7 @@ START_TEST(schema)
 	free(t);
 	ck_assert(json_is_false(json_object_get(schema_field(fs, "clock"), "mutable")));
 	json_t *rule = schema_field(fs, "rule");
-	ck_assert_int_eq(json_array_size(json_object_get(rule, "enum")), 15);
+	ck_assert_int_eq(json_array_size(json_object_get(rule, "enum")), 16);
 	json_t *batch = schema_field(fs, "batch");
 	ck_assert_str_eq(json_string_value(json_object_get(batch, "type")), "integer");
 	ck_assert_int_eq(json_integer_value(json_object_get(batch, "default")), 64);
@@ -503,7 +503,7 @@ START_TEST(schema)
 	ck_assert_str_eq(json_string_value(json_object_get(schema_field(w, "link"), "type")),
 			 "object");
 	json_t *rules = json_object_get(s, "rules");
-	ck_assert_int_eq(json_array_size(rules), 15);
+	ck_assert_int_eq(json_array_size(rules), 16);
 	size_t i;
 	json_t *r;
 	json_array_foreach(rules, i, r) {
@@ -617,10 +617,10 @@ START_TEST(suggest_in_messages)
 		 "schedule[0].set.lrr: unknown field (did you mean 'schedule[0].set.lr'?)"},
 		{"{\"rule\": \"sspp\"}", "rule: unknown \"sspp\" (expected ssgd, asgd, softsync, ssp, "
 		 "sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, "
-		 "streaming-diloco, sparta; did you mean 'ssp'?)"},
+		 "streaming-diloco, sparta, demo; did you mean 'ssp'?)"},
 		{"{\"rule\": \"adam\"}", "rule: unknown \"adam\" (expected ssgd, asgd, softsync, ssp, "
 		 "sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, "
-		 "streaming-diloco, sparta)"},
+		 "streaming-diloco, sparta, demo)"},
 		{"{\"clock\": \"virtul\"}",
 		 "clock: unknown \"virtul\" (expected wall, virtual; did you mean 'virtual'?)"},
 		{"{\"delay\": {\"dist\": \"lognorm\", \"mean_ms\": 3}}",
@@ -653,7 +653,7 @@ START_TEST(suggest_in_messages)
 	ck_assert_str_eq(err, "sped: unknown field for a worker (delay, spb_depth, speed, step_ms, paused, "
 			      "link; did you mean 'speed'?)");
 	ck_assert_int_eq(change("{\"rule\": \"asgdd\"}", -1, &cmd, err), -SL_EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "sparta; did you mean 'asgd'?)"));
+	ck_assert_ptr_nonnull(strstr(err, "sparta, demo; did you mean 'asgd'?)"));
 }
 END_TEST
 

@@ -150,7 +150,7 @@ START_TEST(no_run_conflicts)
 	ctl_reply_free(&o);
 	/* the schema and the (empty) list of runs need no run */
 	j = call(&c, "GET", "/api/v1/schema", NULL, NULL, 200, &o);
-	ck_assert_int_eq(json_array_size(json_object_get(j, "rules")), 15);
+	ck_assert_int_eq(json_array_size(json_object_get(j, "rules")), 16);
 	ctl_reply_free(&o);
 	j = call(&c, "GET", "/api/v1/runs", NULL, NULL, 200, &o);
 	ck_assert_int_eq(json_array_size(json_object_get(j, "runs")), 0);

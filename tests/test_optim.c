@@ -25,7 +25,7 @@ static ps *
 mk(backend *be, const float *w0, const char *rule, float lr, float mu, float wd,
    int kind)
 {
-	ps_layer layers[] = {{0, 2, 1}, {2, 1, 1}};
+	ps_layer layers[] = {{.off = 0, .len = 2, .wlen = 1}, {.off = 2, .len = 1, .wlen = 1}};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
 	rule_params rp = {0};

@@ -21,7 +21,7 @@ static ps *
 mk(backend *be, const float *w0, const char *rule, const rule_params *rp,
    float lr, float mu)
 {
-	ps_layer layers[] = {{0, 2, 2}, {2, 1, 1}};
+	ps_layer layers[] = {{.off = 0, .len = 2, .wlen = 2}, {.off = 2, .len = 1, .wlen = 1}};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 3, w0, layers, 2, 4, &p), 0);
 	rule_params def = {0};
@@ -492,7 +492,7 @@ sp_new(double frac)
 	sp_case *c = calloc(1, sizeof(*c));
 	ck_assert_ptr_nonnull(c);
 	c->be = cpu();
-	ps_layer layer = {0, 6, 6};
+	ps_layer layer = {.off = 0, .len = 6, .wlen = 6};
 	ck_assert_int_eq(ps_new(c->be, 6, w0, &layer, 1, 4, &c->p), 0);
 	c->rp.sparta_p = frac;
 	ps_set_rule(c->p, rule_find("sparta"), &c->rp);
@@ -774,7 +774,7 @@ END_TEST
 
 START_TEST(rule_table_lookup)
 {
-	ck_assert_int_eq(rule_count(), 15);
+	ck_assert_int_eq(rule_count(), 16);
 	for (int i = 0; rule_table[i]; i++) {
 		ck_assert_ptr_eq(rule_find(rule_table[i]->name), rule_table[i]);
 		ck_assert_int_eq(rule_index(rule_table[i]), i);
@@ -785,7 +785,7 @@ START_TEST(rule_table_lookup)
 	char buf[256];
 	ck_assert_str_eq(rule_names(buf, sizeof(buf)),
 			 "ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, "
-			 "streaming-diloco, sparta");
+			 "streaming-diloco, sparta, demo");
 }
 END_TEST
 
@@ -805,7 +805,8 @@ START_TEST(lent_team_applies_the_same_bits)
 	}
 	const char *rules[] = {"asgd", "ssgd"};
 	for (int k = 0; k < 2; k++) {
-		ps_layer layers[] = {{0, 1000, 1000}, {1000, N - 1000, N - 1000}};
+		ps_layer layers[] = {{.off = 0, .len = 1000, .wlen = 1000},
+				     {.off = 1000, .len = N - 1000, .wlen = N - 1000}};
 		ps *a, *b;
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &a), 0);
 		ck_assert_int_eq(ps_new(be, N, w0, layers, 2, 4, &b), 0);
@@ -843,7 +844,9 @@ START_TEST(streaming_fragments_are_strided)
 {
 	backend *be = cpu();
 	/* five layers of 3, 1, 2, 4, 1 floats */
-	ps_layer layers[] = {{0, 3, 3}, {3, 1, 1}, {4, 2, 2}, {6, 4, 4}, {10, 1, 1}};
+	ps_layer layers[] = {{.off = 0, .len = 3, .wlen = 3}, {.off = 3, .len = 1, .wlen = 1},
+			     {.off = 4, .len = 2, .wlen = 2}, {.off = 6, .len = 4, .wlen = 4},
+			     {.off = 10, .len = 1, .wlen = 1}};
 	float w0[11] = {0};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 11, w0, layers, 5, 2, &p), 0);
@@ -971,7 +974,7 @@ sd_step(rule_run *e, rule_worker *w, float gv)
 START_TEST(streaming_diloco_by_hand)
 {
 	backend *be = cpu();
-	ps_layer layers[] = {{0, 3, 3}, {3, 2, 2}};
+	ps_layer layers[] = {{.off = 0, .len = 3, .wlen = 3}, {.off = 3, .len = 2, .wlen = 2}};
 	float w0[5] = {0};
 	ps *p;
 	ck_assert_int_eq(ps_new(be, 5, w0, layers, 2, 2, &p), 0);

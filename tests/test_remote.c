@@ -130,7 +130,7 @@ START_TEST(remote_computes_as_a_local_worker)
 	/* every rule but hogwild (refused: shared weights) */
 	const char *rules[] = {"asgd", "ssgd", "dcasgd", "ssp", "sasgd", "softsync", "odsgd",
 			       "localsgd", "easgd", "diloco", "async-diloco", "async-gated",
-			       "streaming-diloco", "sparta"};
+			       "streaming-diloco", "sparta", "demo"};
 	for (int k = 0; k < (int)(sizeof(rules) / sizeof(rules[0])); k++) {
 		/* one local worker */
 		run_config c = wall(rules[k], 1);

@@ -608,7 +608,8 @@ START_TEST(every_rule_in_the_table)
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
 					   "weighting", "dylu", "outer_opt", "inner_reset", "compress",
-					   "compress_ratio", "ef", "fragments", "overlap", "mix", "sparta_p", NULL};
+					   "compress_ratio", "ef", "fragments", "overlap", "mix", "sparta_p", "demo_decay",
+					   "demo_topk", "demo_chunk", NULL};
 	for (int i = 0; rule_table[i]; i++) {
 		const rule_class *rc = rule_table[i];
 		ck_assert_ptr_nonnull(rc->doc);

@@ -100,7 +100,7 @@ check("rules(): the rules of the schema, every one of docs/rules.md among them",
       c.rules() == [x["name"] for x in sc["rules"]] and set(c.rules()) >= {
           "ssgd", "asgd", "softsync", "ssp", "sasgd", "dcasgd", "odsgd", "localsgd", "easgd",
           "hogwild", "diloco", "async-diloco", "async-gated", "streaming-diloco",
-          "sparta"}, c.rules())
+          "sparta", "demo"}, c.rules())
 check("every rule has its example", all(os.path.exists(os.path.join(EXAMPLES, n + ".json"))
                                         for n in c.rules()), c.rules())
 

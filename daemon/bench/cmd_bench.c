@@ -110,8 +110,9 @@ bench_ps_rate(model *m, const char *device, double seconds, int quiet)
 	int nl = model_node_info(m, info, MODEL_MAX_NODES), np = 0;
 	for (int i = 0; i < nl; i++)
 		if (info[i].n_params)
-			layers[np++] = (ps_layer){info[i].p_off, info[i].n_params,
-							     info[i].n_decay};
+			layers[np++] = ps_layer_make(info[i].p_off, info[i].n_params,
+						      info[i].n_decay, info[i].n_weights,
+						      info[i].w_cols);
 	float *w = calloc(m->n_params, sizeof(float));
 	/* a gradient in the server's memory, as a worker's on its device */
 	float *g = be->ops->alloc(be, sizeof(float) * m->n_params);

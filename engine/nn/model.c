@@ -570,6 +570,7 @@ model_node_info(const model *m, node_info *info, int max)
 			.n_params = nd->n_params,
 			.p_off = nd->p_off,
 			.n_weights = nd->n_weights,
+			.w_cols = nd->w_cols,
 			.n_decay = nd->op->no_decay ? 0 : nd->n_weights,
 			.act_floats = nd->act_floats,
 			.flops_fwd = nd->flops_fwd,

@@ -77,6 +77,8 @@ typedef struct node_info {
 	size_t n_weights;        /* the first of n_params: weights (the rest bias) */
 	size_t n_decay;          /* of those, what adamw decays: n_weights, or 0
 				  * for a norm's gains */
+	size_t w_cols;           /* the weights as a row-major matrix of w_cols
+				  * columns; 0: a vector (op.h's node) */
 	size_t act_floats;       /* output activation floats per sample */
 	double flops_fwd, flops_bwd_w, flops_bwd_x; /* per sample */
 } node_info;

@@ -104,6 +104,10 @@ struct node {
 	int tied;
 	conv_geom geom;
 	size_t n_params, n_weights; /* weights then bias */
+	size_t w_cols;           /* the weights as a row-major matrix of w_cols
+				  * columns (dense, linear: in; conv: cin k k;
+				  * embed, lmhead: E); 0: a vector (a norm's
+				  * gains) */
 	size_t p_off;            /* offset in the flat buffers */
 	/* Floats of state that is not trained (batch norm's running
 	 * statistics), set by setup: s_off in the model's state buffer, and

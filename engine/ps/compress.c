@@ -60,10 +60,9 @@ swap_f(float *a, size_t i, size_t j)
 	a[j] = t;
 }
 
-/* the k-th largest of a[0..n) (k from 1), a reordered: quickselect with a
- * three-way partition, so ties cost nothing */
-static float
-kth_largest(float *a, size_t n, size_t k)
+/* quickselect with a three-way partition, so ties cost nothing */
+float
+compress_kth_largest(float *a, size_t n, size_t k)
 {
 	size_t lo = 0, hi = n, want = k - 1;
 	for (;;) {
@@ -95,7 +94,7 @@ topk(float *p, size_t n, size_t k, unsigned char *kept)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		a[i] = fabsf(p[i]);
-	float t = kth_largest(a, n, k);
+	float t = compress_kth_largest(a, n, k);
 	size_t above = 0;
 	for (size_t i = 0; i < n; i++)
 		above += fabsf(p[i]) > t;

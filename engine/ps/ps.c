@@ -23,6 +23,8 @@ struct ps {
 	float *tmp;      /* scratch: compensated gradient, averaged round */
 	float *acc;      /* sync rules: sum of the round's gradients */
 	int *layer_count;/* sync rules: contributors per layer this round */
+	float *cnt;      /* ... and per float, when messages are sparse (demo;
+			  * made on use) */
 	int *unit_of;    /* streaming-diloco: each layer's unit (ps_set_units) */
 	int round;       /* gradients in the current round */
 	float **bak;     /* DC-ASGD: weights each worker last pulled */
@@ -40,6 +42,7 @@ struct ps {
 	float *spare;
 	float *stage;    /* host payloads, staged into a device server's memory */
 	float *stage_bak;/* ... and a held gradient's backup (DC-ASGD) */
+	float *stage_kept;/* ... and a sparse payload's mask (demo) */
 	float *outer_m;  /* diloco: the outer Nesterov momentum (made on use) */
 	int oom;         /* a copy could not be made: written in place */
 	const rule_class *rule;
@@ -115,6 +118,8 @@ ps_free(ps *p)
 	be->ops->free(be, p->spare);
 	be->ops->free(be, p->stage);
 	be->ops->free(be, p->stage_bak);
+	be->ops->free(be, p->stage_kept);
+	be->ops->free(be, p->cnt);
 	be->ops->free(be, p->outer_m);
 	optim_free(&p->opt);
 	be->ops->free(be, p->tmp);
@@ -133,6 +138,8 @@ drop_round(ps *p)
 	p->round = 0;
 	memset(p->layer_count, 0, sizeof(int) * (size_t)p->n_layers);
 	p->be->ops->zero(p->be, p->acc, sizeof(float) * p->n);
+	if (p->cnt)
+		p->be->ops->zero(p->be, p->cnt, sizeof(float) * p->n);
 }
 
 void
@@ -158,6 +165,19 @@ ps_set_optim(ps *p, const opt_cfg *oc)
 {
 	p->oc = *oc;
 	return optim_set(&p->opt, oc, p->mu);
+}
+
+ps_layer
+ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_cols)
+{
+	ps_layer L = {.off = off, .len = len, .wlen = wlen};
+	if (w_cols && n_weights && n_weights % w_cols == 0 && n_weights <= len) {
+		L.rows = n_weights / w_cols;
+		L.cols = w_cols;
+	} else if (n_weights && n_weights < len && len % n_weights == 0) {
+		L.vlen = n_weights; /* gains, then biases of as many */
+	}
+	return L;
 }
 
 const ps_layer *
@@ -387,6 +407,25 @@ ps_scratch(ps *p)
 	return p->tmp;
 }
 
+const float *
+ps_round_sum(const ps *p)
+{
+	return p->acc;
+}
+
+const float *
+ps_round_senders(const ps *p)
+{
+	return p->cnt;
+}
+
+float *
+ps_weights_rw(ps *p)
+{
+	writable(p);
+	return p->w;
+}
+
 float *
 ps_worker_state(ps *p, int worker)
 {
@@ -402,6 +441,13 @@ apply_round(ps *p)
 {
 	backend *be = p->ex;
 	writable(p);
+	if (p->rule->server_round) {
+		if (p->rule->server_round(p, p->layer_count) < 0)
+			p->oom = 1;
+		p->v++;
+		drop_round(p);
+		return;
+	}
 	for (int l = 0; l < p->n_layers; l++) {
 		int c = p->layer_count[l];
 		const ps_layer *L = &p->layers[l];
@@ -419,6 +465,13 @@ ps_round_add(ps *p, const ps_grad *g, int round_size)
 {
 	backend *be = p->ex;
 	be->ops->axpy(be, p->n - g->off, 1.0f, g->g + g->off, p->acc + g->off);
+	if (g->kept) {
+		if (!p->cnt && !(p->cnt = balloc(p, p->n))) {
+			p->oom = 1;
+			return 0;
+		}
+		be->ops->axpy(be, p->n - g->off, 1.0f, g->kept + g->off, p->cnt + g->off);
+	}
 	for (int l = 0; l < p->n_layers; l++)
 		if (p->layers[l].off >= g->off)
 			p->layer_count[l]++;
@@ -455,12 +508,14 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 	ps_result r = {0};
 	if (g->off >= p->n || g->worker < 0 || g->worker >= p->max_workers ||
 	    !g->g || (g->kind != PS_GRADIENT && g->off) ||
-	    (g->kind == PS_ELASTIC && !g->reply) || (unsigned)g->kind > PS_ELASTIC)
+	    (g->kind == PS_ELASTIC && !g->reply) || (unsigned)g->kind > PS_ELASTIC ||
+	    (g->kept && g->kind != PS_GRADIENT))
 		return -SL_EINVAL;
 	const float *data = staged(p, &p->stage, g->g, g->off, g->host);
 	/* a held gradient's backup is whole: DC-ASGD reads it from off on */
 	const float *bak = staged(p, &p->stage_bak, g->bak, 0, g->host);
-	if (!data || (g->bak && !bak))
+	const float *kept = staged(p, &p->stage_kept, g->kept, g->off, g->host);
+	if (!data || (g->bak && !bak) || (g->kept && !kept))
 		return -SL_ENOMEM;
 	r.tau = p->v >= g->v_read ? p->v - g->v_read : 0;
 	if (g->kind == PS_MODEL) {
@@ -475,6 +530,7 @@ ps_push(ps *p, const ps_grad *g, int round_size, ps_result *res)
 		ps_grad m = *g;
 		m.g = data;
 		m.bak = bak;
+		m.kept = kept;
 		m.host = 0;
 		int rc = p->rule->server_push(p, &m, round_size, &r);
 		if (rc < 0)
@@ -729,6 +785,7 @@ ps_save(const ps *p, tlv_w *w)
 	if (p->opt.v)
 		tlv_array(w, "opt_steps", TLV_U64S, p->opt.steps, (size_t)p->n_layers);
 	save_buf(p, w, "round_sum", p->acc);
+	save_buf(p, w, "round_senders", p->cnt);
 	save_buf(p, w, "outer_momentum", p->outer_m);
 	tlv_open(w, "backups", TLV_LIST);
 	for (int k = 0; k < p->max_workers; k++) {
@@ -790,6 +847,7 @@ ps_restore(ps *p, const tlv_sec *s, size_t n, char *err)
 	    (rc = load_buf(p, s, "momentum", 0, n, p ? &p->opt.m : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "second_moment", 0, n, p ? &p->opt.v : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "round_sum", 0, n, p ? &p->acc : &none, err)) < 0 ||
+	    (rc = load_buf(p, s, "round_senders", 0, n, p ? &p->cnt : &none, err)) < 0 ||
 	    (rc = load_buf(p, s, "outer_momentum", 0, n, p ? &p->outer_m : &none, err)) < 0)
 		return rc;
 	const void *st;

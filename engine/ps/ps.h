@@ -58,6 +58,10 @@ typedef struct ps_grad {
 	/* streaming-diloco: the fragment the payload is a model of (only its
 	 * coordinates are read; ps_fragment_ranges) */
 	int part;
+	/* a sparse payload (demo's coefficients): 1 where g carries a value,
+	 * 0 elsewhere, n floats in g's memory; the round counts the senders
+	 * of each float (ps_round_senders). NULL: dense. */
+	const float *kept;
 } ps_grad;
 
 /* A slice of the flat buffer: floats [off, off + len). */
@@ -91,6 +95,12 @@ void ps_set_opt(ps *p, float lr, float momentum, float weight_decay);
  * state cannot be allocated. */
 SL_MUST_USE int ps_set_optim(ps *p, const opt_cfg *oc);
 const opt_cfg *ps_optim(const ps *p);
+
+/* A layer of off, len floats whose first wlen adamw decays, its first
+ * n_weights a matrix of w_cols columns (0: a vector, as a norm's gains),
+ * the rest a bias (a matrix's) or vectors of n_weights floats (a norm's
+ * biases): the shapes demo chunks by (ps_layer's rows, cols, vlen). */
+ps_layer ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_cols);
 
 /* the parameterised layers (n of them), as given to ps_new */
 const ps_layer *ps_layers(const ps *p, int *n);
@@ -163,6 +173,13 @@ void ps_step(ps *p, const float *g, size_t off, float lr);
 SL_MUST_USE int ps_round_add(ps *p, const ps_grad *g, int round_size);
 /* gradients in the pending round */
 int ps_round_pending(const ps *p);
+/* For a rule's server_round: the pending round's sum (n floats, backend
+ * memory), and the number of senders of each float when its messages
+ * were sparse (ps_grad.kept; NULL when none was), as floats */
+const float *ps_round_sum(const ps *p);
+const float *ps_round_senders(const ps *p);
+/* ... and the weights to write (a copy first when readers pin them) */
+float *ps_weights_rw(ps *p);
 /* the learning rate of the next update: the run's lr under the schedule */
 float ps_lr(const ps *p);
 /* the optimiser's settings (ps_set_opt): its learning rate, momentum and

@@ -34,6 +34,10 @@ typedef struct rule_params {
 	 * computed, the global fragment taken back mixed with the local one
 	 * by `mix` (0: the global alone) */
 	double fragments, overlap, mix;
+	/* demo (DeMo, Peng et al. 2024): the decay beta of each worker's
+	 * decoupled momentum, the DCT coefficients kept per chunk, and the
+	 * chunk side aimed at (a dimension's largest divisor not above it) */
+	double demo_decay, demo_topk, demo_chunk;
 } rule_params;
 
 /* A parameterised layer's slice of the flat buffer. */
@@ -42,6 +46,10 @@ typedef struct ps_layer {
 	size_t wlen; /* its first wlen floats are what adamw decays (a
 		      * matrix's, kernel's or table's weights), the rest
 		      * biases or a norm's gains */
+	/* its tensors' shapes, as demo chunks them: the first rows x cols
+	 * floats a row-major matrix (rows 0: none), the rest vectors of
+	 * vlen floats each (vlen 0: the rest is one vector) */
+	size_t rows, cols, vlen;
 } ps_layer;
 
 /* The optimiser of every update the server applies (docs/rules.md,

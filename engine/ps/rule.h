@@ -99,6 +99,8 @@ typedef struct rule_worker {
 			     * (engine/ps/optim.h; NULL until needed) */
 	size_t took;        /* sparta: the floats its last pull took (the
 			     * masked coordinates, or the whole model) */
+	float *delta;       /* demo: the decoupled momentum (n floats, host
+			     * memory; NULL: zero), in checkpoints */
 } rule_worker;
 
 typedef struct rule_run rule_run;
@@ -223,6 +225,19 @@ typedef struct rule_class {
 	/* what the staleness it records counts, in words (NULL: "versions"):
 	 * "local steps", "outer versions" */
 	const char *stale_unit;
+
+	/* RULE_ROUND: apply the pending round to the weights (the round's
+	 * sum in ps_round_sum, its senders per layer in layer_count and, when
+	 * its messages were sparse, per float in ps_round_senders); the
+	 * server advances the version after. 0, or a negative SL_E* (the
+	 * server then reports ps_failed). NULL: one optimiser step on each
+	 * layer's average over its senders (ssgd's). */
+	int (*server_round)(struct ps *p, const int *layer_count);
+	/* the bytes a push of the layers from float off on costs (the
+	 * virtual clock's link, bytes_sent); NULL: the gradient's floats,
+	 * compressed under rule_params compress (compress.h) */
+	double (*push_bytes)(const ps_layer *layers, int n_layers, size_t off,
+			     const rule_params *rp);
 } rule_class;
 
 /* The rule_params keys of compression, which every rule that pushes

@@ -129,6 +129,8 @@ ckpt_save_state(run *r, blob *b)
 		put_floats(&w, "local_prev", wk->rw.be, wk->rw.wprev, r->n_params);
 		if (wk->ef_res) /* error feedback's residual (host memory) */
 			tlv_array(&w, "ef_residual", TLV_F32S, wk->ef_res, r->n_params);
+		if (wk->rw.delta) /* demo's momentum (host memory) */
+			tlv_array(&w, "demo_delta", TLV_F32S, wk->rw.delta, r->n_params);
 		if (wk->rw.opt) { /* localsgd, easgd: the worker's own optimiser */
 			put_floats(&w, "local_opt_m", wk->rw.be, wk->rw.opt->m, r->n_params);
 			put_floats(&w, "local_opt_v", wk->rw.be, wk->rw.opt->v, r->n_params);
@@ -166,6 +168,20 @@ load_residual(run *r, worker *w, const ckpt_worker *cw, char *err)
 	if (!(w->ef_res = malloc(sizeof(float) * r->n_params)))
 		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
 	memcpy(w->ef_res, cw->ef, sizeof(float) * r->n_params);
+	return 0;
+}
+
+/* demo's momentum, as saved (none saved: zero) */
+static int
+load_delta(run *r, worker *w, const ckpt_worker *cw, char *err)
+{
+	free(w->rw.delta);
+	w->rw.delta = NULL;
+	if (!cw->delta)
+		return 0;
+	if (!(w->rw.delta = malloc(sizeof(float) * r->n_params)))
+		return sl_fail(err, SL_ENOMEM, "checkpoint: out of memory");
+	memcpy(w->rw.delta, cw->delta, sizeof(float) * r->n_params);
 	return 0;
 }
 
@@ -336,7 +352,7 @@ load_doc(run *r, ckpt_doc *d, char *err)
 		    (cw->ms && load_floats(be, &w->rw.ms, cw->ms, r->n_params, err) < 0) ||
 		    (cw->wprev && load_floats(be, &w->rw.wprev, cw->wprev, r->n_params, err) < 0))
 			return -SL_ENOMEM;
-		if ((rc = load_residual(r, w, cw, err)) < 0)
+		if ((rc = load_residual(r, w, cw, err)) < 0 || (rc = load_delta(r, w, cw, err)) < 0)
 			return rc;
 		if ((cw->opt_m || cw->opt_v || cw->opt_steps) &&
 		    (rc = load_worker_optim(r, w, cw, err)) < 0)

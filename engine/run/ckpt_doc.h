@@ -21,6 +21,7 @@ typedef struct ckpt_worker {
 	worker w;
 	const void *batch, *params, *grads, *ms, *wprev;
 	const void *ef; /* error feedback's residual (optional) */
+	const void *delta; /* demo's momentum (optional) */
 	const void *opt_m, *opt_v, *opt_steps; /* the worker's optimiser (optional) */
 	size_t n_opt_steps;
 } ckpt_worker;

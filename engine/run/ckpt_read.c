@@ -202,6 +202,7 @@ read_workers(const tlv_sec *root, ckpt_doc *d, char *err)
 		    (rc = get_f32(&it, "local_ms", OPT, d->n_params, &cw->ms, err)) < 0 ||
 		    (rc = get_f32(&it, "local_prev", OPT, d->n_params, &cw->wprev, err)) < 0 ||
 		    (rc = get_f32(&it, "ef_residual", OPT, d->n_params, &cw->ef, err)) < 0 ||
+		    (rc = get_f32(&it, "demo_delta", OPT, d->n_params, &cw->delta, err)) < 0 ||
 		    (rc = get_f32(&it, "local_opt_m", OPT, d->n_params, &cw->opt_m, err)) < 0 ||
 		    (rc = get_f32(&it, "local_opt_v", OPT, d->n_params, &cw->opt_v, err)) < 0 ||
 		    (rc = tlv_get_array(&it, "local_opt_steps", OPT, TLV_U64S, SIZE_MAX,

@@ -144,6 +144,10 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 	ps_set_rule(r->ps, r->rule, &r->cfg.rp);
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];
+		if (strcmp(before, name)) { /* demo's momentum starts at zero */
+			free(w->rw.delta);
+			w->rw.delta = NULL;
+		}
 		w->rw.waiting = 0;
 		w->rw.have = UINT64_MAX; /* re-read the server's weights */
 		w->rw.last_round = -1;

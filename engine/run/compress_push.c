@@ -25,6 +25,11 @@ kind_of(const run *r)
 double
 step_push_size(const run *r, size_t n)
 {
+	if (r->rule->push_bytes) { /* the rule's own message (demo's) */
+		int nl;
+		const ps_layer *layers = ps_layers(r->ps, &nl);
+		return r->rule->push_bytes(layers, nl, r->n_params - n, &r->cfg.rp);
+	}
 	return compress_bytes(kind_of(r), r->cfg.rp.compress_ratio, n, CMP_BLOCK);
 }
 

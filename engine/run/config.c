@@ -157,6 +157,10 @@ config_compress_fits(const char *rule, const rule_params *rp, char *err)
 		return sl_fail(err, SL_EINVAL, "rule_params.compress: %s pushes nothing (its "
 			       "threads step the shared weights in place), so there is nothing to "
 			       "compress: use compress \"none\" or another rule", rc->name);
+	if (rc && rc->push_bytes && rp->compress[0] && strcmp(rp->compress, "none"))
+		return sl_fail(err, SL_EINVAL, "rule_params.compress: %s sends a message of its "
+			       "own (its rule_params say what it keeps), which the compressors do "
+			       "not take: use compress \"none\"", rc->name);
 	int listed = 0;
 	for (int i = 0; rc && rc->params && rc->params[i]; i++)
 		listed |= !strcmp(rc->params[i], "compress");

@@ -98,8 +98,9 @@ int config_validate(const run_config *c, char *err);
  * need momentum > 0; hogwild, whose threads step the shared weights
  * without a lock, takes sgd without clipping; a cosine or linear
  * decay ends after its warm-up. 0, or -SL_EINVAL naming the field. */
-/* compress other than none where the rule pushes nothing (hogwild):
- * -SL_EINVAL naming rule_params.compress */
+/* compress other than none where the rule pushes nothing (hogwild) or
+ * sends a message of its own (demo): -SL_EINVAL naming
+ * rule_params.compress */
 int config_compress_fits(const char *rule, const rule_params *rp, char *err);
 int config_optim_fits(const char *rule, const opt_cfg *o, double momentum, char *err);
 /* streaming-diloco's fragments and overlap: fragments at most the model's

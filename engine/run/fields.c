@@ -9,6 +9,7 @@
 #include "augment.h"
 #include "backend.h"
 #include "compress.h"
+#include "dct.h"
 #include "model.h"
 
 #define NF(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -192,6 +193,15 @@ static const field_desc rp_f[] = {
 	{.key = "ef", .type = FT_BOOLEAN, .store = FS_BOOL, .off = RP(ef),
 	 .doc = "error feedback: what compression left out of a push (the residual, "
 		"per worker, in checkpoints) is added to the next"},
+	RPF(demo_decay, FT_NUMBER, FS_DBL, 0, 1, BOTH | FD_MAX_OPEN, 0.999,
+	    "demo: beta, the decay of each worker's decoupled momentum (delta = beta delta "
+	    "+ lr g; the reference's compression_decay)"),
+	RPF(demo_topk, FT_INTEGER, FS_DBL, 1, DCT_MAX_SIDE * DCT_MAX_SIDE, BOTH, 32,
+	    "demo: the DCT coefficients a worker sends per chunk, the largest in magnitude "
+	    "(at most the chunk's size; the reference's compression_topk)"),
+	RPF(demo_chunk, FT_INTEGER, FS_DBL, 1, DCT_MAX_SIDE, BOTH, 64,
+	    "demo: the chunk side aimed at; each dimension's chunk is its largest divisor "
+	    "not above it (a matrix's blocks r x c; the reference's compression_chunk)"),
 };
 const field_table fields_rule_params = {rp_f, NF(rp_f)};
 

@@ -19,6 +19,7 @@ worker_free(worker *w)
 	if (w->rw.m) {
 		be->ops->free(be, w->rw.ms);
 		be->ops->free(be, w->rw.wprev);
+		free(w->rw.delta);
 		be->ops->free(be, w->rw.tmp);
 		be->ops->free(be, w->rw.wire);
 	}

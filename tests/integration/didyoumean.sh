@@ -34,7 +34,7 @@ config() {
 	expect_line 2 "config $1" "stalelab run: $TMP/c.json: $3" \
 		"$SL" run --config "$TMP/c.json" --log /dev/null
 }
-rules="ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, streaming-diloco, sparta"
+rules="ssgd, asgd, softsync, ssp, sasgd, dcasgd, odsgd, localsgd, easgd, hogwild, diloco, async-diloco, async-gated, streaming-diloco, sparta, demo"
 config bacth '{"bacth": 64}' "bacth: unknown field (did you mean 'batch'?)"
 config stop.epoch '{"stop": {"epoch": 1}}' "stop.epoch: unknown field (did you mean 'stop.epochs'?)"
 config rule_params.lamda '{"rule_params": {"lamda": 0.1}}' \

@@ -22,7 +22,7 @@ fi
 block c 2 >"$TMP/row.c"
 miss=$(while IFS= read -r l; do grep -qxF "$l" engine/ps/rules/table.c || echo "$l"; done <"$TMP/row.c")
 [ -s "$TMP/row.c" ] && [ -z "$miss" ] && ok "the page's rows are in table.c" || bad "rows not in table.c" "$miss"
-grep -q 'rule_async_gated;' engine/ps/rules/rules.h && ok "rules.h declares it" || bad "rules.h lacks rule_async_gated"
+grep -Eq 'rule_async_gated[,;]' engine/ps/rules/rules.h && ok "rules.h declares it" || bad "rules.h lacks rule_async_gated"
 for t in async_gated_drops_the_old:tests/test_ps.c rules_reduce_to_their_special_cases:tests/test_run_rules.c \
 	every_rule_in_the_table:tests/test_run_rules.c; do
 	grep -q "START_TEST(${t%%:*})" "${t#*:}" && ok "the test it names: ${t%%:*}" || bad "no test ${t%%:*} in ${t#*:}"

@@ -31,6 +31,7 @@ conv_setup(node *n, char *err)
 	n->out = (shape){n->units, ho, wo, 1};
 	size_t K = (size_t)in.c * n->k * n->k;
 	n->n_weights = K * n->units;
+	n->w_cols = K;
 	n->n_params = n->n_weights + (n->no_bias ? 0 : (size_t)n->units);
 	double mac = (double)K * n->units * ho * wo;
 	n->flops_fwd = 2.0 * mac;

@@ -16,6 +16,7 @@ dense_setup(node *n, char *err)
 			       n->units);
 	n->out = (shape){n->units, 1, 1, 0};
 	n->n_weights = (size_t)in * n->units;
+	n->w_cols = (size_t)in;
 	n->n_params = n->n_weights + (size_t)n->units;
 	n->flops_fwd = 2.0 * in * n->units;
 	n->flops_bwd_w = 2.0 * in * n->units;

@@ -31,6 +31,7 @@ embed_setup(node *n, char *err)
 	const int t = (int)shape_size(in), e = n->units;
 	n->out = (shape){e, t, 1, 0};
 	n->n_weights = (size_t)(n->tied ? t : n->vocab + t) * e;
+	n->w_cols = (size_t)e;
 	n->n_params = n->n_weights;
 	n->flops_fwd = (double)t * e;
 	n->flops_bwd_w = 2.0 * t * e;

@@ -20,6 +20,7 @@ linear_setup(node *n, char *err)
 	const double rows = (double)in.h * in.w;
 	n->out = (shape){n->units, in.h, in.w, 0};
 	n->n_weights = (size_t)in.c * n->units;
+	n->w_cols = (size_t)in.c;
 	n->n_params = n->n_weights + (size_t)n->units;
 	n->flops_fwd = 2.0 * in.c * n->units * rows;
 	n->flops_bwd_w = 2.0 * in.c * n->units * rows;

@@ -25,6 +25,7 @@ head_setup(node *n, char *err)
 	const double rows = (double)in.h * in.w;
 	n->out = (shape){v, in.h, in.w, 0};
 	n->n_weights = (size_t)v * in.c;
+	n->w_cols = (size_t)in.c;
 	n->n_params = n->n_weights;
 	n->flops_fwd = 2.0 * in.c * v * rows;
 	n->flops_bwd_w = 2.0 * in.c * v * rows;

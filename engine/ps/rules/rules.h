@@ -10,6 +10,7 @@ extern const rule_class rule_ssgd, rule_asgd, rule_softsync, rule_ssp,
 	rule_hogwild, rule_diloco, rule_async_diloco, rule_async_gated;
 extern const rule_class rule_streaming_diloco;
 extern const rule_class rule_sparta;
+extern const rule_class rule_demo;
 
 /* sparta's mask of round `round` (the server's version when the round
  * began) under the run's seed: each of the n coordinates in it with
@@ -51,5 +52,27 @@ void rule_local_send_model(rule_run *e, rule_worker *w);
 int rule_local_exchanges(const rule_run *e, const rule_worker *w);
 /* localsgd's and diloco's phase: rule_params H */
 int rule_local_phase_h(const rule_run *e, const rule_worker *w);
+
+/* DeMo's arithmetic (demo.c), on host floats, for its hooks and tests. */
+
+/* A worker's step on the layers from float off on: delta = beta delta +
+ * lr g (rule_params demo_decay); per chunk of each tensor, the demo_topk
+ * coefficients of DCT(delta) with the largest magnitudes into coef (the
+ * rest 0) and kept (1 where kept, else 0); delta -= IDCT(coef). coef and
+ * kept are n floats, written from off on. 0, or -1 when out of memory. */
+int demo_encode(const ps_layer *layers, int n_layers, size_t off, const rule_params *rp,
+		float lr, const float *g, float *delta, float *coef, float *kept);
+/* The server's step on each layer with layer_count > 0: the mean of each
+ * coefficient over its senders (sum / senders where senders > 0, else 0;
+ * senders NULL: the layer's count), Q = its IDCT per chunk, w = w (1 - lr
+ * wd) - lr sign(Q) (the decay multiplied in only when wd is not 0, as
+ * the reference does). 0, or -1 when out of memory. */
+int demo_apply(const ps_layer *layers, int n_layers, const int *layer_count,
+	       const rule_params *rp, float lr, float wd, const float *sum, const float *senders,
+	       float *w);
+/* What a push of the layers from float off on sends: 12 bytes (an int64
+ * index, an fp32 value) for each coefficient kept, min(demo_topk, the
+ * chunk's size) a chunk (rule_class.push_bytes). */
+double demo_push_bytes(const ps_layer *layers, int n_layers, size_t off, const rule_params *rp);
 
 #endif

@@ -21,6 +21,7 @@ const rule_class *const rule_table[] = {
 	&rule_async_gated,
 	&rule_streaming_diloco,
 	&rule_sparta,
+	&rule_demo,
 	NULL,
 };
 

@@ -1,11 +1,11 @@
 #!/bin/sh
 # The libFuzzer harnesses (tests/fuzz/*_fuzz.c), each for LIBFUZZ_SECONDS
-# (8) on a copy of its seed corpus, two at a time, after replaying the
+# (5) on a copy of its seed corpus, two at a time, after replaying the
 # inputs that once crashed it: no crash, leak or sanitizer report, and a
 # count of executions (tests/fuzz/run.sh). `make fuzz` runs them longer.
 # Needs clang (make deps installs it); without it this fails, it does not
 # skip.
-secs=${LIBFUZZ_SECONDS:-8}
+secs=${LIBFUZZ_SECONDS:-5}
 echo "integration: libFuzzer harnesses, $secs s each, two at a time"
 if ! command -v clang >/dev/null 2>&1; then
 	echo "  FAIL clang not found: the fuzz harnesses need clang and libclang-rt-14-dev (run 'make deps')"

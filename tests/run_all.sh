@@ -2,7 +2,7 @@
 # Run every test of `make test`: the Check suites and the integration
 # scripts (tests/integration/*.sh, each given the binary's path and printing
 # its own "name: N passed, M failed" line), SL_TEST_JOBS of them at a time
-# (default: the cores plus two, since most scripts spend their time
+# (default: the cores plus one, since some scripts spend their time
 # waiting on a daemon, a browser or a socket; 1 runs them one after the
 # other). Each job's output is printed whole when it ends, with its time.
 # The last line is the sum, "N passed, M failed", and the exit status is
@@ -11,7 +11,7 @@
 # running them side by side is a test of that too.
 # Usage: tests/run_all.sh BUILD_DIR
 build=${1:-build}
-jobs=${SL_TEST_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 2))}
+jobs=${SL_TEST_JOBS:-$(($(nproc 2>/dev/null || echo 1) + 1))}
 out=$(mktemp -d "${TMPDIR:-/tmp}/sl-test.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 

@@ -46,7 +46,8 @@ expect_grep '3 the run diverged' "--help lists exit status 3" "$LAST_OUT"
 # ---- the daemon -----------------------------------------------------------
 cat >"$TMP/serve.json" <<'JSON'
 {"model": "mlp:784-256-128-10", "dataset": "synthetic:6000", "lr": 0.01, "batch": 16,
- "workers": 2, "clock": "virtual", "eval_every": 10}
+ "workers": 2, "clock": "virtual", "eval_every": 10,
+ "schedule": [{"at": {"v": 40}, "set": {"paused": true}}]}
 JSON
 start --config "$TMP/serve.json" --log "$TMP/serve.jsonl"
 [ -n "$port" ] && ok "daemon listens" || bad "daemon listens" "$(cat "$TMP/serve.err")"
@@ -58,14 +59,20 @@ http() {
 # wait_state STATE: poll /api/v1/status (up to 60 s)
 wait_state() { wait_api 60 /api/v1/status 'd["state"] == "'"$1"'"'; }
 
-# a few evaluations first (each a good checkpoint), then an lr that diverges
-wait_api 60 /api/v1/status 'd["version"] >= 30' || bad "v 30 within 60 s" "$(cat "$TMP/body")"
+# a few evaluations first (each a good checkpoint), then an lr that diverges,
+# given at the same version every time (the schedule pauses the run at v 40;
+# the steps in flight end it at 42): given at
+# whatever version a loaded machine reached, lr 100 could as well kill
+# every ReLU of a trained net and leave its loss large but finite
+wait_api 60 /api/v1/status 'd["state"] == "paused" and d["version"] >= 40' || bad "paused at v 40 within 60 s" "$(cat "$TMP/body")"
 # the event stream, live (its first snapshot came) before the change
 timeout 120 curl -s -N "$URL/api/v1/events?hz=2" >"$TMP/sse.txt" 2>/dev/null &
 SSE=$!
 wait_until 30 grep -q '^event: snapshot' "$TMP/sse.txt"
 code=$(http PATCH /api/v1/run '{"lr": 100, "momentum": 0.9}')
 [ "$code" = 202 ] && ok "PATCH lr 100, momentum 0.9" || bad "PATCH lr (HTTP $code)" "$(cat "$TMP/body")"
+code=$(http PATCH /api/v1/run '{"paused": false}')
+[ "$code" = 202 ] && ok "PATCH paused false" || bad "PATCH paused false (HTTP $code)" "$(cat "$TMP/body")"
 wait_state diverged && ok "state: diverged" || bad "state: diverged" "$(cat "$TMP/body")"
 [ "$(json "$TMP/body" '(d["stop"], d["diverged"]["event"], d["diverged"]["what"] in ("loss", "gradient"), d["version"] == d["diverged"]["v"], 0 < d["recover"]["from_v"] <= d["version"], d["recover"]["lr"])')" = "('diverged', 'diverged', True, True, True, 50.0)" ] &&
 	ok "status: the divergence, and what recover would do" || bad "status body" "$(cat "$TMP/body")"

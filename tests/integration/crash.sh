@@ -1,7 +1,7 @@
 #!/bin/sh
 # Crash safety (docs/reliability.md, "Crash safety"): a small virtual-clock
 # run with --checkpoint-every is killed with SIGKILL at random moments,
-# KILLS times (default 20; seeded, the seed is printed: CRASH_SEED=N
+# KILLS times (default 12; seeded, the seed is printed: CRASH_SEED=N
 # replays the same moments). After each kill: every whole line of the log
 # is a JSON object (a partial last line is allowed), the newest checkpoint
 # loads, and `--resume DIR` with the same log goes on to the end; the
@@ -13,7 +13,7 @@
 SL=${1:-build/stalelab}
 echo "integration: crash safety (kill -9 and resume)"
 
-KILLS=${CRASH_KILLS:-20}
+KILLS=${CRASH_KILLS:-12}
 [ -n "$SL_ASAN" ] && [ -z "$CRASH_KILLS" ] && KILLS=10 # ASan: 3x slower
 SEED=${CRASH_SEED:-$(date +%s)}
 echo "  seed $SEED (CRASH_SEED=$SEED replays these moments), $KILLS kills"

@@ -2,7 +2,10 @@
  * CIFAR-10 directories, errors naming the file, bad specs, Fashion-MNIST. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "dataset_util.h"
 
@@ -206,18 +209,27 @@ START_TEST(load_idx_errors_name_file)
 }
 END_TEST
 
-START_TEST(load_cifar_dir)
+/* data_batch_1..5.bin in dir, two records each (labels 3, 4); returns
+ * the records (the caller frees) */
+static uint8_t *
+write_cifar_batches(const char *dir)
 {
-	char dir[512], spec[600], err[SL_ERR_LEN] = "";
-	dataset_pair p;
-	sl_test_tmpdir(dir, sizeof dir);
-	snprintf(spec, sizeof spec, "cifar10:%s", dir);
 	uint8_t *rec = cifar_records(2, 3);
 	char name[64];
 	for (int i = 1; i <= 5; i++) {
 		snprintf(name, sizeof name, "data_batch_%d.bin", i);
 		write_in(dir, name, rec, 2 * 3073);
 	}
+	return rec;
+}
+
+START_TEST(load_cifar_dir)
+{
+	char dir[512], spec[600], err[SL_ERR_LEN] = "";
+	dataset_pair p;
+	sl_test_tmpdir(dir, sizeof dir);
+	snprintf(spec, sizeof spec, "cifar10:%s", dir);
+	uint8_t *rec = write_cifar_batches(dir);
 	ck_assert_int_eq(ds_load(spec, 1, &p, err), -SL_EIO);
 	ASSERT_HAS(err, "test_batch.bin");
 	write_in(dir, "test_batch.bin", rec, 3073);
@@ -234,6 +246,224 @@ START_TEST(load_cifar_dir)
 	ASSERT_HAS(err, "data_batch_4.bin");
 	ASSERT_HAS(err, "record 1");
 	free(rec);
+	rm_dir(dir);
+}
+END_TEST
+
+/* ---- the cache of decoded splits ----------------------------------------- */
+
+static void
+age_files(const char *dir, time_t ago)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	char path[1024];
+	struct timespec t[2] = {{time(NULL) - ago, 0}, {time(NULL) - ago, 0}};
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		ck_assert_int_eq(utimensat(AT_FDCWD, path, t, 0), 0);
+	}
+	closedir(d);
+}
+
+static int
+count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return 0;
+	int n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/* the cache file of the largest split (the train split, here) */
+static void
+biggest_file(const char *dir, char *path, size_t cap)
+{
+	DIR *d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	struct dirent *e;
+	off_t best = -1;
+	char p[1024];
+	while ((e = readdir(d)) != NULL) {
+		struct stat st;
+		snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+		if (e->d_name[0] != '.' && stat(p, &st) == 0 && st.st_size > best) {
+			best = st.st_size;
+			snprintf(path, cap, "%s", p);
+		}
+	}
+	closedir(d);
+	ck_assert(best > 0);
+}
+
+static void
+same_split(const dataset *a, const dataset *b)
+{
+	ck_assert_uint_eq(a->n, b->n);
+	ck_assert_int_eq(a->c, b->c);
+	ck_assert_int_eq(a->h, b->h);
+	ck_assert_int_eq(a->w, b->w);
+	ck_assert_int_eq(a->dim, b->dim);
+	ck_assert_int_eq(a->classes, b->classes);
+	ck_assert_int_eq(ds_ylen(a), ds_ylen(b));
+	ck_assert_mem_eq(a->x, b->x, (size_t)a->n * (size_t)a->dim * sizeof(float));
+	ck_assert_mem_eq(a->y, b->y, (size_t)a->n * (size_t)ds_ylen(a));
+}
+
+/* spec decoded (not from the cache), then mapped from it; label 1 is y1 */
+static void
+decoded_then_mapped(const char *spec, unsigned y1)
+{
+	char err[SL_ERR_LEN] = "";
+	dataset_pair q;
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+		ck_assert_msg((q.train.map != NULL) == pass, "pass %d: map %p", pass,
+			      q.train.map);
+		ck_assert_uint_eq(q.train.y[1], y1);
+		ds_pair_free(&q);
+	}
+}
+
+START_TEST(cache_maps_the_same_bits)
+{
+	char dir[512], cache[512], spec[600], big[1024], err[SL_ERR_LEN] = "";
+	dataset_pair p, q;
+	sl_test_tmpdir(dir, sizeof dir);
+	sl_test_tmpdir(cache, sizeof cache);
+	ck_assert_int_eq(setenv("STALELAB_CACHE", cache, 1), 0);
+	write_idx_set(dir, "train", 0, 40);
+	write_idx_set(dir, "t10k", 0, 7);
+	snprintf(spec, sizeof spec, "idx:%s", dir);
+
+	/* files just written are not cached: a rewrite could keep their time */
+	ck_assert_int_eq(ds_load(spec, 1, &p, err), 0);
+	ck_assert_ptr_null(p.train.map);
+	ck_assert_int_eq(count_files(cache), 0);
+	ds_pair_free(&p);
+
+	/* settled files: decoded once and stored, then mapped, bit for bit */
+	age_files(dir, 3600);
+	ck_assert_int_eq(ds_load(spec, 1, &p, err), 0);
+	ck_assert_ptr_null(p.train.map);
+	ck_assert_int_eq(count_files(cache), 2);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_nonnull(q.train.map);
+	ck_assert_ptr_nonnull(q.test.map);
+	ck_assert_uint_eq((uintptr_t)q.train.x % 64, 0);
+	same_split(&p.train, &q.train);
+	same_split(&p.test, &q.test);
+	ck_assert_str_eq(p.name, q.name);
+
+	/* a write to the mapped floats is the process's own */
+	float x0 = q.train.x[0];
+	q.train.x[0] = 7.0f;
+	q.train.y[0] = 9;
+	ds_pair_free(&q);
+	ck_assert(is_zeroed(&q, sizeof q));
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_nonnull(q.train.map);
+	ck_assert_float_eq(q.train.x[0], x0);
+	same_split(&p.train, &q.train);
+	ds_pair_free(&q);
+
+	/* the labels rewritten at the same size: another key, decoded again */
+	uint8_t lab[40];
+	for (int i = 0; i < 40; i++)
+		lab[i] = (uint8_t)((i * 3) % 10);
+	size_t ll;
+	uint8_t *labs = idx_labels(40, lab, 40, &ll);
+	write_in(dir, "train-labels-idx1-ubyte", labs, ll);
+	free(labs);
+	age_files(dir, 60);
+	decoded_then_mapped(spec, 3);
+	ck_assert_int_eq(count_files(cache), 4); /* every file got a new time */
+
+	/* a truncated cache file is ignored and written again */
+	rm_dir(cache);
+	decoded_then_mapped(spec, 3);
+	biggest_file(cache, big, sizeof big);
+	ck_assert_int_eq(truncate(big, 5000), 0);
+	decoded_then_mapped(spec, 3);
+
+	/* a label out of range in the cache file: not ours, ignored */
+	FILE *f = fopen(big, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 4096 + 5, SEEK_SET), 0);
+	ck_assert_int_eq(fputc(200, f), 200);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_null(q.train.map);
+	ck_assert_uint_eq(q.train.y[5], 5);
+	ds_pair_free(&q);
+
+	/* a header that lies about its size: ignored */
+	f = fopen(big, "r+b");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fseek(f, 16, SEEK_SET), 0); /* n */
+	ck_assert_int_eq(fputc(41, f), 41);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_null(q.train.map);
+	ck_assert_uint_eq(q.train.n, 40);
+	ds_pair_free(&q);
+	ds_pair_free(&p);
+
+	/* off: nothing read, nothing written */
+	rm_dir(cache);
+	ck_assert_int_eq(setenv("STALELAB_CACHE", "off", 1), 0);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_null(q.train.map);
+	ck_assert_int_eq(count_files(cache), 0);
+	ds_pair_free(&q);
+	rm_dir(dir);
+}
+END_TEST
+
+START_TEST(cache_cifar_and_unwritable)
+{
+	char dir[512], cache[600], spec[600], err[SL_ERR_LEN] = "";
+	dataset_pair p, q;
+	sl_test_tmpdir(dir, sizeof dir);
+	snprintf(spec, sizeof spec, "cifar10:%s", dir);
+	uint8_t *rec = write_cifar_batches(dir);
+	write_in(dir, "test_batch.bin", rec, 3073);
+	free(rec);
+	age_files(dir, 3600);
+
+	/* a cache directory that cannot be made: loads as before */
+	snprintf(cache, sizeof cache, "%s/test_batch.bin/sub", dir);
+	ck_assert_int_eq(setenv("STALELAB_CACHE", cache, 1), 0);
+	ck_assert_int_eq(ds_load(spec, 1, &p, err), 0);
+	ck_assert_ptr_null(p.train.map);
+
+	snprintf(cache, sizeof cache, "%s/cache/a/b", dir);
+	ck_assert_int_eq(setenv("STALELAB_CACHE", cache, 1), 0);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_null(q.train.map);
+	ds_pair_free(&q);
+	ck_assert_int_eq(count_files(cache), 2);
+	ck_assert_int_eq(ds_load(spec, 1, &q, err), 0);
+	ck_assert_ptr_nonnull(q.train.map);
+	ck_assert_ptr_nonnull(q.test.map);
+	same_split(&p.train, &q.train);
+	same_split(&p.test, &q.test);
+	ds_pair_free(&q);
+	ds_pair_free(&p);
+	char sub[700];
+	rm_dir(cache);
+	snprintf(sub, sizeof sub, "%s/cache/a", dir);
+	ck_assert_int_eq(rmdir(sub), 0);
+	snprintf(sub, sizeof sub, "%s/cache", dir);
+	ck_assert_int_eq(rmdir(sub), 0);
 	rm_dir(dir);
 }
 END_TEST
@@ -313,6 +543,8 @@ dataset_load_suite(void)
 	tcase_add_test(tc, load_cifar_dir);
 	tcase_add_test(tc, load_bad_specs);
 	tcase_add_test(tc, load_fashion_mnist);
+	tcase_add_test(tc, cache_maps_the_same_bits);
+	tcase_add_test(tc, cache_cifar_and_unwritable);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "dataset_impl.h"
@@ -125,13 +126,19 @@ load_idx_split(const char *dir, const char *const img_names[2],
 	int rc;
 
 	if ((rc = find_file(ipath, sizeof ipath, dir, img_names, 2, err)) ||
-	    (rc = find_file(lpath, sizeof lpath, dir, lab_names, 2, err)) ||
-	    (rc = ds_read_file(ipath, DS_MAX_FILE, &img, &ilen, err)) ||
+	    (rc = find_file(lpath, sizeof lpath, dir, lab_names, 2, err)))
+		return rc;
+	const char *const src[2] = {ipath, lpath};
+	if (ds_cache_load(src, 2, out))
+		return check_labels(out, lpath, train, err);
+	if ((rc = ds_read_file(ipath, DS_MAX_FILE, &img, &ilen, err)) ||
 	    (rc = ds_read_file(lpath, DS_MAX_FILE, &lab, &llen, err)))
 		goto done;
 	rc = ds_parse_idx_named(img, ilen, ipath, lab, llen, lpath, out, err);
 	if (!rc)
 		rc = check_labels(out, lpath, train, err);
+	if (!rc)
+		ds_cache_store(src, 2, out);
 done:
 	free(img);
 	free(lab);
@@ -169,14 +176,17 @@ load_cifar_split(const char *dir, const char *const *names, int nfiles,
 	for (int i = 0; i < nfiles && !rc; i++) {
 		rc = find_file(paths[i], sizeof paths[i], dir, &names[i], 1,
 			       err);
-		if (!rc)
-			rc = ds_read_file(paths[i], DS_MAX_FILE, &bufs[i],
-					  &lens[i], err);
 		pnames[i] = paths[i];
 	}
+	if (!rc && ds_cache_load(pnames, nfiles, out))
+		return 0;
+	for (int i = 0; i < nfiles && !rc; i++)
+		rc = ds_read_file(paths[i], DS_MAX_FILE, &bufs[i], &lens[i], err);
 	if (!rc)
 		rc = ds_parse_cifar_named((const uint8_t *const *)bufs, lens,
 					  nfiles, pnames, dir, out, err);
+	if (!rc)
+		ds_cache_store(pnames, nfiles, out);
 	for (int i = 0; i < nfiles; i++)
 		free(bufs[i]);
 	return rc;
@@ -433,8 +443,12 @@ ds_free(dataset *d)
 {
 	if (!d)
 		return;
-	sl_free_aligned(d->x);
-	free(d->y);
+	if (d->map) {
+		munmap(d->map, d->map_len);
+	} else {
+		sl_free_aligned(d->x);
+		free(d->y);
+	}
 	memset(d, 0, sizeof *d);
 }
 

@@ -48,6 +48,10 @@ typedef struct dataset {
 	uint8_t *y; /* n*ylen: for text, y[i*ylen + t] is the token after
 		    * x[i*dim + t] (x holds T token ids, floats holding integers
 		    * < classes) */
+	/* Set when x and y lie in a mapped cache file (dataset_cache.c):
+	 * ds_free unmaps it. NULL for a split built in memory. */
+	void *map;
+	size_t map_len;
 } dataset;
 
 /* Targets per sample; a dataset built by hand with ylen 0 has one. */

@@ -1,4 +1,5 @@
 /* main.c - stalelab: dispatch to subcommands. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,21 @@ no_command(const char *what, const char *name, const char *hint, int with_help)
 	return 2;
 }
 
+/* Start this binary again with argv. By its path, not /proc/self/exe's:
+ * the kernel names a process after the file exec'd, and ps, top, pgrep
+ * and pkill should see "stalelab", not "exe". Returns only on failure. */
+static void
+reexec(char **argv)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+	if (n > 0) {
+		path[n] = 0;
+		execv(path, argv);
+	}
+	execv("/proc/self/exe", argv); /* the file was moved or replaced */
+}
+
 /* The best BLAS kernel the CPU supports (engine/nn/blas_pick.h), before
  * anything else: a re-exec starts a process that has done nothing yet. */
 static void
@@ -106,7 +122,7 @@ blas_choose(char **argv)
 		setenv("OPENBLAS_CORETYPE", pick, 1);
 		setenv("STALELAB_BLAS", pick, 1);
 		setenv("STALELAB_BLAS_LIBRARY", kernel ? kernel : "", 1);
-		execv("/proc/self/exe", argv);
+		reexec(argv);
 		/* cannot: go on with the library's choice */
 		unsetenv("OPENBLAS_CORETYPE");
 		unsetenv("STALELAB_BLAS");
@@ -120,7 +136,7 @@ blas_choose(char **argv)
 			err, lib && *lib ? " (" : "", lib && *lib ? lib : "", lib && *lib ? ")" : "");
 		unsetenv("OPENBLAS_CORETYPE");
 		setenv("STALELAB_BLAS", "fallback", 1);
-		execv("/proc/self/exe", argv);
+		reexec(argv);
 	}
 }
 

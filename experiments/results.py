@@ -685,7 +685,12 @@ def r5(rep, cs, figs, quick):
                           " (the same at each of these ρ, seed for seed: one measurement)"
                           if len(group) > 1 else "",
                           "; at the unscaled lr %g: odsgd %s, ssgd %s" % (us["lr"], fmt(uo["acc"]), fmt(us["acc"]))
-                          if uo and us else ""), o["accs"], s["accs"], lo=-0.005)
+                          if uo and us else ""), o["accs"], s["accs"], lo=-0.005,
+                      # --quick: one epoch at lr × M, 2 seeds; the final accuracy's seed
+                      # spread (about ±0.03) is six times the claim's 0.005, and which
+                      # side of it the estimate lands on moves with the BLAS kernel's
+                      # rounding (AVX-512 against AVX2): reported, not judged
+                      finding=quick)
         a, s, us = per.get(("asgd", M, 0.0)), per.get((ss, M, 0.0)), per.get(("ssgd", M, 0.0))
         if a and s and not quick:  # one epoch at lr × M ends on a noisy final accuracy
             rep.claim("SSGD (lr ×%d) at least as accurate as ASGD (M=%d)" % (M, M),

@@ -385,7 +385,16 @@ START_TEST(cache_maps_the_same_bits)
 	free(labs);
 	age_files(dir, 60);
 	decoded_then_mapped(spec, 3);
-	ck_assert_int_eq(count_files(cache), 4); /* every file got a new time */
+	ck_assert_int_eq(count_files(cache), 2); /* the new ones replaced the old */
+
+	/* the same files under another spelling: the same cache file */
+	char spec2[700];
+	snprintf(spec2, sizeof spec2, "idx:%s/./", dir);
+	ck_assert_int_eq(ds_load(spec2, 1, &q, err), 0);
+	ck_assert_ptr_nonnull(q.train.map);
+	ck_assert_uint_eq(q.train.y[1], 3);
+	ds_pair_free(&q);
+	ck_assert_int_eq(count_files(cache), 2);
 
 	/* a truncated cache file is ignored and written again */
 	rm_dir(cache);

@@ -8,12 +8,14 @@
  *
  *     $STALELAB_CACHE, else $XDG_CACHE_HOME/stalelab, else ~/.cache/stalelab
  *
- * as ds-<key>.f32, and later loads map that file (MAP_PRIVATE: the pages
+ * as ds-<name>.f32 (name: a hash of the files' canonical paths), and later
+ * loads map that file (MAP_PRIVATE: the pages
  * are the page cache's, shared between processes; a write to them makes a
- * private copy, so a process cannot change the file). The key hashes each
- * source file's path, device, inode, size and modification time and this
- * layout's version, so an edited, replaced or touched source is decoded
- * again. File times tick in steps of a few milliseconds, so a file
+ * private copy, so a process cannot change the file). The key in its
+ * header hashes each source file's path, device, inode, size and
+ * modification time and this layout's version, so an edited, replaced or
+ * touched source is decoded again, and its new cache file replaces the
+ * old one. File times tick in steps of a few milliseconds, so a file
  * rewritten at the same size within one step keeps its time: a split is
  * therefore stored only when every source is at least CACHE_SETTLE
  * seconds old (git's "racy" rule), and a later rewrite gives it a newer
@@ -38,6 +40,7 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,33 +117,41 @@ cache_dir(char *dir, size_t cap)
 	return stat(dir, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-/* the key of the sources, or 0 when one cannot be stat'ed */
-static uint64_t
-cache_key(const char *const *paths, int npaths)
+/* The sources' names and their key: *name hashes their canonical paths
+ * (so one data set has one cache file, replaced when its files change),
+ * the key adds what stat says of each. -1 when one cannot be resolved. */
+static int
+cache_key(const char *const *paths, int npaths, uint64_t *name, uint64_t *key)
 {
 	uint64_t h = fnv(0xcbf29ce484222325ull, CACHE_MAGIC, 8);
 	uint32_t fsz = sizeof(float), one = 1;
 	h = fnv(h, &fsz, sizeof fsz);
 	h = fnv(h, &one, sizeof one); /* byte order */
+	uint64_t k = h;
 	for (int i = 0; i < npaths; i++) {
 		struct stat st;
-		if (stat(paths[i], &st))
-			return 0;
+		char real[PATH_MAX];
+		if (!realpath(paths[i], real) || stat(real, &st))
+			return -1;
 		int64_t f[6] = {(int64_t)st.st_dev, (int64_t)st.st_ino, (int64_t)st.st_size,
 				(int64_t)st.st_mtim.tv_sec, (int64_t)st.st_mtim.tv_nsec, i};
-		h = fnv(h, paths[i], strlen(paths[i]) + 1);
-		h = fnv(h, f, sizeof f);
+		h = fnv(h, real, strlen(real) + 1);
+		k = fnv(k, real, strlen(real) + 1);
+		k = fnv(k, f, sizeof f);
 	}
-	return h ? h : 1;
+	*name = h;
+	*key = k ? k : 1;
+	return 0;
 }
 
 static int
 cache_path(char *path, size_t cap, const char *const *paths, int npaths, uint64_t *key)
 {
 	char dir[4096];
-	if (cache_dir(dir, sizeof dir) || !(*key = cache_key(paths, npaths)))
+	uint64_t name;
+	if (cache_dir(dir, sizeof dir) || cache_key(paths, npaths, &name, key))
 		return -1;
-	int k = snprintf(path, cap, "%s/ds-%016llx.f32", dir, (unsigned long long)*key);
+	int k = snprintf(path, cap, "%s/ds-%016llx.f32", dir, (unsigned long long)name);
 	return k < 0 || (size_t)k >= cap ? -1 : 0;
 }
 

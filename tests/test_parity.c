@@ -237,7 +237,11 @@ convs(pair *p)
 {
 	const conv_geom gs[] = {geom(1, 28, 28, 6, 5, 1, 2), geom(6, 14, 14, 16, 5, 1, 0),
 				geom(3, 9, 7, 4, 3, 2, 1), geom(2, 5, 6, 3, 3, 1, 4),
-				geom(16, 28, 28, 32, 3, 2, 1)};
+				geom(16, 28, 28, 32, 3, 2, 1),
+				/* the input gradient by phases: even k, a stride of k,
+				 * of 3 with a pad of 2, with no pad */
+				geom(2, 8, 9, 3, 4, 2, 1), geom(2, 9, 9, 3, 3, 3, 0),
+				geom(3, 11, 10, 5, 5, 3, 2), geom(2, 7, 7, 2, 2, 2, 0)};
 	const int batches[] = {64, 5};
 	for (int s = 0; s < (int)(sizeof(gs) / sizeof(gs[0])); s++)
 		for (int bi = 0; bi < 2; bi++) {

@@ -22,8 +22,9 @@
 typedef struct cjob { /* y = act(x (*) w + bias) */
 	const float *x, *w, *bias; /* bias may be NULL */
 	float *y;
-	int cin, hp, wp, cout, ho, wo, k, s, B, relu;
+	int cin, hp, wp, cout, ho, wo, k, kw, s, B, relu; /* k rows x kw columns */
 	int nz_r0, nz_r1, nz_c0, nz_c1;
+	size_t ys_c, ys_r, ys_p; /* y's strides in floats: channel, row, pixel */
 } cjob;
 
 typedef struct wjob { /* dw = dy (*) x */
@@ -123,9 +124,9 @@ even_block(int n, int max)
 #define KTARGET __attribute__((target("arch=x86-64-v4")))
 #define CBF 6
 #define OBF 4
-#define CBW 1
+#define CBW 3
 #define RBW 3
-#define KNW 5
+#define KNW 3
 #include "conv_kern.h"
 #endif
 
@@ -180,6 +181,9 @@ pad_channels(const float *x, float *xp, int h, int w, int pad, int B, int c0,
 	}
 }
 
+/* the most phases a strided input gradient is split into (stride^2) */
+#define POLY_MAX 16
+
 struct conv_args {
 	const conv_geom *g;
 	const conv_kern *kern;
@@ -188,6 +192,9 @@ struct conv_args {
 	cjob cj;  /* the forward, or the input gradient */
 	wjob wj;  /* the weight gradient */
 	int batch, relu;
+	/* a strided convolution's input gradient, by phases (poly_plan) */
+	cjob ph[POLY_MAX];
+	int nph, dpad; /* phases; dy's padding in its copy (dyd) */
 };
 
 static void
@@ -233,9 +240,11 @@ cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	a.cj = (cjob){.x = padded_input(be, &a), .w = w, .bias = b, .y = y,
 		      .cin = g->cin, .hp = g->h + 2 * g->pad,
 		      .wp = g->w + 2 * g->pad, .cout = g->cout, .ho = g->ho,
-		      .wo = g->wo, .k = g->k, .s = g->stride, .B = batch,
+		      .wo = g->wo, .k = g->k, .kw = g->k, .s = g->stride, .B = batch,
 		      .relu = relu, .nz_r0 = g->pad, .nz_r1 = g->pad + g->h,
-		      .nz_c0 = g->pad, .nz_c1 = g->pad + g->w};
+		      .nz_c0 = g->pad, .nz_c1 = g->pad + g->w,
+		      .ys_c = (size_t)g->ho * g->wo * batch,
+		      .ys_r = (size_t)g->wo * batch, .ys_p = (size_t)batch};
 	team_run(CTX(be)->team, fwd_part, &a);
 }
 
@@ -319,7 +328,10 @@ bwd_prep_part(void *p, int tid, int nt)
 	for (long co = c0; co < c1; co++) {
 		float *d = a->dy + co * n;
 		a->db[co] = mask_and_sum(d, a->relu ? a->y + co * n : NULL, n);
-		if (a->dyd)
+		if (a->dyd && a->nph)
+			pad_channels(a->dy, a->dyd, g->ho, g->wo, a->dpad, B, (int)co,
+				     (int)co + 1);
+		else if (a->dyd)
 			dilate_channel(g, d, a->dyd + co * nd, g->k - 1 - g->pad, B);
 	}
 	if (g->pad) {
@@ -340,8 +352,64 @@ dw_part(void *p, int tid, int nt)
 	team_split(n, tid, nt, &i0, &i1);
 	if (i1 > i0)
 		a->kern->dw_items(j, i0, i1);
-	if (a->dx) /* and a share of the input gradient's rows */
+	if (a->dx && !a->nph) /* and a share of the input gradient's rows */
 		fwd_part(p, tid, nt);
+	for (int q = 0; q < a->nph; q++) { /* ... of each phase's rows */
+		long r0, r1;
+		team_split(a->ph[q].ho, tid, nt, &r0, &r1);
+		if (r1 > r0)
+			a->kern->fwd_rows(&a->ph[q], (int)r0, (int)r1);
+	}
+}
+
+/* A strided convolution's input gradient by phases: the pixels of dx
+ * whose row is pr and column pc modulo the stride s take only the taps
+ * kh = pr + pad (mod s), kw = pc + pad (mod s), each from one output
+ * pixel, so each phase is a stride-1 convolution of dy (padded by dpad)
+ * with its own ceil-sized slice of the flipped kernel, written into dx
+ * at stride s. Against the forward over a dilated dy, no tap meets a
+ * dilation's zero: s^2 times fewer multiplies. wt gets the phases'
+ * kernels, [ci][co][a][b] each, one after another. Returns the phases
+ * (0: do it the dilated way: a stride above k leaves pixels no tap
+ * reaches). */
+static int
+poly_plan(struct conv_args *a, const conv_geom *g, const float *w, float *wt,
+	  float *dx)
+{
+	const int s = g->stride, k = g->k, p = g->pad, B = a->batch;
+	if (s < 2 || s > k || s * s > POLY_MAX)
+		return 0;
+	int n = 0, dpad = 0;
+	size_t woff = 0;
+	for (int pr = 0; pr < s && pr < g->h; pr++)
+		for (int pc = 0; pc < s && pc < g->w; pc++) {
+			const int mr = (pr + p) % s, mc = (pc + p) % s;
+			const int ntr = (k - mr + s - 1) / s, ntc = (k - mc + s - 1) / s;
+			const int offr = (pr + p) / s - (ntr - 1), offc = (pc + p) / s - (ntc - 1);
+			const int nh = (g->h - pr + s - 1) / s, nw = (g->w - pc + s - 1) / s;
+			dpad = SL_MAX(dpad, SL_MAX(-offr, -offc));
+			dpad = SL_MAX(dpad, nh - 1 + offr + ntr - 1 - (g->ho - 1));
+			dpad = SL_MAX(dpad, nw - 1 + offc + ntc - 1 - (g->wo - 1));
+			float *ws = wt + woff;
+			for (int ci = 0; ci < g->cin; ci++)
+				for (int co = 0; co < g->cout; co++)
+					for (int ta = 0; ta < ntr; ta++)
+						for (int tb = 0; tb < ntc; tb++)
+							*ws++ = w[(((size_t)co * g->cin + ci) * k +
+								   mr + s * (ntr - 1 - ta)) * k +
+								  mc + s * (ntc - 1 - tb)];
+			a->ph[n++] = (cjob){.w = wt + woff, .y = dx + ((size_t)pr * g->w + pc) * B,
+					    .cin = g->cout, .cout = g->cin, .ho = nh, .wo = nw,
+					    .k = ntr, .kw = ntc, .s = 1, .B = B,
+					    .nz_r0 = 0, .nz_r1 = 1 << 28, .nz_c0 = 0, .nz_c1 = 1 << 28,
+					    .ys_c = (size_t)g->h * g->w * B,
+					    .ys_r = (size_t)s * g->w * B, .ys_p = (size_t)s * B,
+					    /* x: offsets into dyd, made pointers below */
+					    .hp = offr, .wp = offc};
+			woff += (size_t)g->cin * g->cout * ntr * ntc;
+		}
+	a->dpad = dpad;
+	return n;
 }
 
 void
@@ -359,11 +427,21 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 		a.xp = grow(&c->buf[0], &c->buf_cap[0], (size_t)g->cin * hp * wp * B);
 	const int hd = g->h + k - 1, wd = g->w + k - 1, q = k - 1 - pad;
 	float *wt = NULL;
-	if (dx) {
+	const size_t kk = (size_t)k * k;
+	if (dx)
+		wt = grow(&c->buf[2], &c->buf_cap[2], kk * g->cin * g->cout);
+	if (dx && (a.nph = poly_plan(&a, g, w, wt, dx))) {
+		const int dh = g->ho + 2 * a.dpad, dw_ = g->wo + 2 * a.dpad;
+		a.dyd = grow(&c->buf[1], &c->buf_cap[1], (size_t)g->cout * dh * dw_ * B);
+		for (int i = 0; i < a.nph; i++) {
+			cjob *j = &a.ph[i];
+			j->x = a.dyd + ((size_t)(j->hp + a.dpad) * dw_ + j->wp + a.dpad) * B;
+			j->hp = dh;
+			j->wp = dw_;
+		}
+	} else if (dx) {
 		a.dyd = grow(&c->buf[1], &c->buf_cap[1], (size_t)g->cout * hd * wd * B);
 		/* wt[ci][co][r][s] = w[co][ci][k-1-r][k-1-s] */
-		const size_t kk = (size_t)k * k;
-		wt = grow(&c->buf[2], &c->buf_cap[2], kk * g->cin * g->cout);
 		for (int co = 0; co < g->cout; co++)
 			for (int ci = 0; ci < g->cin; ci++)
 				for (size_t t = 0; t < kk; t++)
@@ -379,10 +457,12 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	if (dx)
 		a.cj = (cjob){.x = a.dyd, .w = wt, .bias = NULL, .y = dx,
 			      .cin = g->cout, .hp = hd, .wp = wd, .cout = g->cin,
-			      .ho = g->h, .wo = g->w, .k = k, .s = 1, .B = B,
+			      .ho = g->h, .wo = g->w, .k = k, .kw = k, .s = 1, .B = B,
 			      .relu = 0, .nz_r0 = q,
 			      .nz_r1 = q + (g->ho - 1) * g->stride + 1, .nz_c0 = q,
-			      .nz_c1 = q + (g->wo - 1) * g->stride + 1};
+			      .nz_c1 = q + (g->wo - 1) * g->stride + 1,
+			      .ys_c = (size_t)g->h * g->w * B, .ys_r = (size_t)g->w * B,
+			      .ys_p = (size_t)B};
 	a.dx = dx;
 	team_run(c->team, dw_part, &a);
 }

@@ -43,11 +43,13 @@ KN(vstart)(int v, int B)
 /* ---- forward: y[co][oh][ow][b] = act(b[co] + sum x . w) --------------- */
 
 static inline __attribute__((always_inline)) KTARGET void
-KN(fwd_block)(const int cb, const int ob, const cjob *j, int co, int oh,
-	      int ow, int b)
+KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
+	      int oh, int ow, int b)
 {
-	const int k = j->k, s = j->s, B = j->B;
-	const int kk = k * k, K = j->cin * kk;
+	/* k3: a 3x3 kernel at stride 1, known when compiled, every tap
+	 * computed (the padding's zeros too: a border row is a few percent) */
+	const int k = k3 ? 3 : j->k, kw = k3 ? 3 : j->kw, s = k3 ? 1 : j->s, B = j->B;
+	const int kk = k * kw, K = j->cin * kk;
 	const size_t rowB = (size_t)j->wp * B, chB = (size_t)j->hp * rowB;
 	KN(vf) acc[6][8];
 #pragma GCC unroll 6
@@ -60,13 +62,16 @@ KN(fwd_block)(const int cb, const int ob, const cjob *j, int co, int oh,
 	const float *xb = j->x + (size_t)(oh * s) * rowB + (size_t)(ow * s) * B + b;
 	const float *wb = j->w + (size_t)co * K;
 	/* the taps that can meet a nonzero input (the rest read padding) */
-	const int ki0 = SL_MAX(0, j->nz_r0 - oh * s), ki1 = SL_MIN(k, j->nz_r1 - oh * s);
-	const int kj0 = SL_MAX(0, j->nz_c0 - (ow + ob - 1) * s);
-	const int kj1 = SL_MIN(k, j->nz_c1 - ow * s);
+	const int ki0 = k3 ? 0 : SL_MAX(0, j->nz_r0 - oh * s);
+	const int ki1 = k3 ? 3 : SL_MIN(k, j->nz_r1 - oh * s);
+	const int kj0 = k3 ? 0 : SL_MAX(0, j->nz_c0 - (ow + ob - 1) * s);
+	const int kj1 = k3 ? 3 : SL_MIN(kw, j->nz_c1 - ow * s);
 	for (int ci = 0; ci < j->cin; ci++)
+#pragma GCC unroll 3
 		for (int ki = ki0; ki < ki1; ki++) {
 			const float *xr = xb + ci * chB + ki * rowB;
-			const float *wr = wb + ci * kk + ki * k;
+			const float *wr = wb + ci * kk + ki * kw;
+#pragma GCC unroll 3
 			for (int kj = kj0; kj < kj1; kj++) {
 				KN(vf) xv[8];
 #pragma GCC unroll 8
@@ -89,25 +94,26 @@ KN(fwd_block)(const int cb, const int ob, const cjob *j, int co, int oh,
 			KN(vf) v = acc[c][o];
 			if (j->relu) /* NaN -> 0, as the reference */
 				v = (KN(vf))((KN(vi))v & (KN(vi))(v > zero));
-			VST(j->y + ((((size_t)(co + c) * j->ho + oh) * j->wo + ow + o) * B + b), v);
+			VST(j->y + (size_t)(co + c) * j->ys_c + (size_t)oh * j->ys_r +
+				    (size_t)(ow + o) * j->ys_p + b, v);
 		}
 }
 
 #define KN_FWD_OB(C)                                                          \
 	switch (ob) {                                                          \
-	case 1: KN(fwd_block)(C, 1, j, co, oh, ow, b); break;                   \
-	case 2: if (OBF >= 2) KN(fwd_block)(C, 2, j, co, oh, ow, b); break;     \
-	case 3: if (OBF >= 3) KN(fwd_block)(C, 3, j, co, oh, ow, b); break;     \
-	case 4: if (OBF >= 4) KN(fwd_block)(C, 4, j, co, oh, ow, b); break;     \
-	case 5: if (OBF >= 5) KN(fwd_block)(C, 5, j, co, oh, ow, b); break;     \
-	case 6: if (OBF >= 6) KN(fwd_block)(C, 6, j, co, oh, ow, b); break;     \
-	case 7: if (OBF >= 7) KN(fwd_block)(C, 7, j, co, oh, ow, b); break;     \
-	default: if (OBF >= 8) KN(fwd_block)(C, 8, j, co, oh, ow, b); break;    \
+	case 1: KN(fwd_block)(C, 1, k3, j, co, oh, ow, b); break;                   \
+	case 2: if (OBF >= 2) KN(fwd_block)(C, 2, k3, j, co, oh, ow, b); break;     \
+	case 3: if (OBF >= 3) KN(fwd_block)(C, 3, k3, j, co, oh, ow, b); break;     \
+	case 4: if (OBF >= 4) KN(fwd_block)(C, 4, k3, j, co, oh, ow, b); break;     \
+	case 5: if (OBF >= 5) KN(fwd_block)(C, 5, k3, j, co, oh, ow, b); break;     \
+	case 6: if (OBF >= 6) KN(fwd_block)(C, 6, k3, j, co, oh, ow, b); break;     \
+	case 7: if (OBF >= 7) KN(fwd_block)(C, 7, k3, j, co, oh, ow, b); break;     \
+	default: if (OBF >= 8) KN(fwd_block)(C, 8, k3, j, co, oh, ow, b); break;    \
 	}
 
 /* output rows [oh0, oh1) of every channel */
-static KTARGET void
-KN(fwd_rows)(const cjob *j, int oh0, int oh1)
+static inline __attribute__((always_inline)) KTARGET void
+KN(fwd_rows_k)(const int k3, const cjob *j, int oh0, int oh1)
 {
 	const int nv = (j->B + VW - 1) / VW;
 	const int cbs = even_block(j->cout, CBF), obs = even_block(j->wo, OBF);
@@ -131,6 +137,15 @@ KN(fwd_rows)(const cjob *j, int oh0, int oh1)
 		}
 }
 #undef KN_FWD_OB
+
+static KTARGET void
+KN(fwd_rows)(const cjob *j, int oh0, int oh1)
+{
+	if (j->k == 3 && j->kw == 3 && j->s == 1)
+		KN(fwd_rows_k)(1, j, oh0, oh1);
+	else
+		KN(fwd_rows_k)(0, j, oh0, oh1);
+}
 
 /* ---- weight gradient: dw[co][ci][ki][kj] = sum dy . x ------------------ */
 

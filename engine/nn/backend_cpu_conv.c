@@ -113,8 +113,8 @@ even_block(int n, int max)
 #define CBF 4
 #define OBF 3
 #define CBW 2
-#define RBW 1
-#define KNW 7
+#define RBW 2
+#define KNW 3
 #include "conv_kern.h"
 #endif
 

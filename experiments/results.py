@@ -950,10 +950,17 @@ def r9(rep, cs, figs, quick):
                   mean(loss["async-naive"].values()), mean(loss["sync-nesterov"].values())),
               loss["async-naive"], loss["sync-nesterov"], lo=0.0)
     ratio = ts["sync-hb"] / ts["async-hb"]
+    # the full sweep stops the async runs at the notebook's 400 arrivals: its
+    # printed time then comes out to the tenth; the quick twin's smaller set
+    # stops sooner, so only the ratio of rates is checked there
+    exact = not quick and abs(ts["async-hb"] - TOY_NB_ASYNC_S) < 0.05
     rep.identity("in time async is about 3.3x faster", "26.6k s against 8.0k s at 400 phases; "
                  "%g s against %g s at 100 (cell 9)" % (TOY_NB_SYNC_S, TOY_NB_ASYNC_S),
-                 "%s s against %s s, %.3fx (the step times on our clock: a model identity, not a "
-                 "measurement)" % (fmt(ts["sync-hb"], 5), fmt(ts["async-hb"], 5), ratio),
+                 "%s s against %s s, %.3fx (the step times and the 0.5 s grace window on our clock: "
+                 "a model identity, not a measurement%s)" % (
+                     fmt(ts["sync-hb"], 5), fmt(ts["async-hb"], 5), ratio,
+                     "; the notebook's 1998.6 s to the tenth" if exact else ""),
+                 (quick or exact) and
                  abs(ratio - TOY_NB_SYNC_S / TOY_NB_ASYNC_S) < 0.01 * ratio and
                  abs(ts["sync-hb"] / per_round(per["sync-hb"]) - 66.6) < 1e-6)
     tol = 0.01 * mean(loss["sync-nesterov"].values())

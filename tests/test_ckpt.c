@@ -228,7 +228,7 @@ added_field(const tlv_rec *y)
 					    "ef", "data_split", "split_n", "split_gen", "part_n", "part_pos",
 					    "part_epochs", "fragments", "overlap", "mix", "frag",
 					    "frag_left", "xfer_end", "sparta_p", "demo_decay",
-					    "demo_topk", "demo_chunk", NULL};
+					    "demo_topk", "demo_chunk", "grace_ms", "window_t0", NULL};
 	for (int i = 0; names[i]; i++)
 		if (y->name_len == strlen(names[i]) && !memcmp(y->name, names[i], y->name_len))
 			return 1;

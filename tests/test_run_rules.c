@@ -358,6 +358,71 @@ START_TEST(dylu_at_the_toys_step_times)
 }
 END_TEST
 
+/* The grace window (grace_ms, the asynchronous local-SGD notebook's
+ * max_wait_time), worked by hand: three workers at 100, 110 and 300 ms a
+ * step, H 2, a window of 50 ms. Worker 0's pseudo-gradient lands at 0.2 s
+ * and opens [0.2, 0.25]; worker 1's is due at 0.22, so worker 0 waits, and
+ * both start again at 0.22 from version 2. Then 0.42 (w0) and 0.44 (w1),
+ * together again from version 4; worker 2 lands at 0.6 (staleness 4) and
+ * waits for worker 0's exchange at 0.64, the last inside its window
+ * (worker 1's next is at 0.66). The updates land at 0.2, 0.22, 0.42, 0.44,
+ * 0.6 and 0.64 s with staleness 0, 1, 0, 1, 4 and 1; without the window
+ * worker 0 starts again at once and its third lands at 0.6. A window of
+ * 120 ms gives the same: worker 2's step that lands at 0.3, inside
+ * [0.2, 0.32], is not its exchange, and is not waited for. A checkpoint
+ * taken while worker 2 waits resumes to the same records. */
+START_TEST(async_diloco_grace_window)
+{
+	const double grace[3] = {0, 50, 120};
+	const double want_t[3][6] = {{0.2, 0.22, 0.4, 0.44, 0.6, 0.6},
+				     {0.2, 0.22, 0.42, 0.44, 0.6, 0.64},
+				     {0.2, 0.22, 0.42, 0.44, 0.6, 0.64}};
+	for (int g = 0; g < 3; g++) {
+		run_config c = base("async-diloco", 3);
+		c.rp.H = 2;
+		c.rp.grace_ms = grace[g];
+		c.eval_every = 1;
+		c.stop_steps = 6;
+		const double ms[3] = {100, 110, 300};
+		c.n_overrides = 3;
+		for (int k = 0; k < 3; k++)
+			c.overrides[k] = (worker_override){.id = k, .has_step_ms = 1, .step_ms = ms[k]};
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot *s = go(&c, NULL, 0, r);
+		printf("async-diloco, grace %g ms: updates at", c.rp.grace_ms);
+		int k = 0;
+		for (int i = 0; i < r->n; i++) {
+			if (r->ev[i].v == 0 || (i > 0 && r->ev[i].v == r->ev[i - 1].v))
+				continue;
+			printf(" %.3f", r->ev[i].t);
+			ck_assert_int_lt(k, 6);
+			ck_assert_msg(fabs(r->ev[i].t - want_t[g][k]) < 1e-9,
+				      "grace %g: update %d at %.6f s, want %.6f", grace[g], k + 1,
+				      r->ev[i].t, want_t[g][k]);
+			k++;
+		}
+		printf(" s; staleness %llu in all, at most %llu\n",
+		       (unsigned long long)s->stale.sum, (unsigned long long)s->stale.max);
+		ck_assert_int_eq(k, 6);
+		ck_assert_uint_eq(s->v, 6);
+		if (g) { /* 0 + 1 + 0 + 1 + 4 + 1 */
+			ck_assert_uint_eq(s->stale.sum, 7);
+			ck_assert_uint_eq(s->stale.max, 4);
+			ck_assert_uint_eq(s->workers[2].stale.sum, 4);
+		}
+		if (g == 1) { /* checkpointed once 0.595 s has passed: at 0.6, worker 2 waiting */
+			ckrec *a;
+			c.stop_steps = 16;
+			resume_matches_at(&c, 0.595, &a);
+			free(a->buf);
+			free(a);
+		}
+		run_snapshot_put(s);
+		free(r);
+	}
+}
+END_TEST
+
 START_TEST(phase_h_and_staleness_unit)
 {
 	static const struct {
@@ -607,7 +672,7 @@ START_TEST(every_rule_in_the_table)
 	static const char *const keys[] = {"s", "lambda", "H", "n", "local_lr", "m",
 					   "beta", "period", "warmup", "adaptive",
 					   "local_opt", "outer_lr", "outer_momentum", "dn_period",
-					   "weighting", "dylu", "outer_opt", "inner_reset", "compress",
+					   "weighting", "dylu", "grace_ms", "outer_opt", "inner_reset", "compress",
 					   "compress_ratio", "ef", "fragments", "overlap", "mix", "sparta_p", "demo_decay",
 					   "demo_topk", "demo_chunk", NULL};
 	for (int i = 0; rule_table[i]; i++) {
@@ -844,6 +909,7 @@ run_rules_suite(void)
 		{"rules", NULL, {rules_reduce_to_their_special_cases, every_rule_in_the_table,
 				 odsgd_local_step_is_pinned, async_diloco_staleness_per_arrival,
 				 async_diloco_dylu, diloco_inner_reset, phase_h_and_staleness_unit, NULL}},
+		{"grace", NULL, {async_diloco_grace_window, NULL}},
 		{"sparta", NULL, {sparta_is_localsgd_at_p1_and_charges_its_mask, NULL}},
 		{"toy", NULL, {dylu_at_the_toys_step_times, NULL}},
 		{"streaming", NULL, {streaming_diloco_is_diloco_with_one_fragment,

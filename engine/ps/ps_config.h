@@ -16,6 +16,7 @@ typedef struct rule_params {
 	double s, lambda, H, n, local_lr, m, beta, period, warmup;
 	double outer_lr, outer_momentum; /* diloco: the server's Nesterov step */
 	double dn_period; /* async-diloco: Delayed Nesterov's N (1: every arrival) */
+	double grace_ms;  /* async-diloco: the grace window (0: none) */
 	double sparta_p;  /* sparta: the fraction of the coordinates averaged a step */
 	int adaptive;     /* dcasgd: adaptive lambda (DC-ASGD-a) */
 	int dylu;         /* async-diloco: Dynamic Local Updates */

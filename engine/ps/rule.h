@@ -157,6 +157,14 @@ typedef struct rule_ops {
 	 * the most of any running worker's (async-diloco's dylu) */
 	double (*speed)(const rule_run *e, const rule_worker *w);
 	double (*max_speed)(const rule_run *e);
+	/* the run's time in seconds (virtual seconds on the virtual clock) */
+	double (*now)(const rule_run *e);
+	/* Is a step of a running worker other than w in flight that
+	 * exchanges (the rule's `exchanges`) and lands by run time `by`? The
+	 * virtual clock knows when each step lands; the wall clock, which
+	 * cannot, answers 1 while its time is before `by` (async-diloco's
+	 * grace window) */
+	int (*exchange_due)(const rule_run *e, const rule_worker *w, double by);
 	/* drop the run's lock, and take it again (hogwild's step) */
 	void (*unlock)(rule_run *e);
 	void (*lock)(rule_run *e);
@@ -173,6 +181,9 @@ struct rule_run {
 	/* hogwild steps between their check and their count (the lock
 	 * dropped meanwhile): a stop in updates counts them */
 	int inflight;
+	/* async-diloco's grace window: the run time of the arrival that
+	 * opened the last one (-1: none yet), in checkpoints */
+	double window_t0;
 };
 
 typedef struct rule_class {

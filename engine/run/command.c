@@ -142,6 +142,7 @@ cmd_apply_rule(run *r, const char *name, const rule_params *rp)
 		r->cfg.rp = *rp;
 	r->rule = rc;
 	ps_set_rule(r->ps, r->rule, &r->cfg.rp);
+	r->rr.window_t0 = -1; /* the workers start afresh, none held */
 	for (int i = 0; i < r->n_slots; i++) {
 		worker *w = r->w[i];
 		if (strcmp(before, name)) { /* demo's momentum starts at zero */

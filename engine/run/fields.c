@@ -146,6 +146,11 @@ static const field_desc rp_f[] = {
 	RPF(dn_period, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
 	    "async-diloco: Delayed Nesterov, the momentum applied every N arrivals "
 	    "(1: every arrival, the naive form)"),
+	RPF(grace_ms, FT_NUMBER, FS_DBL, 0, 1e9, BOTH, 0,
+	    "async-diloco: the grace window in ms (the asynchronous local-SGD notebook's 500): "
+	    "a worker whose pseudo-gradient lands within it of the arrival that opened it waits, "
+	    "and every such worker starts its next phase when the last of them has landed "
+	    "(0: each starts again at once)"),
 	RPF(fragments, FT_INTEGER, FS_DBL, 1, 1e6, BOTH, 1,
 	    "streaming-diloco: the fragments P the model's units (layers; a residual block "
 	    "is one) are cut into, unit i in fragment i mod P; at most the model's units "

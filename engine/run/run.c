@@ -299,7 +299,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		r->take_limit = (uint64_t)ceil(cfg->stop_epochs * tr->n - 0.5);
 	r->rule = rule;
 	r->rr = (rule_run){.ps = r->ps, .rp = &r->cfg.rp, .ops = &step_rule_ops,
-			   .seed = r->cfg.seed};
+			   .seed = r->cfg.seed, .window_t0 = -1};
 	ps_set_rule(r->ps, r->rule, &cfg->rp);
 	ps_set_opt(r->ps, (float)cfg->lr, (float)cfg->momentum,
 		   (float)cfg->weight_decay);

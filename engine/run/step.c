@@ -741,6 +741,29 @@ op_max_speed(const rule_run *e)
 	return most;
 }
 
+static double
+op_now(const rule_run *e)
+{
+	return run_now(run_of_c(e));
+}
+
+static int
+op_exchange_due(const rule_run *e, const rule_worker *rw, double by)
+{
+	const run *r = run_of_c(e);
+	if (!r->virt)
+		return run_now(r) < by;
+	for (int i = 0; i < r->n_ev; i++) {
+		const vevent *ev = &r->ev[i];
+		if (ev->kind == EV_START || ev->worker == rw->id || ev->t > by)
+			continue;
+		const worker *o = r->w[ev->worker];
+		if (o->active && (!r->rule->exchanges || r->rule->exchanges(&r->rr, &o->rw)))
+			return 1;
+	}
+	return 0;
+}
+
 static void
 op_unlock(rule_run *e)
 {
@@ -769,6 +792,8 @@ const rule_ops step_rule_ops = {
 	.fail = op_fail,
 	.speed = op_speed,
 	.max_speed = op_max_speed,
+	.now = op_now,
+	.exchange_due = op_exchange_due,
 	.unlock = op_unlock,
 	.lock = op_lock,
 };

@@ -12,8 +12,13 @@
  * With dylu (Dynamic Local Updates, the paper's Eq. 6) a worker's H for
  * the phase it starts is floor(its speed / the fastest's x H), at least
  * 1, from the iterations per second each has run so far, so a slow
- * worker's pseudo-gradient comes back sooner and less stale. With one
- * worker it is diloco with one worker (to rounding). */
+ * worker's pseudo-gradient comes back sooner and less stale. With
+ * grace_ms (the notebook's max_wait_time, the paper's tau_grace) the
+ * arrivals that land within it of the one that opened a window are
+ * applied as they come, and their workers wait to start again together,
+ * from the weights after the last of them, when no other exchange is
+ * due within the window (on the wall clock, when the window ends). With
+ * one worker it is diloco with one worker (to rounding). */
 #include <math.h>
 #include <string.h>
 
@@ -46,6 +51,18 @@ pull(rule_run *e, rule_worker *w)
 		if (s > 0 && most > 0)
 			w->h = (int)fmax(1.0, floor(s / most * e->rp->H));
 	}
+}
+
+/* A worker starting a phase waits while the grace window it landed in
+ * is open: until no other worker's exchange is due within it. */
+static int
+may_begin(const rule_run *e, const rule_worker *w)
+{
+	const double g = e->rp->grace_ms * 1e-3;
+	if (g <= 0 || w->have != UINT64_MAX || e->window_t0 < 0)
+		return 1;
+	const double end = e->window_t0 + g;
+	return e->ops->now(e) > end || !e->ops->exchange_due(e, w, end);
 }
 
 /* this phase's H: dylu's, or the rule's */
@@ -88,6 +105,10 @@ deliver(rule_run *e, rule_worker *w)
 	}
 	if (res.applied)
 		e->ops->version_changed(e);
+	/* an arrival after the window (or with none yet) opens one */
+	double now = e->ops->now(e);
+	if (e->rp->grace_ms > 0 && (e->window_t0 < 0 || now > e->window_t0 + e->rp->grace_ms * 1e-3))
+		e->window_t0 = now;
 	return res.tau;
 }
 
@@ -112,9 +133,10 @@ const rule_class rule_async_diloco = {
 	       "by its staleness",
 	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
-					"weighting", "dylu", "outer_opt", "inner_reset", RULE_PUSH_PARAMS,
+					"weighting", "dylu", "grace_ms", "outer_opt", "inner_reset", RULE_PUSH_PARAMS,
 					NULL},
 	.server_push = server_push,
+	.may_begin = may_begin,
 	.pull = pull,
 	.deliver = deliver,
 	.exchanges = exchanges,

@@ -611,7 +611,7 @@ cmd_worker(int argc, char **argv)
 	memset(&k, 0, sizeof(k));
 	k.want_id = -1;
 	k.sock = k.hb_sock = -1;
-	int code = worker_parse(argc, argv, &k), bye_unanswered = 0;
+	int code = worker_parse(argc, argv, &k);
 	if (code != WORKER_GO)
 		return code;
 	if (!k.threads)
@@ -670,11 +670,9 @@ cmd_worker(int argc, char **argv)
 			/* best effort: the daemon lets this worker go at once */
 			send_msg(&k, WIRE_BYE, 0, 0, "{}", 2, NULL, 0);
 			void *b;
-			bye_unanswered = 1;
 			for (int i = 0; i < 2; i++) /* its answer, half a second at most */
 				if (nn_recv(k.sock, &b, NN_MSG, 0) >= 0) {
 					nn_freemsg(b);
-					bye_unanswered = 0;
 					break;
 				}
 			say(&k, "stopped");
@@ -684,16 +682,17 @@ cmd_worker(int argc, char **argv)
 	atomic_store(&stop_flag, 1);
 	if (k.hb_live)
 		pthread_join(k.hb_th, NULL);
-	if (k.hb_sock >= 0)
-		nn_close(k.hb_sock);
 	pthread_mutex_destroy(&k.hb_mu);
-	/* nanomsg 1.1.5 aborts in nn_close (a chunk freed twice in
-	 * nn_req_term) when the REQ's peer went away while a request was
-	 * outstanding: measured in 3 of 8 runs where the daemon and the
-	 * worker were stopped together. The process ends next, which frees
-	 * it all; a BYE answered means the socket is sound, so close it. */
-	if (k.sock >= 0 && !bye_unanswered)
-		nn_close(k.sock);
+	/* The REQ sockets are left to the process's end, which closes their
+	 * connections: nanomsg 1.1.5 aborts in nn_close now and then (a chunk
+	 * freed twice in nn_req_term, in its own thread, after the socket's
+	 * shutdown): in 3 of 8 runs where the daemon and the worker were
+	 * stopped together when only a socket with its BYE unanswered was
+	 * spared; then in 1 of `make bench`'s 9 remote rounds (workers
+	 * stopped by SIGTERM, the daemon up), and again with the heartbeat's
+	 * socket spared too when its last request was unanswered; in none of
+	 * 18 with neither closed. Nothing is lost: the daemon has had the
+	 * BYE, or sees the connection go. */
 	model_free(k.m);
 	if (k.have_data)
 		ds_pair_free(&k.data);

@@ -2,6 +2,8 @@
  * tiny vectors computed by hand: the exact values the server decodes, the
  * bytes, and error feedback's residual over two pushes. */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "compress.h"
 #include "testutil.h"
@@ -52,6 +54,43 @@ END_TEST
 
 /* random-k: k = 4 of 8 kept as they are, the rest 0, the same mask for
  * the same (seed, stream) (a server draws it too), 4 bytes each */
+static int
+desc(const void *a, const void *b)
+{
+	float x = *(const float *)a, y = *(const float *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* the k-th largest, counting equal values, against a sort: both the
+ * min-heap (k <= 64 and 16 k <= n: DeMo's 32 of a chunk) and the
+ * quickselect, on values with many ties */
+START_TEST(kth_largest_against_a_sort)
+{
+	uint64_t st = 7;
+	const size_t ns[] = {1, 5, 16, 100, 1024, 3584};
+	for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++) {
+		size_t n = ns[a];
+		float *v = malloc(sizeof(float) * n), *w = malloc(sizeof(float) * n),
+		      *sorted = malloc(sizeof(float) * n);
+		for (size_t i = 0; i < n; i++) {
+			st = st * 6364136223846793005ull + 1442695040888963407ull;
+			v[i] = (float)((st >> 33) % 97) * 0.25f; /* ties */
+		}
+		memcpy(sorted, v, sizeof(float) * n);
+		qsort(sorted, n, sizeof(float), desc);
+		for (size_t k = 1; k <= n; k = k < 40 ? k + 1 : k * 3) {
+			memcpy(w, v, sizeof(float) * n);
+			float got = compress_kth_largest(w, n, k);
+			ck_assert_msg(got == sorted[k - 1], "n %zu, k %zu: %g, want %g", n, k,
+				      (double)got, (double)sorted[k - 1]);
+		}
+		free(v);
+		free(w);
+		free(sorted);
+	}
+}
+END_TEST
+
 START_TEST(randk_from_a_shared_seed)
 {
 	const float x[] = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -134,6 +173,7 @@ compress_suite(void)
 	TCase *tc = tcase_create("compressors");
 	tcase_add_test(tc, names_and_k);
 	tcase_add_test(tc, topk_keeps_the_largest);
+	tcase_add_test(tc, kth_largest_against_a_sort);
 	tcase_add_test(tc, randk_from_a_shared_seed);
 	tcase_add_test(tc, int8_blockwise);
 	tcase_add_test(tc, int4_e3m0);

@@ -41,6 +41,26 @@ void sl_assert_fail(const char *expr, const char *file, int line)
  * cast does not silence it; handle the result. */
 #define SL_MUST_USE __attribute__((warn_unused_result))
 
+/* Hot loops are compiled three times, for AVX-512 (x86-64-v4), AVX2+FMA
+ * (x86-64-v3) and plain x86-64, and the loader picks the best the CPU has;
+ * the plain clone is the portable path. (Sanitizer builds use one copy.)
+ * SL_FORCE_ISA=4, 3 or 1 builds one of them alone, whatever the CPU has
+ * beyond it: tests/integration/isa.sh and bench/isa.sh check and time
+ * each clone on one machine. */
+#if defined(SL_FORCE_ISA) && SL_FORCE_ISA == 4
+#define SIMD_CLONES __attribute__((target("arch=x86-64-v4")))
+#elif defined(SL_FORCE_ISA) && SL_FORCE_ISA == 3
+#define SIMD_CLONES __attribute__((target("arch=x86-64-v3")))
+#elif defined(SL_FORCE_ISA)
+#define SIMD_CLONES
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+	!defined(__SANITIZE_ADDRESS__)
+#define SIMD_CLONES \
+	__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define SIMD_CLONES
+#endif
+
 #define SL_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SL_MAX(a, b) ((a) > (b) ? (a) : (b))
 

@@ -33,7 +33,8 @@ int compress_kind(const char *name);
  * the rounding of ratio n: 0.07 of 100 is 7), at least 1, at most n */
 size_t compress_k(double ratio, size_t n);
 
-/* the k-th largest of a[0..n) (1 <= k <= n), a reordered */
+/* the k-th largest of a[0..n) (1 <= k <= n), counting equal values; a may
+ * be reordered */
 float compress_kth_largest(float *a, size_t n, size_t k);
 
 /* the bytes of the message for n floats: 4n (none), 8k (topk), 4k

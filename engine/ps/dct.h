@@ -37,6 +37,25 @@ void dct_basis(size_t c, float *b);
 int dct_encode(const float *x, size_t rows, size_t cols, size_t target, float *y);
 int dct_decode(const float *y, size_t rows, size_t cols, size_t target, float *x);
 
+/* The bases of the chunk sides a caller's transforms use, each computed
+ * once (dct_basis, widened to double, and its transpose) and kept until
+ * dct_bases_free: one step of demo transforms a dozen tensors over three
+ * sides. Zero-initialise; up to DCT_BASES sides, then the others are
+ * computed at each transform. The same bits as without. */
+#define DCT_BASES 8
+typedef struct dct_bases {
+	int n;
+	size_t side[DCT_BASES];
+	double *b[DCT_BASES], *bt[DCT_BASES]; /* B and its transpose, side^2 each */
+} dct_bases;
+void dct_bases_free(dct_bases *c);
+
+/* dct_encode and dct_decode with the bases kept in c (NULL: none kept) */
+int dct_encode_with(dct_bases *c, const float *x, size_t rows, size_t cols, size_t target,
+		    float *y);
+int dct_decode_with(dct_bases *c, const float *y, size_t rows, size_t cols, size_t target,
+		    float *x);
+
 /* Keep the k (at least 1, at most the chunk's size) coefficients of each
  * chunk of y (as dct_encode cut it) with the largest magnitudes, the
  * lower index (within the chunk, row-major) first among equals; zero the

@@ -106,6 +106,7 @@ demo_encode(const ps_layer *layers, int n_layers, size_t off, const rule_params 
 		for (int i = 0; tensor_at(&layers[l], i, &o, &r, &c); i++)
 			big = r * c > big ? r * c : big;
 	float *sent = malloc(sizeof(float) * (big ? big : 1));
+	dct_bases bases = {0};
 	if (!sent)
 		return -1;
 	int rc = 0;
@@ -118,12 +119,12 @@ demo_encode(const ps_layer *layers, int n_layers, size_t off, const rule_params 
 			delta[j] += lr * g[j];
 		}
 		for (int i = 0; rc == 0 && tensor_at(L, i, &o, &r, &c); i++) {
-			if (dct_encode(delta + o, r, c, chunk_of(rp), coef + o) < 0) {
+			if (dct_encode_with(&bases, delta + o, r, c, chunk_of(rp), coef + o) < 0) {
 				rc = -1;
 				break;
 			}
 			if (dct_topk(coef + o, r, c, chunk_of(rp), topk_of(rp), kept + o) < 0 ||
-			    dct_decode(coef + o, r, c, chunk_of(rp), sent) < 0) {
+			    dct_decode_with(&bases, coef + o, r, c, chunk_of(rp), sent) < 0) {
 				rc = -1;
 				break;
 			}
@@ -132,6 +133,7 @@ demo_encode(const ps_layer *layers, int n_layers, size_t off, const rule_params 
 		}
 	}
 	free(sent);
+	dct_bases_free(&bases);
 	return rc;
 }
 
@@ -145,6 +147,7 @@ demo_apply(const ps_layer *layers, int n_layers, const int *layer_count,
 		for (int i = 0; tensor_at(&layers[l], i, &o, &r, &c); i++)
 			big = r * c > big ? r * c : big;
 	float *buf = malloc(sizeof(float) * 2 * (big ? big : 1));
+	dct_bases bases = {0};
 	if (!buf)
 		return -1;
 	float *mean = buf, *q = buf + big;
@@ -159,7 +162,7 @@ demo_apply(const ps_layer *layers, int n_layers, const int *layer_count,
 				float n = senders ? senders[o + j] : (float)layer_count[l];
 				mean[j] = n > 0 ? sum[o + j] / n : 0.0f;
 			}
-			if (dct_decode(mean, r, c, chunk_of(rp), q) < 0) {
+			if (dct_decode_with(&bases, mean, r, c, chunk_of(rp), q) < 0) {
 				rc = -1;
 				break;
 			}
@@ -172,6 +175,7 @@ demo_apply(const ps_layer *layers, int n_layers, const int *layer_count,
 		}
 	}
 	free(buf);
+	dct_bases_free(&bases);
 	return rc;
 }
 

@@ -199,11 +199,12 @@ def r1(rep, cs, figs, quick):
 
 # ---- 2. Staleness in the manner of Dai et al. 2019 ------------------------
 
-TARGET = {"logreg": 0.78, "lenet5": 0.80}
+TARGET = {"logreg": 0.78, "lenet5": 0.80}  # a ResNet's: its sweep's stop.target_acc
 
 
 # parameterised layers of each model r2 runs (its "depth" in the claim)
-DEPTH = {"logreg": 1, "mlp 256-10": 2, "mlp 256-256-256-10": 4, "lenet5": 5}
+DEPTH = {"logreg": 1, "mlp 256-10": 2, "mlp 256-256-256-10": 4, "lenet5": 5, "resnet:8": 8,
+         "resnet:14": 14}
 
 
 def target_of(model):
@@ -214,6 +215,8 @@ def reach(c):
     """(updates to the target test accuracy, reached): a run that never
     reaches it counts its length, a lower bound"""
     t = target_of(c.run["model"])
+    if c.run["model"].startswith("resnet"):
+        t = c.run["stop"]["target_acc"]
     return to_target(c, "test_acc", lambda x: x >= t)
 
 
@@ -269,6 +272,8 @@ def r2(rep, cs, figs, quick, extra=()):
 
     for k in sl:
         ss = sorted(sl[k])
+        if 0 not in sl[k] or never(k, 0):
+            continue  # no base to slow down from (the table says so)
         seeds = set.intersection(*(set(up[k][s]) for s in ss))
         b = {sd: slope([math.log2(1 + s) for s in ss], [math.log2(up[k][s][sd][0]) for s in ss]) for sd in seeds}
         rep.claim("slow-down grows with s: %s" % k, "staleness slows convergence, more as s grows",
@@ -280,18 +285,20 @@ def r2(rep, cs, figs, quick, extra=()):
         return {sd: math.log(up[k][s][sd][0] / up[k][0][sd][0]) for sd in up[k][s]}
     s_cmp = 16
     for k in sl:
-        if k.endswith("momentum"):
-            ksgd = k[:-len("momentum")] + "sgd"
+        for o in ("momentum", "adam"):
+            if not k.endswith(", " + o):
+                continue
+            ksgd = k[:-len(o)] + "sgd"
             a, b = ratio(ksgd, s_cmp), ratio(k, s_cmp)
             if a is not None and b is not None:
-                rep.claim("momentum suffers more: %s" % k.split(",")[0],
-                          "momentum is more sensitive to staleness than SGD",
-                          "slow-down at s=%d: sgd %s, momentum %s; per seed, momentum's slow-down over "
-                          "sgd's" % (s_cmp, fmt(a), fmt(b)),
+                rep.claim("%s suffers more: %s" % (o, k.split(",")[0]),
+                          "momentum and Adam are more sensitive to staleness than SGD",
+                          "slow-down at s=%d: sgd %s, %s %s; per seed, %s's slow-down over "
+                          "sgd's" % (s_cmp, fmt(a), o, fmt(b), o),
                           log_slowdown(k, s_cmp), log_slowdown(ksgd, s_cmp), ratio=True)
     # every model measured, by depth (parameterised layers): the slow-down at each s, and the claim on all
     models = sorted({k.rsplit(", ", 1)[0] for k in sl}, key=lambda m: DEPTH.get(m, 99))
-    opts = [o for o in ("sgd", "momentum") if any(k.endswith(", " + o) for k in sl)]
+    opts = [o for o in ("sgd", "momentum", "adam") if any(k.endswith(", " + o) for k in sl)]
     all_s = sorted({s for k in sl for s in sl[k]})
     per_model = []
     for o in opts:
@@ -303,10 +310,13 @@ def r2(rep, cs, figs, quick, extra=()):
                 "" if s not in sl[k] else "never (%d/%d)" % (never(k, s), len(sl[k][s])) if never(k, s)
                 else ratio(k, s) if ratio(k, s) is not None else "" for s in all_s]))
     rep.set("per_model", table(["model", "layers", "optimiser"] + ["s=%d" % s for s in all_s], per_model))
-    for o in opts:
+    # judged on the models of 28x28 images, and on the residual nets (14x14 images: a
+    # family of two depths on its own data) apart
+    for o, fam in [(o, f) for f in ("", "resnet") for o in opts]:
         for s_at in (4, s_cmp):
             ks = ["%s, %s" % (m, o) for m in models if "%s, %s" % (m, o) in sl and s_at in sl["%s, %s" % (m, o)]
-                  and 0 in sl["%s, %s" % (m, o)] and m in DEPTH]
+                  and 0 in sl["%s, %s" % (m, o)] and not never("%s, %s" % (m, o), 0) and m in DEPTH
+                  and m.startswith("resnet") == bool(fam)]
             if len(ks) < 2:
                 continue
             pts = {DEPTH[k.rsplit(", ", 1)[0]]: log_slowdown(k, s_at) for k in ks}
@@ -314,7 +324,8 @@ def r2(rep, cs, figs, quick, extra=()):
             trend = seed_slopes(pts)
             if not trend:
                 continue
-            rep.claim("deeper models suffer more (%s, s=%d)" % (o, s_at), "deeper networks suffer more",
+            rep.claim("deeper %s suffer more (%s, s=%d)" % ("residual nets" if fam else "models", o, s_at),
+                      "deeper networks suffer more",
                       "slow-down at s=%d: %s%s; per seed (%d in common), the slope of log slow-down on the "
                       "layers" % (s_at, ", ".join("%s %s" % (k.rsplit(", ", 1)[0], "never" if never(k, s_at)
                                                             else fmt(ratio(k, s_at))) for k in ks),
@@ -1119,7 +1130,8 @@ def r12(rep, cs, figs, quick):
 
 
 EXPERIMENTS = [
-    ("r1-testbed", r1), ("r2-lenet5", None), ("r2-staleness", r2), ("r2-workers", r2w),
+    ("r1-testbed", r1), ("r2-lenet5", None), ("r2-resnet", None), ("r2-staleness", r2),
+    ("r2-workers", r2w),
     ("r3-softsync-staleness", r3s), ("r3-softsync-lr", r3l), ("r4-geometric", r4g),
     ("r4-momentum", r4m), ("r4-mu", r4mu), ("r5-odsgd", r5), ("r6-dcasgd", r6), ("r7-spb", r7),
     ("r8-identities", r8), ("r9-asyncdiloco-toy", r9), ("r10-compress", r10), ("r11-noniid", r11),
@@ -1127,15 +1139,76 @@ EXPERIMENTS = [
 ]
 
 
+FMNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def pool2(data, count, rows, cols):
+    """count images of rows x cols bytes, each 2 x 2 block averaged (rounded
+    half up): the same image at half the side"""
+    out = bytearray(count * (rows // 2) * (cols // 2))
+    o = 0
+    for i in range(count):
+        base = i * rows * cols
+        for r in range(0, rows - 1, 2):
+            top = data[base + r * cols:base + (r + 1) * cols]
+            bot = data[base + (r + 1) * cols:base + (r + 2) * cols]
+            s = [top[c] + top[c + 1] + bot[c] + bot[c + 1] for c in range(0, cols - 1, 2)]
+            out[o:o + len(s)] = bytes((v + 2) // 4 for v in s)
+            o += len(s)
+    return bytes(out)
+
+
+def fmnist_subset(where, side, n):
+    """an idx: directory of Fashion-MNIST at side 28 or 14 (each image's 2 x 2
+    blocks averaged: a ResNet's step costs a quarter), its training set whole
+    and the first n of its test images (each evaluation is a forward pass),
+    made once"""
+    import gzip
+    import struct
+    d = os.path.join(where, "fmnist%d-test%d" % (side, n))
+    files = ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
+             "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte")
+    if all(os.path.exists(os.path.join(d, f)) for f in files):
+        return d
+    os.makedirs(d, exist_ok=True)
+    for f, keep in zip(files, (None, None, n, n)):
+        with gzip.open(os.path.join(FMNIST, f + ".gz")) as g:
+            if "images" in f:
+                magic, count, rows, cols = struct.unpack(">IIII", g.read(16))
+                count = min(count, keep or count)
+                body = g.read(count * rows * cols)
+                if side != rows:
+                    body = pool2(body, count, rows, cols)
+                    rows, cols = rows // 2, cols // 2
+                head = struct.pack(">IIII", magic, count, rows, cols)
+            else:
+                magic, count = struct.unpack(">II", g.read(8))
+                count = min(count, keep or count)
+                body = g.read(count)
+                head = struct.pack(">II", magic, count)
+        tmp = os.path.join(d, f + ".tmp")
+        with open(tmp, "wb") as out:
+            out.write(head + body)
+        os.replace(tmp, os.path.join(d, f))
+    return d
+
+
 def on_device(spec, device, out):
-    """the sweep file, or a copy of it beside its cells that runs every cell on device"""
-    if not device:
-        return spec
+    """the sweep file, or a copy of it beside its cells: every cell on device,
+    and a data set named "idx:@fmnistS-testN" made (Fashion-MNIST at side S,
+    28 or 14, with the first N test images) and named by its path"""
     with open(spec) as f:
         d = json.load(f)
-    d["device"] = device
+    data = d.get("dataset", "")
+    if not device and not (isinstance(data, str) and data.startswith("idx:@")):
+        return spec
+    if device:
+        d["device"] = device
+    if isinstance(data, str) and data.startswith("idx:@fmnist"):
+        side, n = data[len("idx:@fmnist"):].split("-test")
+        d["dataset"] = "idx:" + fmnist_subset(os.path.join(os.path.dirname(out), "data"), int(side), int(n))
     os.makedirs(out, exist_ok=True)
-    path = os.path.join(out, "on-%s.json" % device)
+    path = os.path.join(out, "on-%s.json" % (device or "cpu"))
     with open(path, "w") as f:
         json.dump(d, f, indent=1)
     return path
@@ -1178,7 +1251,7 @@ def main():
             continue
         rep = Report(name)
         if name == "r2-staleness":
-            fn(rep, held[name], figs, a.quick, [held[n] for n in ("r2-lenet5",) if n in held])
+            fn(rep, held[name], figs, a.quick, [held[n] for n in ("r2-lenet5", "r2-resnet") if n in held])
         else:
             fn(rep, held[name], figs, a.quick)
         reports[name] = rep

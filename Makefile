@@ -55,7 +55,7 @@ help:
 	@echo "make test           Check suites and integration tests (with the dashboard's browser test)"
 	@echo "make bench          throughput vs the PyTorch peer, the daemon under load"
 	@echo "make bench-gpu      the cuda backend against the cpu one (a GPU machine; tests/gpu.sh)"
-	@echo "make results        the seeds' results reproduced: docs/results.md, docs/results/ (under 60 min)"
+	@echo "make results        the seeds' results reproduced: docs/results.md, docs/results/ (under 60 min;\n                    RESNET_FULL=1 adds Dai's grid of ResNet-20 to 56: hours)"
 	@echo "make results-quick  the same experiments, small: checks only (part of make test)"
 	@echo "make bench-compare  this engine vs an earlier commit's (BASE=rev), side by side"
 	@echo "make bench-accuracy accuracy per epoch vs the PyTorch peer"
@@ -187,7 +187,8 @@ bench-gpu: all
 BASE ?= HEAD~1
 results: deps
 	@$(MAKE) --no-print-directory all
-	@python3 experiments/results.py --stalelab $(BUILD)/stalelab --out $(BUILD)/results
+	@python3 experiments/results.py --stalelab $(BUILD)/stalelab --out $(BUILD)/results \
+		$(if $(RESNET_FULL),--resnet-full)
 
 results-quick: deps
 	@$(MAKE) --no-print-directory all

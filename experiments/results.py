@@ -203,8 +203,20 @@ TARGET = {"logreg": 0.78, "lenet5": 0.80}  # a ResNet's: its sweep's stop.target
 
 
 # parameterised layers of each model r2 runs (its "depth" in the claim)
-DEPTH = {"logreg": 1, "mlp 256-10": 2, "mlp 256-256-256-10": 4, "lenet5": 5, "resnet:8": 8,
-         "resnet:14": 14}
+DEPTH = {"logreg": 1, "mlp 256-10": 2, "mlp 256-256-256-10": 4, "lenet5": 5}
+
+
+def depth(m):
+    """a model's layers in the depth claim: DEPTH's, or a ResNet's N ("resnet:8 14x14")"""
+    if m.startswith("resnet:"):
+        return int(m.split()[0][len("resnet:"):])
+    return DEPTH.get(m)
+
+
+def family(m):
+    """the models a depth claim compares: those of 28x28 images other than the
+    residual nets, the residual nets of 14x14 images, those of 28x28"""
+    return "" if not m.startswith("resnet") else "resnet 14x14" if m.endswith("14x14") else "resnet"
 
 
 def target_of(model):
@@ -236,7 +248,9 @@ def slope(xs, ys):
 
 def r2(rep, cs, figs, quick, extra=()):
     def key(c):
-        return "%s, %s" % (c.run["model"].replace("mlp:784-", "mlp "), c.variant)
+        small = "14x14" if "fmnist14" in c.run["dataset"] else ""
+        return "%s, %s" % (" ".join(x for x in (c.run["model"].replace("mlp:784-", "mlp "), small) if x),
+                           c.variant)
     sl = slowdowns(cs, key)
     for more in extra:
         sl.update(slowdowns(more, key))
@@ -297,7 +311,7 @@ def r2(rep, cs, figs, quick, extra=()):
                           "sgd's" % (s_cmp, fmt(a), o, fmt(b), o),
                           log_slowdown(k, s_cmp), log_slowdown(ksgd, s_cmp), ratio=True)
     # every model measured, by depth (parameterised layers): the slow-down at each s, and the claim on all
-    models = sorted({k.rsplit(", ", 1)[0] for k in sl}, key=lambda m: DEPTH.get(m, 99))
+    models = sorted({k.rsplit(", ", 1)[0] for k in sl}, key=lambda m: (family(m), depth(m) or 99))
     opts = [o for o in ("sgd", "momentum", "adam") if any(k.endswith(", " + o) for k in sl)]
     all_s = sorted({s for k in sl for s in sl[k]})
     per_model = []
@@ -306,25 +320,27 @@ def r2(rep, cs, figs, quick, extra=()):
             k = "%s, %s" % (m, o)
             if k not in sl:
                 continue
-            per_model.append(tuple([m, DEPTH.get(m, "?"), o] + [
+            per_model.append(tuple([m, depth(m) or "?", o] + [
                 "" if s not in sl[k] else "never (%d/%d)" % (never(k, s), len(sl[k][s])) if never(k, s)
                 else ratio(k, s) if ratio(k, s) is not None else "" for s in all_s]))
     rep.set("per_model", table(["model", "layers", "optimiser"] + ["s=%d" % s for s in all_s], per_model))
-    # judged on the models of 28x28 images, and on the residual nets (14x14 images: a
-    # family of two depths on its own data) apart
-    for o, fam in [(o, f) for f in ("", "resnet") for o in opts]:
+    # judged within each family: the models of 28x28 images, the residual nets of
+    # 14x14 images (two depths on their own data), those of 28x28 (make results
+    # --resnet-full)
+    for o, fam in [(o, f) for f in sorted({family(m) for m in models}) for o in opts]:
         for s_at in (4, s_cmp):
             ks = ["%s, %s" % (m, o) for m in models if "%s, %s" % (m, o) in sl and s_at in sl["%s, %s" % (m, o)]
-                  and 0 in sl["%s, %s" % (m, o)] and not never("%s, %s" % (m, o), 0) and m in DEPTH
-                  and m.startswith("resnet") == bool(fam)]
+                  and 0 in sl["%s, %s" % (m, o)] and not never("%s, %s" % (m, o), 0) and depth(m)
+                  and family(m) == fam]
             if len(ks) < 2:
                 continue
-            pts = {DEPTH[k.rsplit(", ", 1)[0]]: log_slowdown(k, s_at) for k in ks}
+            pts = {depth(k.rsplit(", ", 1)[0]): log_slowdown(k, s_at) for k in ks}
             nev = [k.rsplit(", ", 1)[0] for k in ks if never(k, s_at)]
             trend = seed_slopes(pts)
             if not trend:
                 continue
-            rep.claim("deeper %s suffer more (%s, s=%d)" % ("residual nets" if fam else "models", o, s_at),
+            rep.claim("deeper %s suffer more (%s, s=%d)" % (fam.replace("resnet", "residual nets") or "models",
+                                                             o, s_at),
                       "deeper networks suffer more",
                       "slow-down at s=%d: %s%s; per seed (%d in common), the slope of log slow-down on the "
                       "layers" % (s_at, ", ".join("%s %s" % (k.rsplit(", ", 1)[0], "never" if never(k, s_at)
@@ -1130,7 +1146,8 @@ def r12(rep, cs, figs, quick):
 
 
 EXPERIMENTS = [
-    ("r1-testbed", r1), ("r2-lenet5", None), ("r2-resnet", None), ("r2-staleness", r2),
+    ("r1-testbed", r1), ("r2-lenet5", None), ("r2-resnet", None), ("r2-resnet-full", None),
+    ("r2-staleness", r2),
     ("r2-workers", r2w),
     ("r3-softsync-staleness", r3s), ("r3-softsync-lr", r3l), ("r4-geometric", r4g),
     ("r4-momentum", r4m), ("r4-mu", r4mu), ("r5-odsgd", r5), ("r6-dcasgd", r6), ("r7-spb", r7),
@@ -1224,6 +1241,9 @@ def main():
     ap.add_argument("--no-run", action="store_true", help="analyse what --out holds")
     ap.add_argument("--section", help="one experiment, its section alone rendered into docs/results.md "
                     "(its figures into docs/results/; the page's totals stay its last full run's)")
+    ap.add_argument("--resnet-full", action="store_true",
+                    help="Dai et al.'s full grid as well: ResNet-20, 32, 44 and 56 on 28x28 Fashion-MNIST "
+                    "(r2-resnet-full.json; hours on 2 cores: docs/results.md, section 2)")
     ap.add_argument("--device", help="every cell on this backend (ref: the same bits on any x86-64, slower; "
                     "default: the sweep files', the cpu backend)")
     a = ap.parse_args()
@@ -1242,6 +1262,10 @@ def main():
         spec = os.path.join(spec_dir, name + ".json")
         if (only and name not in only) or not os.path.exists(spec):
             continue
+        if name == "r2-resnet-full" and not a.resnet_full and not (only and name in only):
+            if os.path.exists(os.path.join(out, name, "results.csv")):  # a run of it: keep it on the page
+                held[name] = cells(os.path.join(out, name))
+            continue
         t0 = time.time()
         if not a.no_run:
             sweep(a.stalelab, on_device(spec, a.device, os.path.join(out, name)), os.path.join(out, name), a.jobs)
@@ -1251,7 +1275,8 @@ def main():
             continue
         rep = Report(name)
         if name == "r2-staleness":
-            fn(rep, held[name], figs, a.quick, [held[n] for n in ("r2-lenet5", "r2-resnet") if n in held])
+            fn(rep, held[name], figs, a.quick,
+               [held[n] for n in ("r2-lenet5", "r2-resnet", "r2-resnet-full") if n in held])
         else:
             fn(rep, held[name], figs, a.quick)
         reports[name] = rep

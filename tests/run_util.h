@@ -57,6 +57,21 @@ go(const run_config *c, const run_sched *s, int ns, rec *out)
 	return snap;
 }
 
+/* run cfg to the end and return the server's weights (caller frees) */
+static inline float *
+final_weights(const run_config *c, size_t *n)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	float *w = malloc(sizeof(float) * 20000);
+	*n = run_weights(r, w, 20000);
+	ck_assert_uint_gt(*n, 0);
+	run_free(r);
+	return w;
+}
+
 /* the eval records of two runs are the same, bit for bit */
 static inline int
 same_records(const rec *a, const rec *b)

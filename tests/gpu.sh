@@ -40,11 +40,12 @@ fi
 # $build were built elsewhere and carried here (a GPU machine without our
 # -dev packages); nothing is built
 if [ "${PREBUILT:-0}" = 1 ]; then
-	for f in stalelab stalelab-cuda.so tests/test_parity tests/test_backend; do
+	for f in stalelab stalelab-cuda.so tests/test_parity tests/test_parity_runs tests/test_backend; do
 		[ -x "$build/$f" ] || { say "gpu.sh: PREBUILT=1 but $build/$f is missing"; exit 1; }
 	done
 	say "gpu.sh: using the binaries in $build as they are (PREBUILT=1)"
-elif ! make -s BUILD="$build" all "$build/tests/test_parity" "$build/tests/test_backend" \
+elif ! make -s BUILD="$build" all "$build/tests/test_parity" "$build/tests/test_parity_runs" \
+	"$build/tests/test_backend" \
 	>>"$log" 2>&1; then
 	say "gpu.sh: the build failed (the end of its output):"
 	tail -n 20 "$log"
@@ -73,8 +74,10 @@ fi
 say "== parity: every op against ref, a step per model, a run per rule"
 # FP32 as written: no TF32 behind the tests' back
 NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
+NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity_runs" || fail=1
 say "== parity again, every convolution in bands of one output row (a 64-float column cap)"
 STALELAB_CUDA_CONV_FLOATS=64 NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity" || fail=1
+STALELAB_CUDA_CONV_FLOATS=64 NVIDIA_TF32_OVERRIDE=0 run "$build/tests/test_parity_runs" || fail=1
 run "$build/tests/test_backend" || fail=1
 
 say "== make bench-gpu"

@@ -371,12 +371,17 @@ def r2(rep, cs, figs, quick, extra=()):
                   "mean over those cells of last third − first third" % (up_n, len(co)),
                   {s: mean(x) for s, x in rise.items()})
     if figs:
-        rep.figures.append(gnuplot(figs, "r2-slowdown",
-                                   "set xlabel 'staleness bound s'\nset ylabel 'updates to target / at s=0'\n"
-                                   "set logscale x 2\nset xrange [0.8:80]\n" +
-                                   lines([(t, [(max(s, 1) if s else 0.8, r) for s, r in d]) for t, d in data],
-                                         style="linespoints lw 1.5"),
-                                   [(t, [(s if s else 0.8, r) for s, r in d]) for t, d in data]))
+        # the residual nets (other images, other s) in a figure of their own
+        for name, part in (("r2-slowdown", [x for x in data if not x[0].startswith("resnet")]),
+                           ("r2-slowdown-resnet", [x for x in data if x[0].startswith("resnet")])):
+            if not part:
+                continue
+            rep.figures.append(gnuplot(figs, name,
+                                       "set xlabel 'staleness bound s'\nset ylabel 'updates to target / at s=0'\n"
+                                       "set logscale x 2\nset xrange [0.8:80]\n" +
+                                       lines([(t, [(max(s, 1) if s else 0.8, r) for s, r in d]) for t, d in part],
+                                             style="linespoints lw 1.5"),
+                                       [(t, [(s if s else 0.8, r) for s, r in d]) for t, d in part]))
     rep.set("targets", "test accuracy %s (logreg) and %s (the rest)" % (fmt(TARGET["logreg"]), fmt(target_of(""))))
 
 

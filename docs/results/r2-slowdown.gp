@@ -13,10 +13,4 @@ plot 'r2-slowdown.dat' index 0 using 1:2 with linespoints lw 1.5 title 'logreg, 
      'r2-slowdown.dat' index 4 using 1:2 with linespoints lw 1.5 title 'mlp 256-10, momentum', \
      'r2-slowdown.dat' index 5 using 1:2 with linespoints lw 1.5 title 'mlp 256-256-256-10, momentum', \
      'r2-slowdown.dat' index 6 using 1:2 with linespoints lw 1.5 title 'lenet5, sgd', \
-     'r2-slowdown.dat' index 7 using 1:2 with linespoints lw 1.5 title 'lenet5, momentum', \
-     'r2-slowdown.dat' index 8 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, sgd', \
-     'r2-slowdown.dat' index 9 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, sgd', \
-     'r2-slowdown.dat' index 10 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, momentum', \
-     'r2-slowdown.dat' index 11 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, momentum', \
-     'r2-slowdown.dat' index 12 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, adam', \
-     'r2-slowdown.dat' index 13 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, adam'
+     'r2-slowdown.dat' index 7 using 1:2 with linespoints lw 1.5 title 'lenet5, momentum'

@@ -1,0 +1,14 @@
+set terminal svg size 760,440 dynamic noenhanced font 'sans,11'
+set output 'r2-slowdown-resnet.svg'
+set key outside right top
+set grid
+set xlabel 'staleness bound s'
+set ylabel 'updates to target / at s=0'
+set logscale x 2
+set xrange [0.8:80]
+plot 'r2-slowdown-resnet.dat' index 0 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, sgd', \
+     'r2-slowdown-resnet.dat' index 1 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, sgd', \
+     'r2-slowdown-resnet.dat' index 2 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, momentum', \
+     'r2-slowdown-resnet.dat' index 3 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, momentum', \
+     'r2-slowdown-resnet.dat' index 4 using 1:2 with linespoints lw 1.5 title 'resnet:8 14x14, adam', \
+     'r2-slowdown-resnet.dat' index 5 using 1:2 with linespoints lw 1.5 title 'resnet:14 14x14, adam'

@@ -13,6 +13,7 @@
 #include "backend.h"
 #include "ledger.h"
 #include "model.h"
+#include "optim.h"
 #include "run_util.h"
 #include "wstep.h"
 
@@ -25,11 +26,41 @@ typedef struct fake {
 	size_t off_seen;
 	aug_key keys[256];  /* the views' key of each call (the first 256) */
 	pthread_mutex_t mu;
+	/* local steps (RULE_PHASES): its own weights and optimiser, as the
+	 * worker process keeps them, and what went each way */
+	float *w;
+	optim *opt;
+	ps_layer layers[MODEL_MAX_NODES];
+	int nl;
+	int grads_up, weights_down, models_up, resets;
 } fake;
+
+/* a local step as the worker process takes it (daemon/worker/cmd_worker.c) */
+static void
+fake_local(fake *f, const float *weights, size_t n, const wbatch *b, int depth, size_t off,
+	   float *model_up, double *loss, const run_remote_local *l)
+{
+	if (l->weights) {
+		memcpy(f->w, weights, sizeof(float) * n);
+		f->weights_down++;
+	}
+	if (l->reset && f->opt)
+		optim_reset(f->opt);
+	f->resets += l->reset;
+	*loss = wstep(f->m, &data.train, f->w, b, depth);
+	opt_cfg oc = {.kind = l->opt, .beta1 = l->beta1, .beta2 = l->beta2, .eps = l->eps,
+		      .clip = l->clip};
+	ck_assert_int_eq(optim_local_step(&f->opt, f->be, f->w, f->m->grads, off, n, f->layers,
+					  f->nl, &oc, l->lr, l->mu, l->wd), 0);
+	if (l->exchange) {
+		memcpy(model_up, f->w, sizeof(float) * n);
+		f->models_up++;
+	}
+}
 
 static int
 fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wbatch *b,
-	     int depth, size_t off, float *grads, double *loss)
+	     int depth, size_t off, float *grads, double *loss, const run_remote_local *l)
 {
 	(void)v_read;
 	fake *f = ctx;
@@ -40,9 +71,14 @@ fake_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const w
 		return f->fail_rc;
 	if (call <= 256)
 		f->keys[call - 1] = b->aug;
+	f->off_seen = off;
+	if (l) {
+		fake_local(f, weights, n, b, depth, off, grads, loss, l);
+		return 0;
+	}
 	*loss = wstep(f->m, &data.train, weights, b, depth); /* a remote worker's step */
 	memcpy(grads + off, f->m->grads + off, sizeof(float) * (n - off));
-	f->off_seen = off;
+	f->grads_up++;
 	return 0;
 }
 
@@ -69,11 +105,18 @@ fake_init(fake *f, const run_config *c, int fail_at)
 	const dataset *tr = &data.train;
 	ck_assert_msg(model_new(c->model, tr->c, tr->h, tr->w, tr->classes, c->batch, c->seed,
 				f->be, &f->m, err) == 0, "%s", err);
+	f->w = calloc(f->m->n_params, sizeof(float));
+	f->nl = wstep_layers(f->m, f->layers, MODEL_MAX_NODES);
 }
 
 static void
 fake_free(fake *f)
 {
+	if (f->opt) {
+		optim_free(f->opt);
+		free(f->opt);
+	}
+	free(f->w);
 	model_free(f->m);
 	backend_free(f->be);
 	pthread_mutex_destroy(&f->mu);
@@ -397,6 +440,70 @@ START_TEST(the_ledger_survives_a_checkpoint)
 }
 END_TEST
 
+/* the run with one local worker, and again with a remote one doing the
+ * work: the weights' hashes, the remote's counts in *f (freed by the
+ * caller) */
+static void
+local_and_remote(run_config c, fake *f, uint64_t *local, uint64_t *remote)
+{
+	run *r;
+	char err[SL_ERR_LEN] = "";
+	ck_assert_msg(run_new(&c, &data, NULL, 0, NULL, &r, err) == 0, "%s", err);
+	ck_assert_int_eq(run_exec(r), 0);
+	*local = weights_hash(r);
+	run_free(r);
+	remote_only(&c);
+	fake_init(f, &c, 0);
+	int id;
+	run_snapshot_put(with_remote(&c, f, remote, &id));
+}
+
+/* Under a rule with phases a remote worker takes its local steps on its
+ * own weights, with the run's optimiser and its own state: the weights go
+ * down once a phase, the model comes up once, no gradient moves, and the
+ * run is the local one's bit for bit (AdamW inner, Nesterov outer). */
+START_TEST(a_phase_moves_the_model_not_gradients)
+{
+	static const struct {
+		const char *rule;
+		int reset;
+	} cases[] = {{"diloco", 0}, {"diloco", 1}, {"async-diloco", 1}, {"localsgd", 0},
+		     {"easgd", 0}};
+	for (int k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++) {
+		run_config c = wall(cases[k].rule, 1);
+		c.rp.H = 4;
+		c.rp.period = 4;
+		c.rp.inner_reset = cases[k].reset;
+		c.opt.kind = OPT_ADAMW;
+		c.opt.clip = 0.5;
+		c.weight_decay = 0.1;
+		c.lr = 0.002;
+		fake f;
+		uint64_t local, remote;
+		local_and_remote(c, &f, &local, &remote);
+		ck_assert_msg(remote == local, "%s: remote %016llx, local %016llx", cases[k].rule,
+			      (unsigned long long)remote, (unsigned long long)local);
+		/* 120 updates: 120 phases of 4 local steps */
+		ck_assert_int_eq(f.calls, 480);
+		ck_assert_msg(f.weights_down == 120 && f.models_up == 120 && f.grads_up == 0,
+			      "%s: %d weights down, %d models up, %d gradients up", cases[k].rule,
+			      f.weights_down, f.models_up, f.grads_up);
+		/* told to start its optimiser afresh at every phase's start */
+		ck_assert_int_eq(f.resets, cases[k].reset ? 120 : 0);
+		fake_free(&f);
+	}
+	/* a rule without phases: a gradient a step, the weights with each */
+	run_config c = wall("asgd", 1);
+	fake f;
+	uint64_t local, remote;
+	local_and_remote(c, &f, &local, &remote);
+	ck_assert_uint_eq(remote, local);
+	ck_assert_int_eq(f.grads_up, 120);
+	ck_assert_int_eq(f.weights_down + f.models_up, 0);
+	fake_free(&f);
+}
+END_TEST
+
 static Suite *
 remote_suite(void)
 {
@@ -405,6 +512,7 @@ remote_suite(void)
 				partial_backprop_reaches_the_remote, a_device_server_stages_the_wire,
 				a_lost_remote_leaves_the_run,
 				refusals, the_ledger_survives_a_checkpoint, NULL}},
+		{"phases", NULL, {a_phase_moves_the_model_not_gradients, NULL}},
 	};
 	return run_suite_of("remote", cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -2,7 +2,11 @@
  * bytes at their offsets, a round trip of every kind, and each refusal:
  * short, bad magic, another protocol, unknown kind, augmentation bytes
  * outside a WEIGHTS (or an unknown augmentation in one), unknown flags, a length that lies, a push of the wrong size or layers, a partial
- * flag that disagrees, another model, another run, a flipped bit. */
+ * flag that disagrees, another model, another run, a flipped bit; a
+ * local step's settings at their offsets and their refusals, and the
+ * lengths of its WEIGHTS and PUSH with and without the model. */
+#include <math.h>
+
 #include "sl.h"
 #include "testutil.h"
 #include "wire.h"
@@ -151,7 +155,7 @@ START_TEST(round_trip)
 	ck_assert_int_eq(wire_parse(buf, wire_encode(&h, w, buf), &m, &back, &p, err), 0);
 	ck_assert_str_eq(wire_kind_name(WIRE_HB), "hb");
 	ck_assert_str_eq(wire_kind_name(0), "?");
-	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + 140 + 4 * WIRE_BATCH_MAX);
+	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + WIRE_LOCAL_LEN + 140 + 4 * WIRE_BATCH_MAX);
 }
 END_TEST
 
@@ -174,7 +178,7 @@ START_TEST(refusals)
 	REFUSED(n, &m, "bad magic");
 	n = push(&m, 0, &h);
 	buf[4] = 1;
-	REFUSED(n, &m, "protocol 1, this build speaks 3");
+	REFUSED(n, &m, "protocol 1, this build speaks 4");
 	n = push(&m, 0, &h);
 	buf[6] = 99;
 	REFUSED(n, &m, "unknown message kind 99");
@@ -185,9 +189,9 @@ START_TEST(refusals)
 	buf[10] = 1;
 	REFUSED(n, &m, "push: augmentation bytes");
 	/* the checks after the framing work on a freshly encoded header */
-	h.flags = 4;
+	h.flags = 8;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
-	REFUSED(n, &m, "unknown flags 0x4");
+	REFUSED(n, &m, "unknown flags 0x8");
 	push(&m, 0, &h);
 	h.payload_len = 136;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
@@ -273,6 +277,101 @@ START_TEST(fingerprints)
 }
 END_TEST
 
+START_TEST(local_steps)
+{
+	wire_model m = model3();
+	char err[SL_ERR_LEN];
+	uint8_t b[WIRE_LOCAL_LEN];
+	wire_local l = {.opt = 4, .lflags = WIRE_L_EXCHANGE | WIRE_L_RESET, .lr = 0.25f,
+			.mu = 0.5f, .wd = 0.125f, .beta1 = 0.9, .beta2 = 0.95, .eps = 1e-8,
+			.clip = 1.5};
+	wire_local_put(b, &l);
+	/* at their offsets, little-endian */
+	ck_assert_uint_eq(b[0], 4);
+	ck_assert_uint_eq(b[1], 3);
+	ck_assert_uint_eq(b[2] | b[3], 0);
+	ck_assert_uint_eq((uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 |
+			  (uint32_t)b[7] << 24, 0x3e800000u); /* 0.25f */
+	ck_assert_uint_eq(b[47], 0x3f); /* clip 1.5: 0x3ff8000000000000 */
+	ck_assert_uint_eq(b[46], 0xf8);
+	wire_local r;
+	ck_assert_int_eq(wire_local_get(b, &r, err), 0);
+	ck_assert(r.opt == 4 && r.lflags == 3 && r.lr == 0.25f && r.mu == 0.5f &&
+		  r.wd == 0.125f && r.beta1 == 0.9 && r.beta2 == 0.95 && r.eps == 1e-8 &&
+		  r.clip == 1.5);
+	struct {
+		wire_local l;
+		int pad;
+		const char *want;
+	} bad[] = {
+		{{.opt = WIRE_OPT_MAX + 1}, 0, "unknown optimiser 5"},
+		{{.lflags = 4}, 0, "unknown flags 0x4"},
+		{{0}, 1, "unknown flags"},
+		{{.lr = NAN}, 0, "lr is not finite"},
+		{{.eps = INFINITY}, 0, "eps is not finite"},
+		{{.lr = -1}, 0, "lr below 0"},
+		{{.clip = -1}, 0, "clip below 0"},
+	};
+	for (int i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		wire_local_put(b, &bad[i].l);
+		b[2] = (uint8_t)bad[i].pad;
+		err[0] = 0;
+		ck_assert_int_eq(wire_local_get(b, &r, err), -SL_EFORMAT);
+		ck_assert_msg(strstr(err, bad[i].want), "%d: \"%s\"", i, err);
+	}
+	/* its WEIGHTS: the settings, the model only with WIRE_F_MODEL, then
+	 * the batch */
+	wire_hdr h = {.kind = WIRE_WEIGHTS, .flags = WIRE_F_LOCAL, .model_fp = m.model_fp,
+		      .layer_hi = 3, .payload_len = WIRE_LOCAL_LEN + 8};
+	memset(buf + WIRE_HEADER, 0, 4096);
+	size_t n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	h.payload_len = WIRE_LOCAL_LEN + 140 + 8;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0); /* 37 indices: a batch of them */
+	h.flags = WIRE_F_LOCAL | WIRE_F_MODEL;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	h.payload_len = WIRE_LOCAL_LEN + 140;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "a local step's settings and the model's 35 parameters need 188");
+	h.flags = WIRE_F_LOCAL;
+	h.payload_len = WIRE_LOCAL_LEN;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: payload 48 bytes, a local step's settings need 48");
+	h.flags = WIRE_F_MODEL;
+	h.payload_len = 148;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: a model flag outside a local step");
+	h.flags = WIRE_F_PARTIAL;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "weights: the partial flag is a push's");
+	/* its PUSH: the loss, then the model with WIRE_F_MODEL */
+	h = (wire_hdr){.kind = WIRE_PUSH, .flags = WIRE_F_LOCAL, .model_fp = m.model_fp,
+		       .run_id = 7, .layer_hi = 3, .payload_len = 8};
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	h.flags = WIRE_F_LOCAL | WIRE_F_MODEL;
+	h.payload_len = 8 + 140;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	h.flags = WIRE_F_LOCAL;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: a local step's payload 148 bytes, its loss needs 8");
+	h.flags = WIRE_F_LOCAL | WIRE_F_MODEL;
+	h.payload_len = 8;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: a local step's payload 8 bytes, its loss and the model needs 148");
+	h.flags = WIRE_F_MODEL;
+	h.payload_len = 8 + 140;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: a model flag outside a local step");
+	/* the receive limit has room for the largest: settings, model, batch */
+	ck_assert_uint_eq(wire_max_message(&m),
+			  WIRE_HEADER + WIRE_LOCAL_LEN + 140 + 4 * (size_t)WIRE_BATCH_MAX);
+}
+END_TEST
+
 static Suite *
 wire_suite(void)
 {
@@ -283,6 +382,7 @@ wire_suite(void)
 	tcase_add_test(tc, augmentation_key_round_trip);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, fingerprints);
+	tcase_add_test(tc, local_steps);
 	suite_add_tcase(s, tc);
 	return s;
 }

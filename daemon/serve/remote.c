@@ -86,12 +86,13 @@ msghdr_of(struct nn_msghdr *mh, struct nn_iovec *iov, void **body, void **contro
 	mh->msg_controllen = NN_MSG;
 }
 
-/* answer the request whose routing header is control (consumed) */
+/* answer the request whose routing header is control (consumed), the
+ * payload in up to three parts (a local step's WEIGHTS has three) */
 static void
-reply(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, const void *b,
-      size_t nb)
+reply3(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, const void *b,
+       size_t nb, const void *c, size_t nc)
 {
-	void *msg = wiremsg_new(h, a, na, b, nb);
+	void *msg = wiremsg_new3(h, a, na, b, nb, c, nc);
 	if (!msg) {
 		nn_freemsg(control);
 		return;
@@ -103,6 +104,13 @@ reply(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, co
 		nn_freemsg(msg);
 		nn_freemsg(control);
 	}
+}
+
+static void
+reply(remote *rs, void *control, const wire_hdr *h, const void *a, size_t na, const void *b,
+      size_t nb)
+{
+	reply3(rs, control, h, a, na, b, nb, NULL, 0);
 }
 
 static void
@@ -186,9 +194,27 @@ unpark(rw *w, wire_hdr *h, void **body, void **control)
 	w->body = w->control = NULL;
 }
 
+/* a step's WEIGHTS: its settings when it is a local step, the weights
+ * (but on a local step that goes on from the worker's own), the batch */
+typedef struct step_msg {
+	wire_hdr h;
+	uint8_t local[WIRE_LOCAL_LEN];
+	size_t nlocal;
+	const float *w;
+	size_t nw;
+	const uint32_t *idx;
+	size_t nidx;
+} step_msg;
+
+static void
+send_step(remote *rs, void *control, const step_msg *m)
+{
+	reply3(rs, control, &m->h, m->local, m->nlocal, m->w, m->nw, m->idx, m->nidx);
+}
+
 static int
 rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wbatch *b,
-	   int depth, size_t off, float *grads, double *loss)
+	   int depth, size_t off, float *grads, double *loss, const run_remote_local *loc)
 {
 	rw *w = ctx;
 	remote *rs = w->rs;
@@ -202,6 +228,24 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 	/* the batch's views: the worker draws them from this key and the
 	 * run's seed, as a local worker would */
 	wiremsg_put_aug(&out, &b->aug);
+	step_msg sm = {.w = weights, .nw = 4 * n, .idx = idx, .nidx = 4 * (size_t)batch};
+	/* what its push must be: its flags and length */
+	uint16_t want_flags = 0;
+	uint64_t want_len = WIRE_PUSH_LOSS + 4 * (n - off);
+	if (loc) {
+		out.flags = WIRE_F_LOCAL | (loc->weights ? WIRE_F_MODEL : 0);
+		wire_local wl = {.opt = (uint8_t)loc->opt,
+				 .lflags = (uint8_t)((loc->exchange ? WIRE_L_EXCHANGE : 0) |
+						     (loc->reset ? WIRE_L_RESET : 0)),
+				 .lr = loc->lr, .mu = loc->mu, .wd = loc->wd, .beta1 = loc->beta1,
+				 .beta2 = loc->beta2, .eps = loc->eps, .clip = loc->clip};
+		wire_local_put(sm.local, &wl);
+		sm.nlocal = WIRE_LOCAL_LEN;
+		if (!loc->weights)
+			sm.nw = 0;
+		want_flags = WIRE_F_LOCAL | (loc->exchange ? WIRE_F_MODEL : 0);
+		want_len = WIRE_PUSH_LOSS + (loc->exchange ? 4 * n : 0);
+	}
 	/* numbered by the run's ledger: never the number of another step */
 	if (!(out.seq = run_remote_issue(w->r, w->wid)))
 		return RUN_REMOTE_LOST;
@@ -211,7 +255,8 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 		void *owed = w->owed;
 		w->owed = NULL;
 		pthread_mutex_unlock(&w->mu);
-		reply(rs, owed, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+		sm.h = out;
+		send_step(rs, owed, &sm);
 		sent = 1;
 		pthread_mutex_lock(&w->mu);
 	}
@@ -227,24 +272,30 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 				.run_id = w->run_id, .ps_epoch = rs->epoch,
 				.model_fp = rs->wm.model_fp};
 		if (h.kind == WIRE_PULL) { /* the step's weights (again, for a resent pull) */
-			reply(rs, control, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+			sm.h = out;
+			send_step(rs, control, &sm);
 			sent = 1;
 		} else if (h.seq == out.seq && !(sent && h.layer_lo == out.layer_lo &&
-					       h.payload_len == WIRE_PUSH_LOSS + 4 * (n - off))) {
-			refuse(rs, control, w->wid, "push of other layers than the weights asked "
-			       "for");
+					       (h.flags & (WIRE_F_LOCAL | WIRE_F_MODEL)) == want_flags &&
+					       h.payload_len == want_len)) {
+			refuse(rs, control, w->wid, loc ? "push of another local step than the one "
+			       "asked for" : "push of other layers than the weights asked for");
 		} else {
 			int v = run_remote_push(w->r, w->wid, w->incarnation, h.seq);
 			if (v == LEDGER_APPLY) {
 				const uint8_t *p = (const uint8_t *)body + WIRE_HEADER;
 				memcpy(loss, p, sizeof(double));
-				memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
+				if (!loc)
+					memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
+				else if (loc->exchange) /* the model its phase reached */
+					memcpy(grads, p + WIRE_PUSH_LOSS, sizeof(float) * n);
 				push_log(rs, w, h.seq, v_read);
 				rc = 0;
 			} else if (v == LEDGER_DUPLICATE && h.seq == w->owed_seq && sent) {
 				/* a resend of the last push (its answer lost): the
 				 * weights that answered it, again */
-				reply(rs, control, &out, weights, 4 * n, idx, 4 * (size_t)batch);
+				sm.h = out;
+				send_step(rs, control, &sm);
 			} else if (v == LEDGER_DUPLICATE) { /* applied already */
 				reply(rs, control, &ack, NULL, 0, NULL, 0);
 			} else {

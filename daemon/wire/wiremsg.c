@@ -8,20 +8,29 @@
 #include "sl.h"
 
 void *
-wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb)
+wiremsg_new3(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb,
+	     const void *c, size_t nc)
 {
 	wire_hdr o = *h;
-	o.payload_len = (uint32_t)(na + nb);
+	o.payload_len = (uint32_t)(na + nb + nc);
 	o.send_ns = (uint64_t)(sl_now() * 1e9);
-	uint8_t *buf = nn_allocmsg(WIRE_HEADER + na + nb, 0);
+	uint8_t *buf = nn_allocmsg(WIRE_HEADER + na + nb + nc, 0);
 	if (!buf)
 		return NULL;
 	if (na)
 		memcpy(buf + WIRE_HEADER, a, na);
 	if (nb)
 		memcpy(buf + WIRE_HEADER + na, b, nb);
+	if (nc)
+		memcpy(buf + WIRE_HEADER + na + nb, c, nc);
 	wire_encode(&o, buf + WIRE_HEADER, buf);
 	return buf;
+}
+
+void *
+wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb)
+{
+	return wiremsg_new3(h, a, na, b, nb, NULL, 0);
 }
 
 void

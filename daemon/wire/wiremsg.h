@@ -13,6 +13,9 @@
  * header h (its payload_len set here, send_ns now) and the payload a then
  * b; NULL when out of memory. */
 void *wiremsg_new(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb);
+/* ... with a third part c (a local step's settings, weights, batch) */
+void *wiremsg_new3(const wire_hdr *h, const void *a, size_t na, const void *b, size_t nb,
+		   const void *c, size_t nc);
 
 /* A WEIGHTS header's augmentation bytes from its batch's key (kind
  * AUG_NONE: all zero), and back: the key of a WEIGHTS received, with the

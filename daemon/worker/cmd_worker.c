@@ -4,7 +4,10 @@
  * hello, and from the welcome builds the run's model and loads its data
  * set itself; then, step after step, it asks for the weights (the daemon
  * answers with them, their version, the batch's sample indices and how
- * deep to backpropagate), computes the gradient and pushes it. Everything
+ * deep to backpropagate), computes the gradient and pushes it; under a
+ * rule with phases (localsgd, diloco, async-diloco, easgd) it takes the
+ * local step itself on weights it keeps, and pushes the model once a phase
+ * (local_step; docs/remote.md, "Rules with phases"). Everything
  * else (the rule, the delays, pauses, partial backprop's depth, the
  * staleness) is the daemon's: the same step code drives local and remote
  * workers. A second socket sends a heartbeat every second, so the daemon
@@ -34,6 +37,7 @@
 #include "config_json.h"
 #include "dataset.h"
 #include "model.h"
+#include "optim.h"
 #include "wiremsg.h"
 #include "sl.h"
 #include "wire.h"
@@ -120,6 +124,21 @@ typedef struct wk {
 	_Atomic double hb_ok;    /* sl_now() of the last heartbeat answered */
 	_Atomic double rtt_ms;   /* the last heartbeat's round trip (0: none yet) */
 	atomic_int hb_refused;   /* the daemon no longer knows this worker */
+	/* local steps (a rule with phases: WIRE_F_LOCAL): the weights of the
+	 * phase in hand and the optimiser's state, both this process's own
+	 * until the phase ends; the last step's number and loss, so that one
+	 * received again is answered again, not taken twice */
+	float *lw;
+	int held;                /* lw holds the phase's weights */
+	optim *opt;
+	ps_layer *layers;
+	int n_layers;
+	uint64_t last_seq;
+	double last_loss;
+	int last_exchange;
+	/* what the link carried, in payload bytes, for the last line */
+	uint64_t steps, sent_bytes, recv_bytes;
+	uint16_t push_flags;     /* the push being sent: WIRE_F_LOCAL, _MODEL */
 } wk;
 
 /* send one message (header fields from the welcome) */
@@ -133,7 +152,8 @@ send_msg(wk *k, uint16_t kind, uint64_t seq, uint16_t lo, const void *a, size_t 
 		      .payload_len = (uint32_t)(na + nb), .send_ns = (uint64_t)(sl_now() * 1e9)};
 	if (kind == WIRE_PUSH) {
 		h.layer_hi = (uint16_t)k->wm.n_layers;
-		h.flags = lo ? WIRE_F_PARTIAL : 0;
+		h.flags = (uint16_t)((lo ? WIRE_F_PARTIAL : 0) | k->push_flags);
+		k->sent_bytes += na + nb;
 	}
 	if (kind == WIRE_HELLO) {
 		h.worker_id = k->want_id >= 0 ? (uint32_t)k->want_id : WIRE_ANY_ID;
@@ -194,6 +214,23 @@ reason_of(const wire_hdr *h, const uint8_t *p, char *out, size_t cap)
 }
 
 /* take the welcome: the run, its data set, its model (0, or an exit code) */
+/* the local steps' state let go */
+static void
+local_free(wk *k)
+{
+	if (k->opt) {
+		optim_free(k->opt);
+		free(k->opt);
+		k->opt = NULL;
+	}
+	free(k->lw);
+	free(k->layers);
+	k->lw = NULL;
+	k->layers = NULL;
+	k->held = 0;
+	k->last_seq = 0;
+}
+
 static int
 welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 {
@@ -242,6 +279,17 @@ welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 			      &k->m, err) < 0) {
 			fprintf(stderr, "stalelab worker: model %s: %s\n", cfg.model, err);
 			rc = 1;
+		}
+	}
+	if (rc == 0) {
+		/* a phase in hand, and the optimiser's state, are the last
+		 * run's or connection's: a new one starts afresh */
+		local_free(k);
+		if (!(k->layers = malloc(sizeof(ps_layer) * MODEL_MAX_NODES))) {
+			fprintf(stderr, "stalelab worker: out of memory\n");
+			rc = 1;
+		} else {
+			k->n_layers = wstep_layers(k->m, k->layers, MODEL_MAX_NODES);
 		}
 	}
 	if (rc == 0) {
@@ -418,6 +466,48 @@ join(wk *k)
 	return atomic_load(&stop_flag) ? 0 : rc;
 }
 
+/* A local step (WIRE_F_LOCAL): from the weights that came with it, or on
+ * from the phase's in hand, a step of the optimiser the daemon named on
+ * this process's own weights, through the same optim_local_step as a
+ * worker in the daemon (the same bits). Its loss, and whether the model
+ * goes back, in k->last_*. A step received again (its push's answer was
+ * lost) is not taken again. 0; -1 to say hello again; an exit code. */
+static int
+local_step(wk *k, const wire_hdr *h, const wire_local *wl, const float *weights,
+	   const wbatch *b, int depth)
+{
+	size_t np = k->m->n_params;
+	if (h->seq && h->seq == k->last_seq)
+		return 0; /* answered again below from what it kept */
+	if (!k->lw && !(k->lw = malloc(sizeof(float) * np))) {
+		fprintf(stderr, "stalelab worker: out of memory for the phase's weights\n");
+		return 1;
+	}
+	if (h->flags & WIRE_F_MODEL) {
+		memcpy(k->lw, weights, sizeof(float) * np);
+		k->held = 1;
+	} else if (!k->held) {
+		say(k, "a local step without the phase's weights: saying hello again");
+		return -1;
+	}
+	if ((wl->lflags & WIRE_L_RESET) && k->opt)
+		optim_reset(k->opt);
+	double loss = wstep(k->m, &k->data.train, k->lw, b, depth);
+	opt_cfg oc = {.kind = wl->opt, .beta1 = wl->beta1, .beta2 = wl->beta2, .eps = wl->eps,
+		      .clip = wl->clip};
+	if (optim_local_step(&k->opt, k->be, k->lw, k->m->grads, model_tail_offset(k->m, depth),
+			     np, k->layers, k->n_layers, &oc, wl->lr, wl->mu, wl->wd) < 0) {
+		fprintf(stderr, "stalelab worker: out of memory for the optimiser's state\n");
+		return 1;
+	}
+	k->last_seq = h->seq;
+	k->last_loss = loss;
+	k->last_exchange = (wl->lflags & WIRE_L_EXCHANGE) != 0;
+	if (k->last_exchange)
+		k->held = 0; /* the next phase starts from the weights sent with it */
+	return 0;
+}
+
 /* steps until the daemon refuses or goes away (0: say hello again), a
  * signal (0 with stop_flag) or a failure (an exit code) */
 static int
@@ -444,7 +534,19 @@ steps(wk *k)
 			return 0;
 		}
 		size_t np = k->m->n_params;
-		int batch = (int)((h.payload_len - 4 * np) / 4);
+		k->recv_bytes += h.payload_len;
+		/* a local step: its settings first, the weights only when its
+		 * phase starts from them */
+		int local = (h.flags & WIRE_F_LOCAL) != 0, with_w = !local || (h.flags & WIRE_F_MODEL);
+		wire_local wl = {0};
+		if (local && wire_local_get(p, &wl, err) < 0) {
+			say(k, "a bad local step: %s: saying hello again", err);
+			nn_freemsg(buf);
+			return 0;
+		}
+		const uint8_t *q = p + (local ? WIRE_LOCAL_LEN : 0);
+		size_t wbytes = with_w ? 4 * np : 0;
+		int batch = (int)((h.payload_len - (size_t)(q - p) - wbytes) / 4);
 		if (batch > k->m->batch_cap) { /* the run's batch grew */
 			model *m2;
 			const dataset *tr = &k->data.train;
@@ -458,8 +560,8 @@ steps(wk *k)
 			k->m = m2;
 		}
 		int L = k->wm.n_layers, depth = h.layer_lo ? L - h.layer_lo : 0;
-		const float *weights = (const float *)p;
-		const uint32_t *idx = (const uint32_t *)(p + 4 * np);
+		const float *weights = (const float *)q;
+		const uint32_t *idx = (const uint32_t *)(q + wbytes);
 		for (int i = 0; i < batch; i++)
 			if (idx[i] >= (uint32_t)k->data.train.n) {
 				fprintf(stderr, "stalelab worker: sample %u out of the data set's %d\n",
@@ -470,14 +572,31 @@ steps(wk *k)
 		/* the views of the batch: the daemon's key, the run's seed */
 		wbatch b = {.idx = idx, .n = batch};
 		wiremsg_get_aug(&h, k->cfg.seed, &b.aug);
-		double loss = wstep(k->m, &k->data.train, weights, &b, depth);
-		size_t off = model_tail_offset(k->m, depth);
 		uint64_t seq = h.seq;
 		uint16_t lo = h.layer_lo;
-		nn_freemsg(buf);
-		buf = NULL;
-		if (send_msg(k, WIRE_PUSH, seq, lo, &loss, sizeof(loss), k->m->grads + off,
-			     sizeof(float) * (np - off)) < 0)
+		int rc;
+		if (local) {
+			rc = local_step(k, &h, &wl, weights, &b, depth);
+			nn_freemsg(buf);
+			buf = NULL;
+			if (rc != 0)
+				return rc < 0 ? 0 : rc;
+			k->push_flags = (uint16_t)(WIRE_F_LOCAL | (k->last_exchange ? WIRE_F_MODEL : 0));
+			rc = send_msg(k, WIRE_PUSH, seq, lo, &k->last_loss, sizeof(double),
+				      k->last_exchange ? k->lw : NULL,
+				      k->last_exchange ? sizeof(float) * np : 0);
+		} else {
+			double loss = wstep(k->m, &k->data.train, weights, &b, depth);
+			size_t off = model_tail_offset(k->m, depth);
+			nn_freemsg(buf);
+			buf = NULL;
+			k->held = 0; /* a gradient step: no phase in hand */
+			k->push_flags = 0;
+			rc = send_msg(k, WIRE_PUSH, seq, lo, &loss, sizeof(loss), k->m->grads + off,
+				      sizeof(float) * (np - off));
+		}
+		k->steps++;
+		if (rc < 0)
 			return 0;
 		/* the answer: the next step's weights, sent behind the push (or
 		 * an ack, when the push was one applied before: then pull) */
@@ -679,6 +798,12 @@ cmd_worker(int argc, char **argv)
 			code = 0;
 		}
 	}
+	/* what the link carried: a gradient a step, or under a rule with
+	 * phases the model once a phase (docs/remote.md) */
+	if (k.steps)
+		say(&k, "%llu steps: %llu bytes pushed, %llu bytes of steps received",
+		    (unsigned long long)k.steps, (unsigned long long)k.sent_bytes,
+		    (unsigned long long)k.recv_bytes);
 	atomic_store(&stop_flag, 1);
 	if (k.hb_live)
 		pthread_join(k.hb_th, NULL);
@@ -693,6 +818,7 @@ cmd_worker(int argc, char **argv)
 	 * socket spared too when its last request was unanswered; in none of
 	 * 18 with neither closed. Nothing is lost: the daemon has had the
 	 * BYE, or sees the connection go. */
+	local_free(&k);
 	model_free(k.m);
 	if (k.have_data)
 		ds_pair_free(&k.data);

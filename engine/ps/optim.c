@@ -175,6 +175,33 @@ optim_step(optim *o, backend *ex, float *w, const float *g, size_t off, const op
 			step_layer(o, ex, l, w, g, oc, lr, mu, wd);
 }
 
+int
+optim_local_step(optim **o, backend *be, float *w, const float *g, size_t off, size_t n,
+		 const ps_layer *layers, int n_layers, const opt_cfg *oc, float lr, float mu,
+		 float wd)
+{
+	if (oc->kind == OPT_SGD && !(oc->clip > 0)) {
+		if (off < n)
+			be->ops->sgd(be, w + off, g + off, NULL, n - off, lr, 0, 0);
+		return 0;
+	}
+	if (oc->kind == OPT_SGD)
+		mu = wd = 0; /* the plain step, clipped */
+	if (!*o) {
+		if (!(*o = calloc(1, sizeof(**o))))
+			return -SL_ENOMEM;
+		if (optim_init(*o, be, n, layers, n_layers) < 0) {
+			free(*o);
+			*o = NULL;
+			return -SL_ENOMEM;
+		}
+	}
+	if (optim_set(*o, oc, mu) < 0)
+		return -SL_ENOMEM;
+	optim_step(*o, be, w, g, off, oc, lr, mu, wd);
+	return 0;
+}
+
 void
 optim_step_layers(optim *o, backend *ex, float *w, const float *g, const int *sent,
 		  const opt_cfg *oc, float lr, float mu, float wd)

@@ -45,6 +45,18 @@ SL_MUST_USE int optim_set(optim *o, const opt_cfg *oc, float mu);
 void optim_step(optim *o, backend *ex, float *w, const float *g, size_t off,
 		const opt_cfg *oc, float lr, float mu, float wd);
 
+/* A worker's local step on its own weights w (n floats), from off on,
+ * with the gradient g at lr: plain SGD with no state when oc is sgd and
+ * does not clip (a local step takes neither momentum nor weight decay),
+ * else oc's step (sgd when clipping: plain, clipped), its state in *o,
+ * made over layers at the first call that needs it. The daemon's workers
+ * (engine/ps/rules/local.c) and a remote worker process running its phase
+ * (daemon/worker/cmd_worker.c) both step through it: the same bits. 0, or
+ * -SL_ENOMEM. */
+SL_MUST_USE int optim_local_step(optim **o, backend *be, float *w, const float *g, size_t off,
+				 size_t n, const ps_layer *layers, int n_layers,
+				 const opt_cfg *oc, float lr, float mu, float wd);
+
 /* The same for the layers whose sent[l] is set (a synchronous round's
  * average: the layers nobody sent are not updated). */
 void optim_step_layers(optim *o, backend *ex, float *w, const float *g,

@@ -64,6 +64,13 @@ enum {
 	 * parameters restarts the workers from the server's weights, as a
 	 * change of rule does; workers neither join nor are added mid-run */
 	RULE_FRAGMENTS = 1 << 8,
+	/* a phase's local steps touch the worker's weights and optimiser
+	 * alone, and the step that ends it sends the whole model (localsgd,
+	 * diloco, async-diloco, easgd): a remote worker runs the phase on
+	 * its own weights, and the wire carries the weights down when the
+	 * phase starts and the model up when it ends, not a gradient a step
+	 * (docs/remote.md) */
+	RULE_PHASES = 1 << 9,
 };
 
 /* A worker as its rule's worker hooks see it: the step in flight and the
@@ -101,6 +108,12 @@ typedef struct rule_worker {
 			     * masked coordinates, or the whole model) */
 	float *delta;       /* demo: the decoupled momentum (n floats, host
 			     * memory; NULL: zero), in checkpoints */
+	int remote_stepped; /* RULE_PHASES: a remote worker took this step's
+			     * local update on its own weights (m->params
+			     * hold them when the step exchanged, else the
+			     * phase's start) */
+	uint32_t opt_resets; /* inner_reset: the inner optimiser's fresh starts
+			      * (rule_inner_reset), for a remote worker's */
 } rule_worker;
 
 typedef struct rule_run rule_run;

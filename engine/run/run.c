@@ -257,26 +257,18 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 	r->full_flops = model_step_flops(r->evm, 0);
 	r->n_spb_depths = config_spb_depths(cfg->model, r->spb_depths, CFG_SPB_MAX + 1);
 	/* on the heap: a run may start on a connection thread's small stack */
-	node_info *info = malloc(sizeof(node_info) * MODEL_MAX_NODES);
 	ps_layer *layers = malloc(sizeof(ps_layer) * MODEL_MAX_NODES);
 	float *w0 = malloc(sizeof(float) * r->n_params);
-	if (!info || !layers || !w0) {
-		free(info);
+	if (!layers || !w0) {
 		free(layers);
 		free(w0);
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 		goto fail;
 	}
-	int nl = model_node_info(r->evm, info, MODEL_MAX_NODES), np = 0;
-	for (int i = 0; i < nl; i++)
-		if (info[i].n_params)
-			layers[np++] = ps_layer_make(info[i].p_off, info[i].n_params,
-						      info[i].n_decay, info[i].n_weights,
-						      info[i].w_cols);
+	int np = wstep_layers(r->evm, layers, MODEL_MAX_NODES);
 	r->be_eval->ops->download(r->be_eval, w0, r->evm->params,
 				  sizeof(float) * r->n_params);
 	rc = ps_new(r->be_ps, r->n_params, w0, layers, np, CFG_MAX_WORKERS, &r->ps);
-	free(info);
 	free(layers);
 	free(w0);
 	if (rc < 0) {

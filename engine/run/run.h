@@ -272,9 +272,26 @@ typedef struct run run;
  * stops, must make a compute in progress return soon (< 0) and not block. */
 enum { RUN_REMOTE_LOST = -1, RUN_REMOTE_LEFT = -2 };
 
+/* A local step (rules with phases of local steps, RULE_PHASES): the
+ * remote worker takes it on its own weights and keeps them. compute()
+ * then sends the weights only with `weights` set (the phase starts from
+ * them), and fills grads with the model the step reached (all n floats)
+ * only when `exchange` is set (the phase ends with it); otherwise only
+ * *loss. */
+typedef struct run_remote_local {
+	int on;          /* the step is one */
+	int weights;     /* the weights go down with it */
+	int exchange;    /* the model comes back */
+	int reset;       /* the worker's optimiser starts afresh first */
+	int opt;         /* opt_kind */
+	float lr, mu, wd;
+	double beta1, beta2, eps, clip;
+} run_remote_local;
+
 typedef struct run_remote_ops {
 	int (*compute)(void *ctx, const float *weights, size_t n, uint64_t v_read,
-		       const wbatch *b, int depth, size_t off, float *grads, double *loss);
+		       const wbatch *b, int depth, size_t off, float *grads, double *loss,
+		       const run_remote_local *loc);
 	void (*left)(void *ctx);
 	void (*cancel)(void *ctx);
 } run_remote_ops;

@@ -113,6 +113,13 @@ typedef struct worker {
 			   * never revived as a local one (checkpoints keep it) */
 	char host[64];
 	double rtt_ms;    /* a remote worker's link round trip (run_remote_rtt) */
+	/* a remote worker under a rule with phases (RULE_PHASES): its step's
+	 * local update (set at its pull), whether it holds the phase's
+	 * weights (its last step was local and did not exchange: m->params
+	 * are the phase's start), and the inner resets it was told of */
+	run_remote_local rloc;
+	int remote_held;
+	uint32_t remote_resets;
 } worker;
 
 /* a gradient held at the server until it is old enough ("where": "server") */

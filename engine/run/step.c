@@ -138,6 +138,34 @@ step_vhist_record(run *r)
 	r->vh_v[slot] = v;
 }
 
+/* A remote worker's step under a rule with phases (RULE_PHASES; lock
+ * held, after the rule's pull): the local step it takes on its own
+ * weights, with the optimiser and learning rate of the step's start. The
+ * weights go down when its phase starts from the worker's weights here
+ * (fresh from the server, or as the last exchange left them), the model
+ * comes back from the step that exchanges. */
+static void
+step_remote_local(run *r, worker *w, int fresh)
+{
+	run_remote_local *l = &w->rloc;
+	w->rw.remote_stepped = 0;
+	if (!(r->rule->flags & RULE_PHASES)) {
+		l->on = 0;
+		w->remote_held = 0;
+		return;
+	}
+	if (fresh)
+		w->remote_held = 0;
+	const opt_cfg *oc = ps_optim(r->ps);
+	*l = (run_remote_local){.on = 1, .weights = !w->remote_held,
+				.exchange = r->rule->exchanges(&r->rr, &w->rw),
+				.reset = w->remote_resets != w->rw.opt_resets,
+				.opt = oc->kind, .beta1 = oc->beta1, .beta2 = oc->beta2,
+				.eps = oc->eps, .clip = oc->clip};
+	ps_opt(r->ps, &l->lr, &l->mu, &l->wd);
+	w->remote_resets = w->rw.opt_resets;
+}
+
 /* fetch the weights this iteration computes on (lock held) */
 static void
 step_pull(run *r, worker *w)
@@ -154,10 +182,13 @@ step_pull(run *r, worker *w)
 	}
 	w->rw.grad_off = model_tail_offset(w->rw.m, w->depth);
 	w->cw = w->rw.m->params;
+	int fresh = w->rw.have == UINT64_MAX;
 	if (r->rule->pull)
 		r->rule->pull(&r->rr, &w->rw);
 	else
 		step_pull_server(r, w);
+	if (w->remote)
+		step_remote_local(r, w, fresh);
 }
 
 static void
@@ -254,12 +285,21 @@ step_compute_remote(run *r, worker *w)
 		g = w->remote_io + n;
 	}
 	wbatch b = step_batch(r, w);
+	const run_remote_local *l = w->rloc.on ? &w->rloc : NULL;
 	int rc = w->remote->compute(w->remote_ctx, cw, n, w->rw.v_read, &b, w->depth, off, g,
-				    &loss);
+				    &loss, l);
 	if (rc < 0)
 		return rc;
-	if (g != w->rw.m->grads)
+	if (l) {
+		/* its local step is taken; the model it reached comes back
+		 * with the exchange, into the worker's weights */
+		w->rw.remote_stepped = 1;
+		w->remote_held = !l->exchange;
+		if (l->exchange)
+			be->ops->upload(be, w->rw.m->params, g, sizeof(float) * n);
+	} else if (g != w->rw.m->grads) {
 		be->ops->upload(be, w->rw.m->grads + off, g + off, sizeof(float) * (n - off));
+	}
 	w->loss = loss;
 	step_count_flops(r, w);
 	return 0;
@@ -275,6 +315,9 @@ step_nonfinite(const run *r, const worker *w)
 {
 	if (!isfinite(w->loss))
 		return "loss";
+	if (w->rw.remote_stepped) /* no gradient came: its model is checked at
+				   * the exchange (check_model) */
+		return NULL;
 	if (!w->rw.be->ops->all_finite(w->rw.be, w->rw.m->grads + w->rw.grad_off,
 				    r->n_params - w->rw.grad_off))
 		return "gradient";

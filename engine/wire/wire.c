@@ -1,6 +1,8 @@
 /* wire.c - the daemon <-> remote worker messages (see wire.h). */
 #include "wire.h"
 
+#include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include <zlib.h>
 
@@ -76,6 +78,75 @@ checksum(const uint8_t *hdr, const uint8_t *payload, size_t n)
 	return (uint32_t)c;
 }
 
+static void
+putf32(uint8_t *p, float v)
+{
+	uint32_t u;
+	memcpy(&u, &v, 4);
+	put32(p, u);
+}
+
+static void
+putf64(uint8_t *p, double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, 8);
+	put64(p, u);
+}
+
+static float
+getf32(const uint8_t *p)
+{
+	uint32_t u = get32(p);
+	float v;
+	memcpy(&v, &u, 4);
+	return v;
+}
+
+static double
+getf64(const uint8_t *p)
+{
+	uint64_t u = get64(p);
+	double v;
+	memcpy(&v, &u, 8);
+	return v;
+}
+
+void
+wire_local_put(uint8_t *p, const wire_local *l)
+{
+	memset(p, 0, WIRE_LOCAL_LEN);
+	p[0] = l->opt;
+	p[1] = l->lflags;
+	putf32(p + 4, l->lr);
+	putf32(p + 8, l->mu);
+	putf32(p + 12, l->wd);
+	putf64(p + 16, l->beta1);
+	putf64(p + 24, l->beta2);
+	putf64(p + 32, l->eps);
+	putf64(p + 40, l->clip);
+}
+
+int
+wire_local_get(const uint8_t *p, wire_local *l, char *err)
+{
+	*l = (wire_local){.opt = p[0], .lflags = p[1], .lr = getf32(p + 4), .mu = getf32(p + 8),
+			  .wd = getf32(p + 12), .beta1 = getf64(p + 16),
+			  .beta2 = getf64(p + 24), .eps = getf64(p + 32), .clip = getf64(p + 40)};
+	if (l->opt > WIRE_OPT_MAX)
+		return sl_fail(err, SL_EFORMAT, "local step: unknown optimiser %u", l->opt);
+	if (l->lflags & ~(WIRE_L_EXCHANGE | WIRE_L_RESET) || p[2] || p[3])
+		return sl_fail(err, SL_EFORMAT, "local step: unknown flags 0x%x", l->lflags);
+	const double v[] = {l->lr, l->mu, l->wd, l->beta1, l->beta2, l->eps, l->clip};
+	static const char *const names[] = {"lr", "mu", "wd", "beta1", "beta2", "eps", "clip"};
+	for (int i = 0; i < 7; i++)
+		if (!isfinite(v[i]))
+			return sl_fail(err, SL_EFORMAT, "local step: %s is not finite", names[i]);
+	if (l->lr < 0 || l->clip < 0)
+		return sl_fail(err, SL_EFORMAT, "local step: %s below 0", l->lr < 0 ? "lr" : "clip");
+	return 0;
+}
+
 uint64_t
 wire_push_bytes(const wire_model *m, int lo, int hi)
 {
@@ -87,7 +158,7 @@ wire_push_bytes(const wire_model *m, int lo, int hi)
 size_t
 wire_max_message(const wire_model *m)
 {
-	uint64_t w = 4 * m->n_params + 4 * (uint64_t)WIRE_BATCH_MAX;
+	uint64_t w = WIRE_LOCAL_LEN + 4 * m->n_params + 4 * (uint64_t)WIRE_BATCH_MAX;
 	return WIRE_HEADER + (size_t)(w > WIRE_CTRL_MAX ? w : WIRE_CTRL_MAX);
 }
 
@@ -139,6 +210,17 @@ check_payload(const wire_hdr *h, const wire_model *m, char *err)
 			return sl_fail(err, SL_EFORMAT, "push: the partial flag says %s, the layers "
 				       "[%u, %u) say otherwise", h->flags & WIRE_F_PARTIAL ? "partial" : "whole",
 				       h->layer_lo, h->layer_hi);
+		if (h->flags & WIRE_F_LOCAL) {
+			uint64_t want = WIRE_PUSH_LOSS + (h->flags & WIRE_F_MODEL ? 4 * m->n_params : 0);
+			if (h->payload_len != want)
+				return sl_fail(err, SL_EFORMAT, "push: a local step's payload %u bytes, "
+					       "%s needs %llu", h->payload_len, h->flags & WIRE_F_MODEL ?
+					       "its loss and the model" : "its loss",
+					       (unsigned long long)want);
+			return 0;
+		}
+		if (h->flags & WIRE_F_MODEL)
+			return sl_fail(err, SL_EFORMAT, "push: a model flag outside a local step");
 		uint64_t want = wire_push_bytes(m, h->layer_lo, h->layer_hi);
 		if (h->payload_len != want)
 			return sl_fail(err, SL_EFORMAT, "push: payload %u bytes, layers [%u, %u) need %llu",
@@ -146,14 +228,28 @@ check_payload(const wire_hdr *h, const wire_model *m, char *err)
 		return 0;
 	}
 	case WIRE_WEIGHTS: {
+		if (h->flags & WIRE_F_PARTIAL)
+			return sl_fail(err, SL_EFORMAT, "weights: the partial flag is a push's");
+		if ((h->flags & WIRE_F_MODEL) && !(h->flags & WIRE_F_LOCAL))
+			return sl_fail(err, SL_EFORMAT, "weights: a model flag outside a local step");
 		if (!m)
 			return 0;
-		uint64_t w = 4 * m->n_params, extra = h->payload_len - w;
-		if (h->payload_len < w || extra % 4 || extra / 4 > WIRE_BATCH_MAX || !extra)
-			return sl_fail(err, SL_EFORMAT, "weights: payload %u bytes, the model's %llu "
-				       "parameters need %llu and 1 to %d sample indices after them",
-				       h->payload_len, (unsigned long long)m->n_params,
+		int local = (h->flags & WIRE_F_LOCAL) != 0;
+		uint64_t w = (local ? WIRE_LOCAL_LEN : 0) +
+			     (!local || (h->flags & WIRE_F_MODEL) ? 4 * m->n_params : 0);
+		uint64_t extra = h->payload_len - w;
+		if (h->payload_len < w || extra % 4 || extra / 4 > WIRE_BATCH_MAX || !extra) {
+			char what[96];
+			if (!local || (h->flags & WIRE_F_MODEL))
+				snprintf(what, sizeof(what), "%sthe model's %llu parameters",
+					 local ? "a local step's settings and " : "",
+					 (unsigned long long)m->n_params);
+			else
+				snprintf(what, sizeof(what), "a local step's settings");
+			return sl_fail(err, SL_EFORMAT, "weights: payload %u bytes, %s need %llu "
+				       "and 1 to %d sample indices after them", h->payload_len, what,
 				       (unsigned long long)w, WIRE_BATCH_MAX);
+		}
 		if (h->layer_lo >= m->n_layers || h->layer_hi != m->n_layers)
 			return sl_fail(err, SL_EFORMAT, "weights: backprop from layer %u of [0, %d)",
 				       h->layer_lo, m->n_layers);
@@ -215,7 +311,7 @@ wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	if (!h->augment && (h->aug_pad || h->data_epoch))
 		return sl_fail(err, SL_EFORMAT, "weights: no augmentation, yet a padding or an "
 			       "epoch for it");
-	if (h->flags & ~WIRE_F_PARTIAL)
+	if (h->flags & ~(WIRE_F_PARTIAL | WIRE_F_LOCAL | WIRE_F_MODEL))
 		return sl_fail(err, SL_EFORMAT, "%s: unknown flags 0x%x", wire_kind_name(h->kind),
 			       h->flags);
 	if (len - WIRE_HEADER != h->payload_len)

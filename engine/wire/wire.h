@@ -5,7 +5,8 @@
  *     0   4   magic "SLW1"
  *     4   2   proto         WIRE_PROTO; bumped on any change
  *     6   2   kind          WIRE_HELLO .. WIRE_BYE
- *     8   2   flags         WIRE_F_PARTIAL: a push of the top layers only
+ *     8   2   flags         WIRE_F_PARTIAL: a push of the top layers only;
+ *                           WIRE_F_LOCAL, WIRE_F_MODEL: a local step (below)
  *    10   1   augment       WEIGHTS: the batch's augmentation (0 none,
  *                           1 crop-flip: engine/data/augment.h, read
  *                           and written by daemon/wire), else 0
@@ -33,6 +34,18 @@
  *                           layer_lo the first layer to backpropagate
  *                           through (0: all); the others: a JSON document
  *
+ * A local step (WIRE_F_LOCAL; the rules with phases of local steps:
+ * localsgd, diloco, async-diloco, easgd) moves no gradient: the worker
+ * takes the step on its own weights with the optimiser the WEIGHTS name,
+ * and keeps them, and the optimiser's state, for the phase's next step.
+ *   WEIGHTS  a wire_local (WIRE_LOCAL_LEN bytes), then with WIRE_F_MODEL
+ *            every parameter as float32 (the phase starts from them;
+ *            without it the worker steps on from its own), then the
+ *            batch's sample indices
+ *   PUSH     the batch loss (float64), then with WIRE_F_MODEL (the step
+ *            that ends the phase: the wire_local said exchange) the model
+ *            it reached, every parameter as float32
+ *
  * All integers little-endian. The parser is a pure function: bytes in, a
  * checked header (or a refusal naming what is wrong) out; it never trusts
  * a length it has not checked, allocates nothing and keeps no state, so a
@@ -45,12 +58,16 @@
 
 
 #define WIRE_MAGIC 0x31574c53u /* "SLW1" read little-endian */
-#define WIRE_PROTO 3 /* 2: a push is answered with the next weights;
-			* 3: WEIGHTS carry the batch's augmentation key */
+#define WIRE_PROTO 4 /* 2: a push is answered with the next weights;
+			* 3: WEIGHTS carry the batch's augmentation key;
+			* 4: local steps (WIRE_F_LOCAL) */
 #define WIRE_HEADER 80
 #define WIRE_CTRL_MAX 65536   /* the largest document payload */
 #define WIRE_ANY_ID 0xffffffffu
 #define WIRE_F_PARTIAL 1u
+#define WIRE_F_LOCAL 2u       /* a local step: WEIGHTS and its PUSH */
+#define WIRE_F_MODEL 4u       /* ... carrying the whole model */
+#define WIRE_LOCAL_LEN 48     /* a wire_local's bytes */
 #define WIRE_LAYERS_MAX 64
 #define WIRE_PUSH_LOSS 8      /* a push's payload starts with its loss */
 #define WIRE_BATCH_MAX 65536  /* sample indices in a WEIGHTS */
@@ -85,6 +102,35 @@ typedef struct wire_hdr {
 	uint64_t send_ns;
 } wire_hdr;
 
+/* A local step's settings, at the head of its WEIGHTS' payload:
+ *   off size
+ *     0   1   opt        the optimiser (opt_kind, engine/ps/ps_config.h)
+ *     1   1   lflags     WIRE_L_EXCHANGE, WIRE_L_RESET
+ *     2   2   zero
+ *     4   4   lr         float32, the step's learning rate
+ *     8   4   mu         float32, momentum
+ *    12   4   wd         float32, weight decay
+ *    16   8   beta1      float64 (Adam's), then beta2, eps and clip (the
+ *    24   8   beta2      global norm the gradient is clipped to, 0: none)
+ *    32   8   eps
+ *    40   8   clip */
+enum {
+	WIRE_L_EXCHANGE = 1, /* the phase ends with it: push the model */
+	WIRE_L_RESET = 2,    /* the optimiser's state afresh before it */
+};
+#define WIRE_OPT_MAX 4   /* the largest opt a wire_local names (OPT_ADAMW) */
+
+typedef struct wire_local {
+	uint8_t opt, lflags;
+	float lr, mu, wd;
+	double beta1, beta2, eps, clip;
+} wire_local;
+
+void wire_local_put(uint8_t *p, const wire_local *l);
+/* the settings at p, checked (a known optimiser and flags, finite values,
+ * lr and clip not negative): 0, or -SL_EFORMAT with err naming the field */
+int wire_local_get(const uint8_t *p, wire_local *l, char *err);
+
 /* What a receiver expects of a message: the model's parameter count and
  * its layers' offsets into the flat parameter vector (layer_off[l] is
  * where parameterised layer l starts; layer_off[n_layers] = n_params),
@@ -104,7 +150,8 @@ const char *wire_kind_name(int kind);
  * receive limit a socket should have, never unlimited. */
 size_t wire_max_message(const wire_model *m);
 
-/* The payload bytes a PUSH of layers [lo, hi) carries (with its loss). */
+/* The payload bytes a PUSH of layers [lo, hi) carries (with its loss);
+ * a local step's carries the loss, and with the model n_params floats. */
 uint64_t wire_push_bytes(const wire_model *m, int lo, int hi);
 
 /* Header and payload into out (WIRE_HEADER + h->payload_len bytes, which

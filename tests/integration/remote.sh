@@ -293,6 +293,39 @@ remote: $remote_ev"
 [ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
 	ok "... and not as the run without compression" || bad "topk trained as none"
 
+# ---- a rule with phases (diloco, AdamW inside, H = 5): the worker takes
+# its local steps on its own weights, so the link carries the weights down
+# once a phase and the model up once, never a gradient, and the run is the
+# local one's bit for bit ----
+ph_json() { # WORKERS FILE
+	cat >"$2" <<JSON
+{"model": "mlp:784-16-10", "dataset": "synthetic:1000", "lr": 0.002, "batch": 16, "seed": 3,
+ "workers": $1, "threads": 1, "rule": "diloco", "eval_every": 25, "stop": {"steps": 60},
+ "optimizer": "adamw", "weight_decay": 0.1, "rule_params": {"H": 5}}
+JSON
+}
+ph_json 1 "$TMP/ph1.json"
+ph_json 0 "$TMP/ph0.json"
+expect_exit 0 "diloco: the local run" "$SL" run --config "$TMP/ph1.json" --log "$TMP/ph-local.jsonl" -q
+start --bus none --workers-listen "$WURL" --config "$TMP/ph0.json" --log "$TMP/ph-remote.jsonl"
+worker
+PHW=$WPID
+wait_until 60 grep -qs '"event":"end"' "$TMP/ph-remote.jsonl"
+wait "$PHW" 2>/dev/null # refused once the run has ended: its last line said
+kill "$PID"; wait "$PID" 2>/dev/null
+cleanup; WPIDS=""
+local_ev=$(evals "$TMP/ph-local.jsonl")
+remote_ev=$(evals "$TMP/ph-remote.jsonl")
+[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
+	ok "diloco: the remote worker's run evaluates as the local one's, bit for bit" ||
+	bad "diloco: remote and local runs differ" "local: $local_ev
+remote: $remote_ev"
+# 60 rounds of 5 steps; mlp:784-16-10 has 12730 parameters: 60 models of
+# 4 x 12730 bytes and a loss (8 bytes) a step, where gradients would be
+# 300 x (8 + 4 x 12730) = 15278400 bytes
+expect_grep '300 steps: 3057600 bytes pushed' "diloco: the worker pushed 60 models and 300 losses, no gradient" \
+	"$(cat "$TMP/w.0")"
+
 # ---- a hostile or broken peer: refused with the reason, the daemon stands ----
 run_json asgd wall
 start --bus none --workers-listen "$WURL" --worker-timeout 2 --workers-max-mib 1 \
@@ -302,7 +335,7 @@ raw() { # WHAT [ARG]: a frame sent on a REQ socket, the answer's text in $TMP/ra
 	python3 "$(dirname "$0")/bus_client.py" reqat "$WURL" 3 <"$TMP/frame" >"$TMP/raw" 2>&1
 }
 for c in "short:shorter than the 80-byte header" "magic:bad magic" \
-	"proto1:protocol 1, this build speaks 3" "crc:checksum" \
+	"proto1:protocol 1, this build speaks 4" "crc:checksum" \
 	"pull 9:not a worker of this run"; do
 	raw ${c%%:*}
 	grep -aq "${c#*:}" "$TMP/raw" && ok "a raw ${c%%:*} frame: refused, \"${c#*:}\"" ||

@@ -16,7 +16,7 @@ import sys
 import zlib
 
 
-def frame(kind, payload=b"", proto=3, magic=b"SLW1", worker=0xFFFFFFFF, bad_crc=False):
+def frame(kind, payload=b"", proto=4, magic=b"SLW1", worker=0xFFFFFFFF, bad_crc=False):
     h = bytearray(80)
     h[0:4] = magic
     struct.pack_into("<HH", h, 4, proto, kind)

@@ -43,8 +43,8 @@ pull(rule_run *e, rule_worker *w)
 	ps_pull(e->ps, w->id, w->m->params, &w->have);
 	w->v_read = w->have;
 	be->ops->copy(be, w->wprev, w->m->params, sizeof(float) * n);
-	if (e->rp->inner_reset && w->opt)
-		optim_reset(w->opt);
+	if (e->rp->inner_reset)
+		rule_inner_reset(w);
 	w->h = 0;
 	if (e->rp->dylu) {
 		double s = e->ops->speed(e, w), most = e->ops->max_speed(e);
@@ -131,7 +131,7 @@ const rule_class rule_async_diloco = {
 	.doc = "asynchronous DiLoCo: H inner steps, then the pseudo-gradient applied on "
 	       "arrival by the outer Nesterov (or Delayed Nesterov), optionally weighted "
 	       "by its staleness",
-	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE,
+	.flags = RULE_LOCAL | RULE_STALE_AT_EXCHANGE | RULE_PHASES,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "dn_period",
 					"weighting", "dylu", "grace_ms", "outer_opt", "inner_reset", RULE_PUSH_PARAMS,
 					NULL},

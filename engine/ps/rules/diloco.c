@@ -19,8 +19,8 @@
 static void
 pull(rule_run *e, rule_worker *w)
 {
-	if (w->have == UINT64_MAX && e->rp->inner_reset && w->opt)
-		optim_reset(w->opt);
+	if (w->have == UINT64_MAX && e->rp->inner_reset)
+		rule_inner_reset(w);
 	rule_pull_model(e, w);
 }
 
@@ -28,7 +28,7 @@ const rule_class rule_diloco = {
 	.name = "diloco",
 	.doc = "DiLoCo: H inner steps, then an outer Nesterov step on the averaged "
 	       "pseudo-gradient",
-	.flags = RULE_LOCAL | RULE_OUTER,
+	.flags = RULE_LOCAL | RULE_OUTER | RULE_PHASES,
 	.params = (const char *const[]){"H", "outer_lr", "outer_momentum", "outer_opt",
 					"inner_reset", RULE_PUSH_PARAMS, NULL},
 	.pull = pull,

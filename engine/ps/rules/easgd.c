@@ -84,7 +84,7 @@ phase_h(const rule_run *e, const rule_worker *w)
 const rule_class rule_easgd = {
 	.name = "easgd",
 	.doc = "elastic averaging: every period steps, x and the centre pulled together",
-	.flags = RULE_LOCAL,
+	.flags = RULE_LOCAL | RULE_PHASES,
 	.params = (const char *const[]){"beta", "period", RULE_PUSH_PARAMS, NULL},
 	.pull = rule_pull_model,
 	.deliver = deliver,

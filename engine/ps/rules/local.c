@@ -33,30 +33,28 @@ rule_local_sgd(const rule_run *e, rule_worker *w, const float *g, float lr)
 		     lr, 0, 0);
 }
 
+void
+rule_inner_reset(rule_worker *w)
+{
+	if (w->opt)
+		optim_reset(w->opt);
+	w->opt_resets++;
+}
+
 int
 rule_local_step(rule_run *e, rule_worker *w, const float *g)
 {
-	const opt_cfg *oc = ps_optim(e->ps);
+	if (w->remote_stepped) /* a remote worker took it on its own weights */
+		return 0;
 	float lr, mu, wd;
 	ps_opt(e->ps, &lr, &mu, &wd);
-	if (oc->kind == OPT_SGD && !(oc->clip > 0)) {
-		rule_local_sgd(e, w, g, lr);
-		return 0;
-	}
-	if (oc->kind == OPT_SGD)
-		mu = wd = 0; /* the plain step, clipped */
 	int nl;
 	const ps_layer *layers = ps_layers(e->ps, &nl);
-	if (!w->opt && (w->opt = calloc(1, sizeof(*w->opt))) &&
-	    optim_init(w->opt, w->be, ps_size(e->ps), layers, nl) < 0) {
-		free(w->opt);
-		w->opt = NULL;
-	}
-	if (!w->opt || optim_set(w->opt, oc, mu) < 0) {
+	if (optim_local_step(&w->opt, w->be, w->m->params, g, w->grad_off, ps_size(e->ps),
+			     layers, nl, ps_optim(e->ps), lr, mu, wd) < 0) {
 		e->ops->fail(e, -SL_ENOMEM, "out of memory for a worker's optimiser state");
 		return -1;
 	}
-	optim_step(w->opt, w->be, w->m->params, g, w->grad_off, oc, lr, mu, wd);
 	return 0;
 }
 

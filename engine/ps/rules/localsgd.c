@@ -10,7 +10,7 @@
 const rule_class rule_localsgd = {
 	.name = "localsgd",
 	.doc = "local SGD: H local steps, then the models' average",
-	.flags = RULE_LOCAL,
+	.flags = RULE_LOCAL | RULE_PHASES,
 	.params = (const char *const[]){"H", RULE_PUSH_PARAMS, NULL},
 	.pull = rule_pull_model,
 	.deliver = rule_local_deliver_model,

@@ -41,6 +41,9 @@ void rule_local_sgd(const rule_run *e, rule_worker *w, const float *g, float lr)
  * weight decay are the server's), as before optimisers existed. 0, or -1
  * when its state cannot be allocated (the run fails). */
 int rule_local_step(rule_run *e, rule_worker *w, const float *g);
+/* inner_reset: the worker's inner optimiser starts afresh (and so does a
+ * remote worker's, told with its next step) */
+void rule_inner_reset(rule_worker *w);
 /* localsgd's and diloco's: a local step, and after H of them the model
  * sent to the server's round (rule_params H); the staleness recorded */
 uint64_t rule_local_deliver_model(rule_run *e, rule_worker *w);

@@ -109,8 +109,8 @@ take(rule_run *e, rule_worker *w)
 	w->waiting = 0;
 	w->reply = 1;
 	w->reply_floats = floats;
-	if (e->rp->inner_reset && w->opt)
-		optim_reset(w->opt);
+	if (e->rp->inner_reset)
+		rule_inner_reset(w);
 }
 
 /* the anchor and the message's scratch (a resumed worker has its anchor
@@ -138,8 +138,8 @@ pull(rule_run *e, rule_worker *w)
 		size_t n = ps_size(e->ps);
 		if (buffers(e, w) < 0)
 			return;
-		if (e->rp->inner_reset && w->opt)
-			optim_reset(w->opt);
+		if (e->rp->inner_reset)
+			rule_inner_reset(w);
 		ps_pull(e->ps, w->id, w->m->params, &w->have);
 		be->ops->copy(be, w->wprev, w->m->params, sizeof(float) * n);
 		w->frag = -1;

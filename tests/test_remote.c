@@ -32,7 +32,8 @@ typedef struct fake {
 	optim *opt;
 	ps_layer layers[MODEL_MAX_NODES];
 	int nl;
-	int grads_up, weights_down, models_up, resets;
+	int grads_up, weights_down, models_up, resets, frags_up;
+	size_t floats_up, floats_down;
 } fake;
 
 /* a local step as the worker process takes it (daemon/worker/cmd_worker.c) */
@@ -47,12 +48,24 @@ fake_local(fake *f, const float *weights, size_t n, const wbatch *b, int depth, 
 	if (l->reset && f->opt)
 		optim_reset(f->opt);
 	f->resets += l->reset;
+	for (int i = 0; !l->weights && i < l->n_down; i++) { /* fragments taken */
+		optim_mix(f->be, f->w + l->down[i].off, weights + l->down[i].off,
+			  l->down[i].len, l->mix);
+		f->floats_down += l->down[i].len;
+	}
 	*loss = wstep(f->m, &data.train, f->w, b, depth);
 	opt_cfg oc = {.kind = l->opt, .beta1 = l->beta1, .beta2 = l->beta2, .eps = l->eps,
 		      .clip = l->clip};
 	ck_assert_int_eq(optim_local_step(&f->opt, f->be, f->w, f->m->grads, off, n, f->layers,
 					  f->nl, &oc, l->lr, l->mu, l->wd), 0);
-	if (l->exchange) {
+	if (l->exchange && l->n_up) { /* a fragment */
+		for (int i = 0; i < l->n_up; i++) {
+			memcpy(model_up + l->up[i].off, f->w + l->up[i].off,
+			       sizeof(float) * l->up[i].len);
+			f->floats_up += l->up[i].len;
+		}
+		f->frags_up++;
+	} else if (l->exchange) {
 		memcpy(model_up, f->w, sizeof(float) * n);
 		f->models_up++;
 	}
@@ -461,7 +474,9 @@ local_and_remote(run_config c, fake *f, uint64_t *local, uint64_t *remote)
 /* Under a rule with phases a remote worker takes its local steps on its
  * own weights, with the run's optimiser and its own state: the weights go
  * down once a phase, the model comes up once, no gradient moves, and the
- * run is the local one's bit for bit (AdamW inner, Nesterov outer). */
+ * run is the local one's bit for bit (AdamW inner, Nesterov outer); under
+ * streaming-diloco a fragment goes each way instead, the weights down
+ * once. */
 START_TEST(a_phase_moves_the_model_not_gradients)
 {
 	static const struct {
@@ -490,6 +505,36 @@ START_TEST(a_phase_moves_the_model_not_gradients)
 			      f.weights_down, f.models_up, f.grads_up);
 		/* told to start its optimiser afresh at every phase's start */
 		ck_assert_int_eq(f.resets, cases[k].reset ? 120 : 0);
+		fake_free(&f);
+	}
+	/* streaming-diloco: the whole model goes down once; each fragment
+	 * comes up at its sync point and the global one goes down tau steps
+	 * on, mixed into the worker's own; mlp:784-16-10's two layers as two
+	 * fragments, H = 6, overlap 1, mix 0.5 */
+	{
+		run_config c = wall("streaming-diloco", 1);
+		c.rp.H = 6;
+		c.rp.fragments = 2;
+		c.rp.overlap = 1;
+		c.rp.mix = 0.5;
+		c.opt.kind = OPT_ADAMW;
+		c.lr = 0.002;
+		fake f;
+		uint64_t local, remote;
+		local_and_remote(c, &f, &local, &remote);
+		ck_assert_msg(remote == local, "streaming-diloco: remote %016llx, local %016llx",
+			      (unsigned long long)remote, (unsigned long long)local);
+		size_t n = f.m->n_params;
+		ck_assert_int_eq(f.weights_down, 1);
+		ck_assert_int_eq(f.models_up + f.grads_up, 0);
+		/* 120 updates, one a fragment's round: fragment 0 (the first
+		 * layer) syncs at step 3 of 6, fragment 1 (the second) at 6, so
+		 * 60 of each came up, and their global ones went down but for
+		 * the last, fragment 1's (the run stops before its reply is
+		 * taken) */
+		ck_assert_int_eq(f.frags_up, 120);
+		ck_assert_uint_eq(f.floats_up, 60 * n);
+		ck_assert_uint_eq(f.floats_down, 60 * n - f.layers[1].len);
 		fake_free(&f);
 	}
 	/* a rule without phases: a gradient a step, the weights with each */

@@ -155,7 +155,8 @@ START_TEST(round_trip)
 	ck_assert_int_eq(wire_parse(buf, wire_encode(&h, w, buf), &m, &back, &p, err), 0);
 	ck_assert_str_eq(wire_kind_name(WIRE_HB), "hb");
 	ck_assert_str_eq(wire_kind_name(0), "?");
-	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + WIRE_LOCAL_LEN + 140 + 4 * WIRE_BATCH_MAX);
+	ck_assert_uint_eq(wire_max_message(&m), WIRE_HEADER + WIRE_LOCAL_LEN + WIRE_RANGES_HDR +
+						  16 * WIRE_RANGES_MAX + 140 + 4 * WIRE_BATCH_MAX);
 }
 END_TEST
 
@@ -189,9 +190,9 @@ START_TEST(refusals)
 	buf[10] = 1;
 	REFUSED(n, &m, "push: augmentation bytes");
 	/* the checks after the framing work on a freshly encoded header */
-	h.flags = 8;
+	h.flags = 16;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
-	REFUSED(n, &m, "unknown flags 0x8");
+	REFUSED(n, &m, "unknown flags 0x10");
 	push(&m, 0, &h);
 	h.payload_len = 136;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
@@ -366,9 +367,105 @@ START_TEST(local_steps)
 	h.payload_len = 8 + 140;
 	n = wire_encode(&h, buf + WIRE_HEADER, buf);
 	REFUSED(n, &m, "push: a model flag outside a local step");
-	/* the receive limit has room for the largest: settings, model, batch */
+	/* the receive limit has room for the largest: settings, the most
+	 * ranges, the model, the batch */
 	ck_assert_uint_eq(wire_max_message(&m),
-			  WIRE_HEADER + WIRE_LOCAL_LEN + 140 + 4 * (size_t)WIRE_BATCH_MAX);
+			  WIRE_HEADER + WIRE_LOCAL_LEN + WIRE_RANGES_HDR + 16 * WIRE_RANGES_MAX +
+			  140 + 4 * (size_t)WIRE_BATCH_MAX);
+}
+END_TEST
+
+/* a local WEIGHTS with a range section: 2 up ([0, 10) and [30, 35)), 1
+ * down ([10, 14), its 4 floats), mix 0.5, then a batch of 2 */
+static size_t
+ranged(const wire_model *m, uint16_t flags)
+{
+	uint8_t pl[512];
+	memset(pl, 0, sizeof(pl));
+	wire_local l = {.opt = 4, .lflags = WIRE_L_EXCHANGE, .lr = 0.1f};
+	wire_local_put(pl, &l);
+	const uint64_t off[] = {0, 30, 10}, len[] = {10, 5, 4};
+	size_t at = WIRE_LOCAL_LEN + wire_ranges_put(pl + WIRE_LOCAL_LEN, 2, 1, 0.5f, off, len);
+	at += 16; /* the down floats (zero) */
+	if (flags & WIRE_F_MODEL)
+		at += 140;
+	at += 8; /* two indices */
+	wire_hdr h = {.kind = WIRE_WEIGHTS, .flags = flags, .model_fp = m->model_fp,
+		      .layer_hi = 3, .payload_len = (uint32_t)at};
+	return wire_encode(&h, pl, buf);
+}
+
+START_TEST(ranges)
+{
+	wire_model m = model3();
+	char err[SL_ERR_LEN];
+	size_t n = ranged(&m, WIRE_F_LOCAL | WIRE_F_RANGES);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	wire_ranges r;
+	const uint8_t *sec = buf + WIRE_HEADER + WIRE_LOCAL_LEN;
+	ck_assert_int_eq(wire_ranges_get(sec, 16 + 24 + 16, 35, &r, err), 0);
+	ck_assert(r.n_up == 2 && r.n_down == 1 && r.mix == 0.5f && r.up_floats == 15 &&
+		  r.down_floats == 4 && r.bytes == 16 + 24 + 16);
+	uint64_t o, l;
+	wire_range_at(&r, 1, &o, &l);
+	ck_assert(o == 30 && l == 5);
+	wire_range_at(&r, 2, &o, &l);
+	ck_assert(o == 10 && l == 4);
+	/* the section's bytes: offsets 4 and 8 */
+	ck_assert_uint_eq(sec[4], 1);
+	ck_assert_uint_eq(sec[16 + 8], 30);
+	/* the model and ranges that come down, together: refused */
+	n = ranged(&m, WIRE_F_LOCAL | WIRE_F_RANGES | WIRE_F_MODEL);
+	REFUSED(n, &m, "weights: the model and ranges of it coming down together");
+	n = ranged(&m, WIRE_F_RANGES);
+	REFUSED(n, &m, "weights: a ranges flag outside a local step");
+	/* each refusal of the section, named */
+	struct {
+		uint32_t nu, nd, pad;
+		float mix;
+		uint64_t off, len;
+		size_t avail;
+		const char *want;
+	} bad[] = {
+		{0, 0, 0, 0, 0, 1, 64, "0 ranges up and 0 down"},
+		{WIRE_RANGES_MAX + 1, 0, 0, 0, 0, 1, 64, "513 ranges up"},
+		{1, 0, 1, 0, 0, 1, 64, "pad is not zero"},
+		{1, 0, 0, NAN, 0, 1, 64, "mix is not finite"},
+		{1, 0, 0, 0, 3, 0, 64, "range 0, [3, 3), is empty"},
+		{1, 0, 0, 0, 30, 6, 64, "[30, 36), is empty or outside the model's 35"},
+		{1, 0, 0, 0, 0, 1, 20, "20 bytes, its 1 ranges need 24"},
+		{0, 1, 0, 0, 0, 2, 26, "26 bytes, its down ranges' floats need 32"},
+		{1, 0, 0, 0, 0, 1, 8, "too few for its ranges' header"},
+	};
+	for (int i = 0; i < (int)(sizeof(bad) / sizeof(bad[0])); i++) {
+		uint8_t b[64] = {0};
+		wire_ranges_put(b, bad[i].nu > 8 ? 0 : bad[i].nu, bad[i].nd, bad[i].mix,
+				&bad[i].off, &bad[i].len);
+		b[0] = (uint8_t)(bad[i].nu & 0xff);
+		b[1] = (uint8_t)(bad[i].nu >> 8);
+		b[12] = (uint8_t)bad[i].pad;
+		err[0] = 0;
+		ck_assert_int_eq(wire_ranges_get(b, bad[i].avail, 35, &r, err), -SL_EFORMAT);
+		ck_assert_msg(strstr(err, bad[i].want), "%d: \"%s\"", i, err);
+	}
+	/* its PUSH: the loss and 1 to n floats */
+	wire_hdr h = {.kind = WIRE_PUSH, .flags = WIRE_F_LOCAL | WIRE_F_RANGES,
+		      .model_fp = m.model_fp, .run_id = 7, .layer_hi = 3, .payload_len = 8 + 60};
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	ck_assert_int_eq(parse(n, &m, err), 0);
+	h.payload_len = 8;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "its loss and 1 to 35 floats of its ranges need 12 to 148");
+	h.payload_len = 8 + 144;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "payload 152 bytes");
+	h.payload_len = 8 + 140;
+	h.flags |= WIRE_F_MODEL;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: the model and ranges of it");
+	h.flags = WIRE_F_RANGES;
+	n = wire_encode(&h, buf + WIRE_HEADER, buf);
+	REFUSED(n, &m, "push: a ranges flag outside a local step");
 }
 END_TEST
 
@@ -383,6 +480,7 @@ wire_suite(void)
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, fingerprints);
 	tcase_add_test(tc, local_steps);
+	tcase_add_test(tc, ranges);
 	suite_add_tcase(s, tc);
 	return s;
 }

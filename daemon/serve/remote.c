@@ -198,7 +198,7 @@ unpark(rw *w, wire_hdr *h, void **body, void **control)
  * (but on a local step that goes on from the worker's own), the batch */
 typedef struct step_msg {
 	wire_hdr h;
-	uint8_t local[WIRE_LOCAL_LEN];
+	uint8_t *local;        /* a local step's settings, its ranges (malloc) */
 	size_t nlocal;
 	const float *w;
 	size_t nw;
@@ -210,6 +210,68 @@ static void
 send_step(remote *rs, void *control, const step_msg *m)
 {
 	reply3(rs, control, &m->h, m->local, m->nlocal, m->w, m->nw, m->idx, m->nidx);
+}
+
+/* A local step's settings into m (m->local, malloc'd; NULL when out of
+ * memory), its flags into *flags, and what its push must carry: the flags
+ * and the floats after its loss (*push_flags, *up_floats) */
+static void
+local_settings(step_msg *m, const run_remote_local *loc, const float *weights, size_t n,
+	       uint16_t *flags, uint16_t *push_flags, uint64_t *up_floats)
+{
+	int nd = loc->weights ? 0 : loc->n_down; /* the whole model has them */
+	int nu = loc->exchange ? loc->n_up : 0;
+	uint64_t down = 0;
+	for (int i = 0; i < nd; i++)
+		down += loc->down[i].len;
+	size_t nr = (size_t)(nu + nd);
+	m->nlocal = WIRE_LOCAL_LEN + (nr ? WIRE_RANGES_HDR + 8 * nr + 4 * down : 0);
+	m->local = malloc(m->nlocal);
+	uint64_t *ro = malloc(sizeof(uint64_t) * (nr ? 2 * nr : 1));
+	if (!m->local || !ro) {
+		free(m->local);
+		free(ro);
+		m->local = NULL;
+		return;
+	}
+	wire_local wl = {.opt = (uint8_t)loc->opt,
+			 .lflags = (uint8_t)((loc->exchange ? WIRE_L_EXCHANGE : 0) |
+					     (loc->reset ? WIRE_L_RESET : 0)),
+			 .lr = loc->lr, .mu = loc->mu, .wd = loc->wd, .beta1 = loc->beta1,
+			 .beta2 = loc->beta2, .eps = loc->eps, .clip = loc->clip};
+	wire_local_put(m->local, &wl);
+	*flags = WIRE_F_LOCAL | (loc->weights ? WIRE_F_MODEL : 0) | (nr ? WIRE_F_RANGES : 0);
+	*up_floats = loc->exchange && !nu ? n : 0;
+	*push_flags = WIRE_F_LOCAL | (loc->exchange ? (nu ? WIRE_F_RANGES : WIRE_F_MODEL) : 0);
+	if (nr) {
+		uint64_t *rl = ro + nr;
+		for (int i = 0; i < nu; i++) {
+			ro[i] = loc->up[i].off;
+			rl[i] = loc->up[i].len;
+			*up_floats += rl[i];
+		}
+		for (int i = 0; i < nd; i++) {
+			ro[nu + i] = loc->down[i].off;
+			rl[nu + i] = loc->down[i].len;
+		}
+		uint8_t *p = m->local + WIRE_LOCAL_LEN;
+		p += wire_ranges_put(p, (uint32_t)nu, (uint32_t)nd, loc->mix, ro, rl);
+		for (int i = 0; i < nd; i++) { /* the values that come down */
+			memcpy(p, weights + loc->down[i].off, sizeof(float) * loc->down[i].len);
+			p += sizeof(float) * loc->down[i].len;
+		}
+	}
+	free(ro);
+}
+
+/* the floats of ranges rg, one after another at p, into x at their places */
+static void
+ranges_in(float *x, const uint8_t *p, const run_remote_range *rg, int n)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(x + rg[i].off, p, sizeof(float) * rg[i].len);
+		p += sizeof(float) * rg[i].len;
+	}
 }
 
 static int
@@ -233,22 +295,19 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 	uint16_t want_flags = 0;
 	uint64_t want_len = WIRE_PUSH_LOSS + 4 * (n - off);
 	if (loc) {
-		out.flags = WIRE_F_LOCAL | (loc->weights ? WIRE_F_MODEL : 0);
-		wire_local wl = {.opt = (uint8_t)loc->opt,
-				 .lflags = (uint8_t)((loc->exchange ? WIRE_L_EXCHANGE : 0) |
-						     (loc->reset ? WIRE_L_RESET : 0)),
-				 .lr = loc->lr, .mu = loc->mu, .wd = loc->wd, .beta1 = loc->beta1,
-				 .beta2 = loc->beta2, .eps = loc->eps, .clip = loc->clip};
-		wire_local_put(sm.local, &wl);
-		sm.nlocal = WIRE_LOCAL_LEN;
+		uint64_t up = 0;
+		local_settings(&sm, loc, weights, n, &out.flags, &want_flags, &up);
+		if (!sm.local)
+			return RUN_REMOTE_LOST; /* out of memory: let it go */
 		if (!loc->weights)
 			sm.nw = 0;
-		want_flags = WIRE_F_LOCAL | (loc->exchange ? WIRE_F_MODEL : 0);
-		want_len = WIRE_PUSH_LOSS + (loc->exchange ? 4 * n : 0);
+		want_len = WIRE_PUSH_LOSS + 4 * up;
 	}
 	/* numbered by the run's ledger: never the number of another step */
-	if (!(out.seq = run_remote_issue(w->r, w->wid)))
+	if (!(out.seq = run_remote_issue(w->r, w->wid))) {
+		free(sm.local);
 		return RUN_REMOTE_LOST;
+	}
 	pthread_mutex_lock(&w->mu);
 	int sent = 0, rc = -1;
 	if (w->owed) { /* the last push's answer: this step's weights (docs/remote.md) */
@@ -276,7 +335,8 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 			send_step(rs, control, &sm);
 			sent = 1;
 		} else if (h.seq == out.seq && !(sent && h.layer_lo == out.layer_lo &&
-					       (h.flags & (WIRE_F_LOCAL | WIRE_F_MODEL)) == want_flags &&
+					       (h.flags & (WIRE_F_LOCAL | WIRE_F_MODEL |
+							   WIRE_F_RANGES)) == want_flags &&
 					       h.payload_len == want_len)) {
 			refuse(rs, control, w->wid, loc ? "push of another local step than the one "
 			       "asked for" : "push of other layers than the weights asked for");
@@ -287,8 +347,10 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 				memcpy(loss, p, sizeof(double));
 				if (!loc)
 					memcpy(grads + off, p + WIRE_PUSH_LOSS, sizeof(float) * (n - off));
-				else if (loc->exchange) /* the model its phase reached */
+				else if (loc->exchange && !loc->n_up) /* the model its phase reached */
 					memcpy(grads, p + WIRE_PUSH_LOSS, sizeof(float) * n);
+				else if (loc->exchange) /* the fragment it sends */
+					ranges_in(grads, p + WIRE_PUSH_LOSS, loc->up, loc->n_up);
 				push_log(rs, w, h.seq, v_read);
 				rc = 0;
 			} else if (v == LEDGER_DUPLICATE && h.seq == w->owed_seq && sent) {
@@ -312,6 +374,7 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 				pthread_mutex_unlock(&w->mu);
 				refuse(rs, control, w->wid, "the run let this worker go: say hello "
 				       "again");
+				free(sm.local);
 				return 0;
 			}
 			w->owed = control;
@@ -320,6 +383,7 @@ rw_compute(void *ctx, const float *weights, size_t n, uint64_t v_read, const wba
 		}
 	}
 	pthread_mutex_unlock(&w->mu);
+	free(sm.local);
 	return rc;
 }
 

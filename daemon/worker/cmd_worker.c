@@ -136,6 +136,8 @@ typedef struct wk {
 	uint64_t last_seq;
 	double last_loss;
 	int last_exchange;
+	float *up;               /* the last exchange's ranges' floats (fragments) */
+	uint64_t up_floats;      /* ... how many (0: it sent the whole model) */
 	/* what the link carried, in payload bytes, for the last line */
 	uint64_t steps, sent_bytes, recv_bytes;
 	uint16_t push_flags;     /* the push being sent: WIRE_F_LOCAL, _MODEL */
@@ -225,8 +227,11 @@ local_free(wk *k)
 	}
 	free(k->lw);
 	free(k->layers);
+	free(k->up);
 	k->lw = NULL;
 	k->layers = NULL;
+	k->up = NULL;
+	k->up_floats = 0;
 	k->held = 0;
 	k->last_seq = 0;
 }
@@ -473,13 +478,14 @@ join(wk *k)
  * goes back, in k->last_*. A step received again (its push's answer was
  * lost) is not taken again. 0; -1 to say hello again; an exit code. */
 static int
-local_step(wk *k, const wire_hdr *h, const wire_local *wl, const float *weights,
-	   const wbatch *b, int depth)
+local_step(wk *k, const wire_hdr *h, const wire_local *wl, const wire_ranges *wr,
+	   const float *weights, const wbatch *b, int depth)
 {
 	size_t np = k->m->n_params;
 	if (h->seq && h->seq == k->last_seq)
 		return 0; /* answered again below from what it kept */
-	if (!k->lw && !(k->lw = malloc(sizeof(float) * np))) {
+	if ((!k->lw && !(k->lw = malloc(sizeof(float) * np))) ||
+	    (!k->up && !(k->up = malloc(sizeof(float) * np)))) {
 		fprintf(stderr, "stalelab worker: out of memory for the phase's weights\n");
 		return 1;
 	}
@@ -489,6 +495,16 @@ local_step(wk *k, const wire_hdr *h, const wire_local *wl, const float *weights,
 	} else if (!k->held) {
 		say(k, "a local step without the phase's weights: saying hello again");
 		return -1;
+	}
+	/* the global fragments it took, mixed into its own weights */
+	const uint8_t *down = wr->pairs ? wr->pairs + 8 * (size_t)(wr->n_up + wr->n_down) : NULL;
+	for (uint32_t i = 0; i < wr->n_down; i++) {
+		uint64_t o, n;
+		wire_range_at(wr, wr->n_up + i, &o, &n);
+		float *g = k->up; /* scratch: the floats aligned */
+		memcpy(g, down, sizeof(float) * n);
+		optim_mix(k->be, k->lw + o, g, n, wr->mix);
+		down += sizeof(float) * n;
 	}
 	if ((wl->lflags & WIRE_L_RESET) && k->opt)
 		optim_reset(k->opt);
@@ -503,8 +519,17 @@ local_step(wk *k, const wire_hdr *h, const wire_local *wl, const float *weights,
 	k->last_seq = h->seq;
 	k->last_loss = loss;
 	k->last_exchange = (wl->lflags & WIRE_L_EXCHANGE) != 0;
-	if (k->last_exchange)
+	k->up_floats = 0;
+	if (k->last_exchange && wr->n_up) { /* the fragment it sends */
+		for (uint32_t i = 0; i < wr->n_up; i++) {
+			uint64_t o, n;
+			wire_range_at(wr, i, &o, &n);
+			memcpy(k->up + k->up_floats, k->lw + o, sizeof(float) * n);
+			k->up_floats += n;
+		}
+	} else if (k->last_exchange) {
 		k->held = 0; /* the next phase starts from the weights sent with it */
+	}
 	return 0;
 }
 
@@ -544,7 +569,15 @@ steps(wk *k)
 			nn_freemsg(buf);
 			return 0;
 		}
-		const uint8_t *q = p + (local ? WIRE_LOCAL_LEN : 0);
+		wire_ranges wr = {0};
+		if ((h.flags & WIRE_F_RANGES) &&
+		    wire_ranges_get(p + WIRE_LOCAL_LEN, h.payload_len - WIRE_LOCAL_LEN, np, &wr,
+				    err) < 0) {
+			say(k, "a bad local step: %s: saying hello again", err);
+			nn_freemsg(buf);
+			return 0;
+		}
+		const uint8_t *q = p + (local ? WIRE_LOCAL_LEN + wr.bytes : 0);
 		size_t wbytes = with_w ? 4 * np : 0;
 		int batch = (int)((h.payload_len - (size_t)(q - p) - wbytes) / 4);
 		if (batch > k->m->batch_cap) { /* the run's batch grew */
@@ -576,14 +609,18 @@ steps(wk *k)
 		uint16_t lo = h.layer_lo;
 		int rc;
 		if (local) {
-			rc = local_step(k, &h, &wl, weights, &b, depth);
+			rc = local_step(k, &h, &wl, &wr, weights, &b, depth);
 			nn_freemsg(buf);
 			buf = NULL;
 			if (rc != 0)
 				return rc < 0 ? 0 : rc;
-			k->push_flags = (uint16_t)(WIRE_F_LOCAL | (k->last_exchange ? WIRE_F_MODEL : 0));
+			/* its loss; the model, or the fragment, that ends a phase */
+			int frag = k->last_exchange && k->up_floats;
+			k->push_flags = (uint16_t)(WIRE_F_LOCAL | (!k->last_exchange ? 0 :
+								   frag ? WIRE_F_RANGES : WIRE_F_MODEL));
 			rc = send_msg(k, WIRE_PUSH, seq, lo, &k->last_loss, sizeof(double),
-				      k->last_exchange ? k->lw : NULL,
+				      frag ? k->up : k->last_exchange ? k->lw : NULL,
+				      frag ? sizeof(float) * k->up_floats :
 				      k->last_exchange ? sizeof(float) * np : 0);
 		} else {
 			double loss = wstep(k->m, &k->data.train, weights, &b, depth);

@@ -203,6 +203,18 @@ optim_local_step(optim **o, backend *be, float *w, const float *g, size_t off, s
 }
 
 void
+optim_mix(backend *be, float *x, const float *g, size_t n, float a)
+{
+	if (!(a > 0)) {
+		be->ops->copy(be, x, g, sizeof(float) * n);
+	} else if (a < 1) {
+		be->ops->axpy(be, n, -1.0f, g, x);
+		be->ops->scal(be, n, a, x);
+		be->ops->axpy(be, n, 1.0f, g, x);
+	}
+}
+
+void
 optim_step_layers(optim *o, backend *ex, float *w, const float *g, const int *sent,
 		  const opt_cfg *oc, float lr, float mu, float wd)
 {

@@ -57,6 +57,13 @@ SL_MUST_USE int optim_local_step(optim **o, backend *be, float *w, const float *
 				 size_t n, const ps_layer *layers, int n_layers,
 				 const opt_cfg *oc, float lr, float mu, float wd);
 
+/* x = g + a (x - g) on n floats, as streaming-diloco takes a global
+ * fragment g into a worker's weights x (torchft's lerp): a <= 0 copies g,
+ * a >= 1 keeps x. The daemon (engine/ps/rules/streaming_diloco.c) and a
+ * remote worker process (daemon/worker/cmd_worker.c) both mix through it:
+ * the same bits. */
+void optim_mix(backend *be, float *x, const float *g, size_t n, float a);
+
 /* The same for the layers whose sent[l] is set (a synchronous round's
  * average: the layers nobody sent are not updated). */
 void optim_step_layers(optim *o, backend *ex, float *w, const float *g,

@@ -29,6 +29,7 @@ struct model;
 struct optim;
 struct ps;
 struct ps_grad;
+struct ps_range;
 struct ps_result;
 
 enum {
@@ -66,9 +67,10 @@ enum {
 	RULE_FRAGMENTS = 1 << 8,
 	/* a phase's local steps touch the worker's weights and optimiser
 	 * alone, and the step that ends it sends the whole model (localsgd,
-	 * diloco, async-diloco, easgd): a remote worker runs the phase on
-	 * its own weights, and the wire carries the weights down when the
-	 * phase starts and the model up when it ends, not a gradient a step
+	 * diloco, async-diloco, easgd) or a fragment (streaming-diloco: its
+	 * remote_up, remote_down): a remote worker runs the phase on its own
+	 * weights, and the wire carries the weights down when the phase
+	 * starts and the model up when it ends, not a gradient a step
 	 * (docs/remote.md) */
 	RULE_PHASES = 1 << 9,
 };
@@ -114,6 +116,13 @@ typedef struct rule_worker {
 			     * phase's start) */
 	uint32_t opt_resets; /* inner_reset: the inner optimiser's fresh starts
 			      * (rule_inner_reset), for a remote worker's */
+	int remote;         /* a remote worker's: under RULE_PHASES its weights
+			     * are the worker process's, m->params hold what
+			     * came back of them (remote_up) */
+	int took_part;      /* streaming-diloco, a remote worker's: 1 + the
+			     * fragment a reply wrote into m->params (the
+			     * global one: it goes down with the next step,
+			     * mixed into the worker's own), 0 none */
 } rule_worker;
 
 typedef struct rule_run rule_run;
@@ -246,6 +255,15 @@ typedef struct rule_class {
 	 * masked coordinates, 4 bytes each way. */
 	void (*step_bytes)(const rule_run *e, const rule_worker *w, int fresh, double *pull,
 			   double *push);
+	/* RULE_PHASES, a remote worker's step being begun (after its
+	 * pull): the ranges of its weights the step brings back when it
+	 * exchanges, into out (cap of them; 0: the whole model); and the
+	 * ranges a reply wrote into w->m->params since its last step, which go
+	 * down with it, mixed into the worker's own at *mix (optim_mix; 0:
+	 * none). NULL: the whole model up, nothing down but a phase's start. */
+	int (*remote_up)(const rule_run *e, const rule_worker *w, struct ps_range *out, int cap);
+	int (*remote_down)(rule_run *e, rule_worker *w, struct ps_range *out, int cap,
+			   float *mix);
 	/* what the staleness it records counts, in words (NULL: "versions"):
 	 * "local steps", "outer versions" */
 	const char *stale_unit;

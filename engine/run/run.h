@@ -278,6 +278,10 @@ enum { RUN_REMOTE_LOST = -1, RUN_REMOTE_LEFT = -2 };
  * them), and fills grads with the model the step reached (all n floats)
  * only when `exchange` is set (the phase ends with it); otherwise only
  * *loss. */
+typedef struct run_remote_range {
+	size_t off, len;
+} run_remote_range;
+
 typedef struct run_remote_local {
 	int on;          /* the step is one */
 	int weights;     /* the weights go down with it */
@@ -286,6 +290,13 @@ typedef struct run_remote_local {
 	int opt;         /* opt_kind */
 	float lr, mu, wd;
 	double beta1, beta2, eps, clip;
+	/* fragments (streaming-diloco): with n_up > 0 the exchange brings
+	 * back only these ranges of the model (into grads at their offsets);
+	 * the n_down ranges of the weights go down before the step and are
+	 * mixed into the worker's own, x = w + mix (x - w) (optim_mix) */
+	int n_up, n_down;
+	const run_remote_range *up, *down;
+	float mix;
 } run_remote_local;
 
 typedef struct run_remote_ops {

@@ -120,6 +120,8 @@ typedef struct worker {
 	run_remote_local rloc;
 	int remote_held;
 	uint32_t remote_resets;
+	run_remote_range *rranges; /* rloc's up and down ranges (2 x
+				    * MODEL_MAX_NODES; NULL until needed) */
 } worker;
 
 /* a gradient held at the server until it is old enough ("where": "server") */

@@ -164,6 +164,26 @@ step_remote_local(run *r, worker *w, int fresh)
 				.eps = oc->eps, .clip = oc->clip};
 	ps_opt(r->ps, &l->lr, &l->mu, &l->wd);
 	w->remote_resets = w->rw.opt_resets;
+	if (!r->rule->remote_up && !r->rule->remote_down)
+		return;
+	if (!w->rranges && !(w->rranges = malloc(sizeof(run_remote_range) * 2 * MODEL_MAX_NODES))) {
+		run_fail(r, -SL_ENOMEM, "out of memory for a remote worker's fragments");
+		return;
+	}
+	ps_range rg[MODEL_MAX_NODES];
+	run_remote_range *up = w->rranges, *down = w->rranges + MODEL_MAX_NODES;
+	if (l->exchange && r->rule->remote_up) {
+		l->n_up = r->rule->remote_up(&r->rr, &w->rw, rg, MODEL_MAX_NODES);
+		for (int i = 0; i < l->n_up; i++)
+			up[i] = (run_remote_range){rg[i].off, rg[i].len};
+		l->up = up;
+	}
+	if (r->rule->remote_down) {
+		l->n_down = r->rule->remote_down(&r->rr, &w->rw, rg, MODEL_MAX_NODES, &l->mix);
+		for (int i = 0; i < l->n_down; i++)
+			down[i] = (run_remote_range){rg[i].off, rg[i].len};
+		l->down = down;
+	}
 }
 
 /* fetch the weights this iteration computes on (lock held) */
@@ -292,11 +312,15 @@ step_compute_remote(run *r, worker *w)
 		return rc;
 	if (l) {
 		/* its local step is taken; the model it reached comes back
-		 * with the exchange, into the worker's weights */
+		 * with the exchange, into the worker's weights (or the
+		 * fragment it sends: the worker keeps the weights then) */
 		w->rw.remote_stepped = 1;
-		w->remote_held = !l->exchange;
-		if (l->exchange)
+		w->remote_held = !(l->exchange && !l->n_up);
+		if (l->exchange && !l->n_up)
 			be->ops->upload(be, w->rw.m->params, g, sizeof(float) * n);
+		for (int i = 0; l->exchange && i < l->n_up; i++)
+			be->ops->upload(be, w->rw.m->params + l->up[i].off, g + l->up[i].off,
+					sizeof(float) * l->up[i].len);
 	} else if (g != w->rw.m->grads) {
 		be->ops->upload(be, w->rw.m->grads + off, g + off, sizeof(float) * (n - off));
 	}

@@ -30,6 +30,7 @@ worker_free(worker *w)
 	}
 	model_free(w->rw.m);
 	free(w->remote_io);
+	free(w->rranges);
 	free(w->sp_perm);
 	free(w->idx);
 	free(w);
@@ -233,13 +234,13 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 	else if (r->rule->flags & RULE_SHARED)
 		rc = sl_fail(err, SL_EINVAL, "%s steps weights shared in the server's memory: "
 			     "no remote workers", r->rule->name);
+	else if (r->stopping || r->state == RUN_FINISHED || r->state == RUN_FAILED ||
+		 r->state == RUN_DIVERGED)
+		rc = sl_fail(err, SL_ESTATE, "the run has ended");
 	else if (run_fragments_fixed(r))
 		rc = sl_fail(err, SL_EINVAL, "%s's fragment rounds need the workers it began "
 			     "with: a remote worker joins before the run's first step, or under "
 			     "another rule", r->rule->name);
-	else if (r->stopping || r->state == RUN_FINISHED || r->state == RUN_FAILED ||
-		 r->state == RUN_DIVERGED)
-		rc = sl_fail(err, SL_ESTATE, "the run has ended");
 	else if (n >= CFG_MAX_WORKERS)
 		rc = sl_fail(err, SL_EINVAL, "the run has %d workers, the most it may have",
 			     CFG_MAX_WORKERS);
@@ -263,6 +264,7 @@ run_join_remote(run *r, const run_remote_ops *ops, void *ctx, const char *host, 
 		w->remote_ctx = ctx;
 		w->remote_left = 0;
 		w->remote_slot = 1;
+		w->rw.remote = 1;
 		snprintf(w->host, sizeof(w->host), "%s", host ? host : "");
 		w->rtt_ms = 0;
 		r->remote_joined++;

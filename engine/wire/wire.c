@@ -147,6 +147,74 @@ wire_local_get(const uint8_t *p, wire_local *l, char *err)
 	return 0;
 }
 
+size_t
+wire_ranges_put(uint8_t *p, uint32_t n_up, uint32_t n_down, float mix, const uint64_t *off,
+		const uint64_t *len)
+{
+	put32(p, n_up);
+	put32(p + 4, n_down);
+	putf32(p + 8, mix);
+	put32(p + 12, 0);
+	for (uint32_t i = 0; i < n_up + n_down; i++) {
+		put32(p + WIRE_RANGES_HDR + 8 * i, (uint32_t)off[i]);
+		put32(p + WIRE_RANGES_HDR + 8 * i + 4, (uint32_t)len[i]);
+	}
+	return WIRE_RANGES_HDR + 8 * (size_t)(n_up + n_down);
+}
+
+void
+wire_range_at(const wire_ranges *r, uint32_t i, uint64_t *off, uint64_t *len)
+{
+	*off = get32(r->pairs + 8 * i);
+	*len = get32(r->pairs + 8 * i + 4);
+}
+
+int
+wire_ranges_get(const uint8_t *p, size_t avail, uint64_t n_params, wire_ranges *r, char *err)
+{
+	memset(r, 0, sizeof(*r));
+	if (avail < WIRE_RANGES_HDR)
+		return sl_fail(err, SL_EFORMAT, "local step: %zu bytes, too few for its ranges' "
+			       "header", avail);
+	r->n_up = get32(p);
+	r->n_down = get32(p + 4);
+	r->mix = getf32(p + 8);
+	if (r->n_up > WIRE_RANGES_MAX || r->n_down > WIRE_RANGES_MAX || !(r->n_up + r->n_down))
+		return sl_fail(err, SL_EFORMAT, "local step: %u ranges up and %u down (1 to %d "
+			       "each way)", r->n_up, r->n_down, WIRE_RANGES_MAX);
+	if (get32(p + 12) || !isfinite(r->mix))
+		return sl_fail(err, SL_EFORMAT, "local step: %s", get32(p + 12) ?
+			       "its ranges' pad is not zero" : "mix is not finite");
+	size_t head = WIRE_RANGES_HDR + 8 * (size_t)(r->n_up + r->n_down);
+	if (avail < head)
+		return sl_fail(err, SL_EFORMAT, "local step: %zu bytes, its %u ranges need %zu",
+			       avail, r->n_up + r->n_down, head);
+	r->pairs = p + WIRE_RANGES_HDR;
+	for (uint32_t i = 0; i < r->n_up + r->n_down; i++) {
+		uint64_t o, n;
+		wire_range_at(r, i, &o, &n);
+		if (!n || o + n > n_params)
+			return sl_fail(err, SL_EFORMAT, "local step: range %u, [%llu, %llu), is "
+				       "empty or outside the model's %llu parameters", i,
+				       (unsigned long long)o, (unsigned long long)(o + n),
+				       (unsigned long long)n_params);
+		if (i < r->n_up)
+			r->up_floats += n;
+		else
+			r->down_floats += n;
+	}
+	if (r->up_floats > n_params || r->down_floats > n_params)
+		return sl_fail(err, SL_EFORMAT, "local step: its ranges cover %llu floats, more "
+			       "than the model's %llu", (unsigned long long)(r->up_floats >
+			       r->down_floats ? r->up_floats : r->down_floats),
+			       (unsigned long long)n_params);
+	r->bytes = head + 4 * r->down_floats;
+	if (avail < r->bytes)
+		return sl_fail(err, SL_EFORMAT, "local step: %zu bytes, its down ranges' floats "
+			       "need %zu", avail, r->bytes);
+	return 0;
+}
+
 uint64_t
 wire_push_bytes(const wire_model *m, int lo, int hi)
 {
@@ -158,7 +226,8 @@ wire_push_bytes(const wire_model *m, int lo, int hi)
 size_t
 wire_max_message(const wire_model *m)
 {
-	uint64_t w = WIRE_LOCAL_LEN + 4 * m->n_params + 4 * (uint64_t)WIRE_BATCH_MAX;
+	uint64_t w = WIRE_LOCAL_LEN + WIRE_RANGES_HDR + 16 * (uint64_t)WIRE_RANGES_MAX +
+		     4 * m->n_params + 4 * (uint64_t)WIRE_BATCH_MAX;
 	return WIRE_HEADER + (size_t)(w > WIRE_CTRL_MAX ? w : WIRE_CTRL_MAX);
 }
 
@@ -192,7 +261,7 @@ wire_encode(const wire_hdr *h, const void *payload, uint8_t *out)
 
 /* the payload a kind must carry, against the model (m may be NULL) */
 static int
-check_payload(const wire_hdr *h, const wire_model *m, char *err)
+check_payload(const wire_hdr *h, const uint8_t *payload, const wire_model *m, char *err)
 {
 	const char *k = wire_kind_name(h->kind);
 	switch (h->kind) {
@@ -210,6 +279,20 @@ check_payload(const wire_hdr *h, const wire_model *m, char *err)
 			return sl_fail(err, SL_EFORMAT, "push: the partial flag says %s, the layers "
 				       "[%u, %u) say otherwise", h->flags & WIRE_F_PARTIAL ? "partial" : "whole",
 				       h->layer_lo, h->layer_hi);
+		if ((h->flags & WIRE_F_LOCAL) && (h->flags & WIRE_F_RANGES)) {
+			uint64_t nf = (h->payload_len - WIRE_PUSH_LOSS) / 4;
+			if (h->flags & WIRE_F_MODEL)
+				return sl_fail(err, SL_EFORMAT, "push: the model and ranges of it");
+			if (h->payload_len < WIRE_PUSH_LOSS + 4 || (h->payload_len - WIRE_PUSH_LOSS) % 4 ||
+			    nf > m->n_params)
+				return sl_fail(err, SL_EFORMAT, "push: a local step's payload %u bytes, its "
+					       "loss and 1 to %llu floats of its ranges need 12 to %llu",
+					       h->payload_len, (unsigned long long)m->n_params,
+					       (unsigned long long)(WIRE_PUSH_LOSS + 4 * m->n_params));
+			return 0;
+		}
+		if (h->flags & WIRE_F_RANGES)
+			return sl_fail(err, SL_EFORMAT, "push: a ranges flag outside a local step");
 		if (h->flags & WIRE_F_LOCAL) {
 			uint64_t want = WIRE_PUSH_LOSS + (h->flags & WIRE_F_MODEL ? 4 * m->n_params : 0);
 			if (h->payload_len != want)
@@ -230,13 +313,28 @@ check_payload(const wire_hdr *h, const wire_model *m, char *err)
 	case WIRE_WEIGHTS: {
 		if (h->flags & WIRE_F_PARTIAL)
 			return sl_fail(err, SL_EFORMAT, "weights: the partial flag is a push's");
-		if ((h->flags & WIRE_F_MODEL) && !(h->flags & WIRE_F_LOCAL))
-			return sl_fail(err, SL_EFORMAT, "weights: a model flag outside a local step");
+		if ((h->flags & (WIRE_F_MODEL | WIRE_F_RANGES)) && !(h->flags & WIRE_F_LOCAL))
+			return sl_fail(err, SL_EFORMAT, "weights: a %s flag outside a local step",
+				       h->flags & WIRE_F_MODEL ? "model" : "ranges");
 		if (!m)
 			return 0;
 		int local = (h->flags & WIRE_F_LOCAL) != 0;
 		uint64_t w = (local ? WIRE_LOCAL_LEN : 0) +
 			     (!local || (h->flags & WIRE_F_MODEL) ? 4 * m->n_params : 0);
+		if (h->flags & WIRE_F_RANGES) {
+			wire_ranges r;
+			if (h->payload_len < WIRE_LOCAL_LEN)
+				return sl_fail(err, SL_EFORMAT, "weights: payload %u bytes, a local "
+					       "step's settings need %d", h->payload_len,
+					       WIRE_LOCAL_LEN);
+			if (wire_ranges_get(payload + WIRE_LOCAL_LEN, h->payload_len - WIRE_LOCAL_LEN,
+					    m->n_params, &r, err) < 0)
+				return -SL_EFORMAT;
+			if ((h->flags & WIRE_F_MODEL) && r.n_down)
+				return sl_fail(err, SL_EFORMAT, "weights: the model and ranges of it "
+					       "coming down together");
+			w += r.bytes;
+		}
 		uint64_t extra = h->payload_len - w;
 		if (h->payload_len < w || extra % 4 || extra / 4 > WIRE_BATCH_MAX || !extra) {
 			char what[96];
@@ -311,13 +409,13 @@ wire_parse(const uint8_t *buf, size_t len, const wire_model *m, wire_hdr *h,
 	if (!h->augment && (h->aug_pad || h->data_epoch))
 		return sl_fail(err, SL_EFORMAT, "weights: no augmentation, yet a padding or an "
 			       "epoch for it");
-	if (h->flags & ~(WIRE_F_PARTIAL | WIRE_F_LOCAL | WIRE_F_MODEL))
+	if (h->flags & ~(WIRE_F_PARTIAL | WIRE_F_LOCAL | WIRE_F_MODEL | WIRE_F_RANGES))
 		return sl_fail(err, SL_EFORMAT, "%s: unknown flags 0x%x", wire_kind_name(h->kind),
 			       h->flags);
 	if (len - WIRE_HEADER != h->payload_len)
 		return sl_fail(err, SL_EFORMAT, "%s: %zu payload bytes, the header says %u",
 			       wire_kind_name(h->kind), len - WIRE_HEADER, h->payload_len);
-	if (check_payload(h, m, err) < 0)
+	if (check_payload(h, buf + WIRE_HEADER, m, err) < 0)
 		return -SL_EFORMAT;
 	if (checksum(buf, buf + WIRE_HEADER, h->payload_len) != get32(buf + 44))
 		return sl_fail(err, SL_EFORMAT, "%s: checksum mismatch (a corrupt message)",

@@ -45,6 +45,11 @@
  *   PUSH     the batch loss (float64), then with WIRE_F_MODEL (the step
  *            that ends the phase: the wire_local said exchange) the model
  *            it reached, every parameter as float32
+ * With fragments (streaming-diloco), WIRE_F_RANGES: the WEIGHTS' settings
+ * are followed by a range section (wire_ranges: the ranges its exchange
+ * brings back, and those that come down, with their floats, to be mixed
+ * into the worker's own weights), never with WIRE_F_MODEL and down
+ * ranges together; its PUSH carries the loss and the up ranges' floats.
  *
  * All integers little-endian. The parser is a pure function: bytes in, a
  * checked header (or a refusal naming what is wrong) out; it never trusts
@@ -67,6 +72,7 @@
 #define WIRE_F_PARTIAL 1u
 #define WIRE_F_LOCAL 2u       /* a local step: WEIGHTS and its PUSH */
 #define WIRE_F_MODEL 4u       /* ... carrying the whole model */
+#define WIRE_F_RANGES 8u      /* ... carrying ranges of it (fragments) */
 #define WIRE_LOCAL_LEN 48     /* a wire_local's bytes */
 #define WIRE_LAYERS_MAX 64
 #define WIRE_PUSH_LOSS 8      /* a push's payload starts with its loss */
@@ -125,6 +131,37 @@ typedef struct wire_local {
 	float lr, mu, wd;
 	double beta1, beta2, eps, clip;
 } wire_local;
+
+/* A local step's range section (WIRE_F_RANGES), after its settings:
+ *   off size
+ *     0   4   n_up       ranges the exchange brings back (0 to
+ *     4   4   n_down     ranges that come down     WIRE_RANGES_MAX each)
+ *     8   4   mix        float32: x = w + mix (x - w) on the down ranges
+ *    12   4   zero
+ *    16   8k  the ranges, up then down: uint32 offset, uint32 length
+ *             (in floats, inside the model, not empty)
+ *    ...      the down ranges' floats, in order */
+#define WIRE_RANGES_HDR 16
+#define WIRE_RANGES_MAX 512
+
+typedef struct wire_ranges {
+	uint32_t n_up, n_down;
+	float mix;
+	const uint8_t *pairs;        /* n_up + n_down (offset, length) */
+	uint64_t up_floats, down_floats;
+	size_t bytes;                /* the section's, its floats included */
+} wire_ranges;
+
+/* the header and the ranges (offsets and lengths, n_up + n_down of each)
+ * at p; returns the bytes written (the down floats follow, the caller's) */
+size_t wire_ranges_put(uint8_t *p, uint32_t n_up, uint32_t n_down, float mix,
+		       const uint64_t *off, const uint64_t *len);
+/* the section at p (avail bytes) for a model of n_params, checked: 0, or
+ * -SL_EFORMAT with err naming what is wrong */
+int wire_ranges_get(const uint8_t *p, size_t avail, uint64_t n_params, wire_ranges *r,
+		    char *err);
+/* range i (up ones first) of a checked section */
+void wire_range_at(const wire_ranges *r, uint32_t i, uint64_t *off, uint64_t *len);
 
 void wire_local_put(uint8_t *p, const wire_local *l);
 /* the settings at p, checked (a known optimiser and flags, finite values,

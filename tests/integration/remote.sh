@@ -8,7 +8,9 @@
 # cleanly; refusals (no token, a wrong token, the virtual clock) end the
 # worker with 78 and the reason; bad flags, bad URLs, --give-up; with
 # "augment": "crop-flip" a remote worker's run is a local one's, bit for bit,
-# and so is one with its pushes compressed (top-k with error feedback).
+# and so is one with its pushes compressed (top-k with error feedback), a
+# diloco run whose worker runs its phases itself (the model, not gradients,
+# on the wire: its bytes pinned) and a streaming-diloco one (fragments).
 . "$(dirname "$0")/lib.inc"
 SL=${1:-build/stalelab}
 echo "integration: remote workers"
@@ -247,22 +249,29 @@ evals() { # LOG: "v test_loss train_loss" per evaluation
 for r in map(json.loads, open(sys.argv[1])):
     if "test_loss" in r: print(r["v"], repr(r["test_loss"]), repr(r["train_loss"]))' "$1"
 }
+# twin LABEL TAG: the run $TMP/TAG1.json (one local worker) and
+# $TMP/TAG0.json (none, a remote worker joins) evaluate alike, bit for bit;
+# the remote one's evaluations in $remote_ev, the worker's stderr in $TMP/w.0
+twin() {
+	expect_exit 0 "$1: the local run" "$SL" run --config "$TMP/${2}1.json" --log "$TMP/$2-local.jsonl" -q
+	start --bus none --workers-listen "$WURL" --config "$TMP/${2}0.json" --log "$TMP/$2-remote.jsonl"
+	worker
+	wait_until 60 grep -qs '"event":"end"' "$TMP/$2-remote.jsonl"
+	wait "$WPID" 2>/dev/null # refused once the run has ended: its last line said
+	kill "$PID"; wait "$PID" 2>/dev/null
+	cleanup; WPIDS=""
+	local_ev=$(evals "$TMP/$2-local.jsonl")
+	remote_ev=$(evals "$TMP/$2-remote.jsonl")
+	[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
+		ok "$1: the remote worker's run evaluates as the local one's, bit for bit" ||
+		bad "$1: remote and local runs differ" "local: $local_ev
+remote: $remote_ev"
+}
 aug_json 1 crop-flip "$TMP/aug1.json"
 aug_json 0 crop-flip "$TMP/aug0.json"
 aug_json 1 none "$TMP/none1.json"
-expect_exit 0 "crop-flip: the local run" "$SL" run --config "$TMP/aug1.json" --log "$TMP/aug-local.jsonl" -q
 expect_exit 0 "none: the local run" "$SL" run --config "$TMP/none1.json" --log "$TMP/none-local.jsonl" -q
-start --bus none --workers-listen "$WURL" --config "$TMP/aug0.json" --log "$TMP/aug-remote.jsonl"
-worker
-wait_until 60 grep -qs '"event":"end"' "$TMP/aug-remote.jsonl"
-kill "$PID"; wait "$PID" 2>/dev/null
-cleanup; WPIDS=""
-local_ev=$(evals "$TMP/aug-local.jsonl")
-remote_ev=$(evals "$TMP/aug-remote.jsonl")
-[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
-	ok "crop-flip: the remote worker's run evaluates as the local one's, bit for bit" ||
-	bad "crop-flip: remote and local runs differ" "local: $local_ev
-remote: $remote_ev"
+twin crop-flip aug
 [ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
 	ok "... and not as the run without views" || bad "crop-flip trained as none"
 
@@ -278,18 +287,7 @@ JSON
 }
 cmp_json 1 "$TMP/cmp1.json"
 cmp_json 0 "$TMP/cmp0.json"
-expect_exit 0 "topk with ef: the local run" "$SL" run --config "$TMP/cmp1.json" --log "$TMP/cmp-local.jsonl" -q
-start --bus none --workers-listen "$WURL" --config "$TMP/cmp0.json" --log "$TMP/cmp-remote.jsonl"
-worker
-wait_until 60 grep -qs '"event":"end"' "$TMP/cmp-remote.jsonl"
-kill "$PID"; wait "$PID" 2>/dev/null
-cleanup; WPIDS=""
-local_ev=$(evals "$TMP/cmp-local.jsonl")
-remote_ev=$(evals "$TMP/cmp-remote.jsonl")
-[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
-	ok "topk with ef: the remote worker's run evaluates as the local one's, bit for bit" ||
-	bad "topk with ef: remote and local runs differ" "local: $local_ev
-remote: $remote_ev"
+twin "topk with ef" cmp
 [ "$local_ev" != "$(evals "$TMP/none-local.jsonl")" ] &&
 	ok "... and not as the run without compression" || bad "topk trained as none"
 
@@ -306,25 +304,31 @@ JSON
 }
 ph_json 1 "$TMP/ph1.json"
 ph_json 0 "$TMP/ph0.json"
-expect_exit 0 "diloco: the local run" "$SL" run --config "$TMP/ph1.json" --log "$TMP/ph-local.jsonl" -q
-start --bus none --workers-listen "$WURL" --config "$TMP/ph0.json" --log "$TMP/ph-remote.jsonl"
-worker
-PHW=$WPID
-wait_until 60 grep -qs '"event":"end"' "$TMP/ph-remote.jsonl"
-wait "$PHW" 2>/dev/null # refused once the run has ended: its last line said
-kill "$PID"; wait "$PID" 2>/dev/null
-cleanup; WPIDS=""
-local_ev=$(evals "$TMP/ph-local.jsonl")
-remote_ev=$(evals "$TMP/ph-remote.jsonl")
-[ -n "$local_ev" ] && [ "$local_ev" = "$remote_ev" ] &&
-	ok "diloco: the remote worker's run evaluates as the local one's, bit for bit" ||
-	bad "diloco: remote and local runs differ" "local: $local_ev
-remote: $remote_ev"
+twin diloco ph
 # 60 rounds of 5 steps; mlp:784-16-10 has 12730 parameters: 60 models of
 # 4 x 12730 bytes and a loss (8 bytes) a step, where gradients would be
 # 300 x (8 + 4 x 12730) = 15278400 bytes
 expect_grep '300 steps: 3057600 bytes pushed' "diloco: the worker pushed 60 models and 300 losses, no gradient" \
 	"$(cat "$TMP/w.0")"
+
+# ---- streaming-diloco (two fragments, H = 6, overlap 1, mix 0.5): a
+# fragment goes up at each sync point, the global one comes down a step
+# later and is mixed in by the worker; the weights came down once ----
+sd_json() { # WORKERS FILE
+	cat >"$2" <<JSON
+{"model": "mlp:784-16-10", "dataset": "synthetic:1000", "lr": 0.002, "batch": 16, "seed": 3,
+ "workers": $1, "threads": 1, "rule": "streaming-diloco", "eval_every": 20, "stop": {"steps": 60},
+ "optimizer": "adamw", "rule_params": {"H": 6, "fragments": 2, "overlap": 1, "mix": 0.5}}
+JSON
+}
+sd_json 1 "$TMP/sd1.json"
+sd_json 0 "$TMP/sd0.json"
+twin streaming-diloco sd
+# 60 fragment rounds in 180 steps, 30 of each fragment (the first layer's
+# 12560 floats, the second's 170): 30 x 12730 floats and 180 losses
+expect_grep '180 steps: 1529040 bytes pushed' "streaming-diloco: the worker pushed its fragments, no gradient" \
+	"$(cat "$TMP/w.0")"
+expect_grep 'refused by [^ ]*: the run has ended' "... and is told the run has ended" "$(cat "$TMP/w.0")"
 
 # ---- a hostile or broken peer: refused with the reason, the daemon stands ----
 run_json asgd wall

@@ -92,19 +92,16 @@ take(rule_run *e, rule_worker *w)
 	int nr = ps_fragment_ranges(e->ps, w->frag, parts(e->ps, e->rp), rg, &floats);
 	backend *be = w->be, *sb = ps_backend(e->ps);
 	const float *g = ps_weights(e->ps);
-	const float a = (float)e->rp->mix;
+	/* a remote worker's weights are its own: the global fragment goes
+	 * down with its next step and is mixed in there (remote_down) */
+	const float a = w->remote ? 0.0f : (float)e->rp->mix;
 	for (int i = 0; i < nr; i++) {
 		size_t o = rg[i].off, n = rg[i].len;
-		float *x = w->m->params + o, *an = w->wprev + o;
-		sb->ops->copy(sb, an, g + o, sizeof(float) * n);
-		if (!(a > 0)) {
-			be->ops->copy(be, x, an, sizeof(float) * n);
-		} else if (a < 1) {
-			be->ops->axpy(be, n, -1.0f, an, x);
-			be->ops->scal(be, n, a, x);
-			be->ops->axpy(be, n, 1.0f, an, x);
-		}
+		sb->ops->copy(sb, w->wprev + o, g + o, sizeof(float) * n);
+		optim_mix(be, w->m->params + o, w->wprev + o, n, a);
 	}
+	if (w->remote)
+		w->took_part = 1 + w->frag;
 	w->frag = -1;
 	w->waiting = 0;
 	w->reply = 1;
@@ -145,6 +142,7 @@ pull(rule_run *e, rule_worker *w)
 		w->frag = -1;
 		w->frag_left = 0;
 		w->local_steps = 0;
+		w->took_part = 0;
 	} else if (w->frag >= 0 && w->frag_left <= 0) {
 		take(e, w);
 	}
@@ -227,6 +225,30 @@ exchange_bytes(const rule_run *e, const rule_worker *w)
 	return b;
 }
 
+/* a remote worker's exchange brings back the fragment it sends */
+static int
+remote_up(const rule_run *e, const rule_worker *w, ps_range *out, int cap)
+{
+	int p = sync_part(e, w->local_steps % period(e->rp) + 1), nl;
+	ps_layers(e->ps, &nl);
+	if (p < 0 || w->frag >= 0 || cap < nl)
+		return 0;
+	return ps_fragment_ranges(e->ps, p, parts(e->ps, e->rp), out, NULL);
+}
+
+/* ... and the global fragment it took goes down, to be mixed in */
+static int
+remote_down(rule_run *e, rule_worker *w, ps_range *out, int cap, float *mix)
+{
+	int p = w->took_part - 1, nl;
+	w->took_part = 0;
+	ps_layers(e->ps, &nl);
+	if (p < 0 || cap < nl)
+		return 0;
+	*mix = (float)e->rp->mix;
+	return ps_fragment_ranges(e->ps, p, parts(e->ps, e->rp), out, NULL);
+}
+
 static int
 phase_h(const rule_run *e, const rule_worker *w)
 {
@@ -248,7 +270,7 @@ const rule_class rule_streaming_diloco = {
 	.name = "streaming-diloco",
 	.doc = "Streaming DiLoCo: diloco a strided fragment at a time, each exchanged while "
 	       "overlap more local steps are computed, the global fragment mixed in",
-	.flags = RULE_LOCAL | RULE_OUTER | RULE_FRAGMENTS,
+	.flags = RULE_LOCAL | RULE_OUTER | RULE_FRAGMENTS | RULE_PHASES,
 	.params = (const char *const[]){"H", "fragments", "overlap", "mix", "outer_lr",
 					"outer_momentum", "outer_opt", "inner_reset",
 					RULE_PUSH_PARAMS, NULL},
@@ -258,5 +280,7 @@ const rule_class rule_streaming_diloco = {
 	.exchanges = exchanges,
 	.exchange_bytes = exchange_bytes,
 	.phase_h = phase_h,
+	.remote_up = remote_up,
+	.remote_down = remote_down,
 	.stale_unit = "local steps",
 };

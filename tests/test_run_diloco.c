@@ -252,6 +252,48 @@ START_TEST(async_diloco_grace_window)
 }
 END_TEST
 
+/* The grace window on the wall clock, which cannot know when another
+ * worker's step lands: a worker that arrived waits for the window's end.
+ * The hand-worked case above (100, 110 and 300 ms a step, H 2, 50 ms):
+ * worker 0 lands at 0.2 s and opens [0.2, 0.25], worker 1 lands inside it
+ * at 0.22; both start again at 0.25 at the earliest, so their next
+ * arrivals land no earlier than 0.45 and 0.47 s (without the window, 0.4
+ * and 0.44). Lower bounds only: a loaded machine is late, never early. */
+START_TEST(async_diloco_grace_window_wall)
+{
+	for (int g = 0; g < 2; g++) {
+		run_config c = base("async-diloco", 3);
+		snprintf(c.clock, sizeof(c.clock), "wall");
+		c.threads = 1;
+		c.rp.H = 2;
+		c.rp.grace_ms = g ? 50 : 0;
+		c.eval_every = 1;
+		c.stop_steps = 4;
+		const double ms[3] = {100, 110, 300};
+		c.n_overrides = 3;
+		for (int k = 0; k < 3; k++)
+			c.overrides[k] = (worker_override){.id = k, .has_step_ms = 1, .step_ms = ms[k]};
+		rec *r = calloc(1, sizeof(*r));
+		run_snapshot_put(go(&c, NULL, 0, r));
+		double t[4] = {0};
+		int k = 0;
+		for (int i = 0; i < r->n && k < 4; i++)
+			if (r->ev[i].v == (uint64_t)k + 1)
+				t[k++] = r->ev[i].t;
+		printf("async-diloco on the wall clock, grace %g ms: updates at %.3f %.3f %.3f "
+		       "%.3f s\n", c.rp.grace_ms, t[0], t[1], t[2], t[3]);
+		ck_assert_int_eq(k, 4);
+		ck_assert_double_ge(t[0], 0.2 - 1e-3);
+		ck_assert_double_ge(t[1], 0.22 - 1e-3);
+		if (g) { /* held to the window's end, 0.25 s */
+			ck_assert_double_ge(t[2], 0.45 - 1e-3);
+			ck_assert_double_ge(t[3], 0.47 - 1e-3);
+		}
+		free(r);
+	}
+}
+END_TEST
+
 /* streaming-diloco with one fragment, no overlap and mix 0 is diloco, bit
  * for bit (the same arithmetic: the whole model one range), over several
  * rounds of two workers, with Adam inside and Nesterov outside; with
@@ -442,7 +484,7 @@ run_diloco_suite(void)
 	const run_case cases[] = {
 		{"async", NULL, {async_diloco_staleness_per_arrival, async_diloco_dylu,
 				 diloco_inner_reset, NULL}},
-		{"grace", NULL, {async_diloco_grace_window, NULL}},
+		{"grace", NULL, {async_diloco_grace_window, async_diloco_grace_window_wall, NULL}},
 		{"toy", NULL, {dylu_at_the_toys_step_times, NULL}},
 		{"streaming", NULL, {streaming_diloco_is_diloco_with_one_fragment,
 				     streaming_diloco_fragments_and_bytes,

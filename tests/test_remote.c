@@ -352,6 +352,23 @@ START_TEST(a_lost_remote_leaves_the_run)
 }
 END_TEST
 
+static void *
+exec_main(void *p)
+{
+	run_exec(p);
+	return NULL;
+}
+
+/* has the run's worker taken a step? */
+static int
+stepped(run *r)
+{
+	run_snapshot *s = run_snapshot_get(r);
+	int done = s->n_workers > 0 && s->workers[0].iterations > 0;
+	run_snapshot_put(s);
+	return done;
+}
+
 START_TEST(refusals)
 {
 	char err[SL_ERR_LEN] = "";
@@ -380,12 +397,19 @@ START_TEST(refusals)
 	 * (it would join them out of step); before the first step, they do
 	 * (remote_computes_as_a_local_worker) */
 	c = wall("streaming-diloco", 1);
-	c.stop_steps = 4;
+	c.stop_steps = 0;
+	c.stop_seconds = 60;
 	ck_assert_int_eq(run_new(&c, &data, NULL, 0, NULL, &r, err), 0);
-	ck_assert_int_eq(run_exec(r), 0);
+	pthread_t th;
+	ck_assert_int_eq(pthread_create(&th, NULL, exec_main, r), 0);
+	for (int i = 0; i < 2000 && !stepped(r); i++)
+		usleep(5000);
+	ck_assert(stepped(r));
 	ck_assert_int_eq(run_join_remote(r, &fake_ops, &f, "h", &id, err), -SL_EINVAL);
 	ck_assert_msg(strstr(err, "streaming-diloco's fragment rounds need the workers it began "
 				  "with"), "%s", err);
+	run_stop(r);
+	pthread_join(th, NULL);
 	run_free(r);
 	ck_assert_int_eq(f.calls, 0);
 	fake_free(&f);

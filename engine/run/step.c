@@ -297,15 +297,16 @@ step_compute_remote(run *r, worker *w)
 	const float *cw = w->cw;
 	float *g = w->rw.m->grads;
 	size_t n = r->n_params, off = w->rw.grad_off;
+	const run_remote_local *l = w->rloc.on ? &w->rloc : NULL;
 	if (!be->ops->host_memory) {
 		if (!w->remote_io && !(w->remote_io = malloc(sizeof(float) * 2 * n)))
 			return run_fail(r, -SL_ENOMEM, "out of memory for a remote worker's copies");
-		be->ops->download(be, w->remote_io, cw, sizeof(float) * n);
+		if (!l || l->weights || l->n_down) /* what goes down with the step */
+			be->ops->download(be, w->remote_io, cw, sizeof(float) * n);
 		cw = w->remote_io;
 		g = w->remote_io + n;
 	}
 	wbatch b = step_batch(r, w);
-	const run_remote_local *l = w->rloc.on ? &w->rloc : NULL;
 	int rc = w->remote->compute(w->remote_ctx, cw, n, w->rw.v_read, &b, w->depth, off, g,
 				    &loss, l);
 	if (rc < 0)

@@ -14,6 +14,7 @@
 #include "ledger.h"
 #include "model.h"
 #include "optim.h"
+#include "ps.h"
 #include "run_util.h"
 #include "wstep.h"
 
@@ -119,7 +120,7 @@ fake_init(fake *f, const run_config *c, int fail_at)
 	ck_assert_msg(model_new(c->model, tr->c, tr->h, tr->w, tr->classes, c->batch, c->seed,
 				f->be, &f->m, err) == 0, "%s", err);
 	f->w = calloc(f->m->n_params, sizeof(float));
-	f->nl = wstep_layers(f->m, f->layers, MODEL_MAX_NODES);
+	f->nl = ps_model_layers(f->m, f->layers, MODEL_MAX_NODES);
 }
 
 static void

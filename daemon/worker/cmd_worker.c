@@ -38,6 +38,7 @@
 #include "dataset.h"
 #include "model.h"
 #include "optim.h"
+#include "ps.h"
 #include "wiremsg.h"
 #include "sl.h"
 #include "wire.h"
@@ -294,7 +295,7 @@ welcome(wk *k, const wire_hdr *h, const uint8_t *p)
 			fprintf(stderr, "stalelab worker: out of memory\n");
 			rc = 1;
 		} else {
-			k->n_layers = wstep_layers(k->m, k->layers, MODEL_MAX_NODES);
+			k->n_layers = ps_model_layers(k->m, k->layers, MODEL_MAX_NODES);
 		}
 	}
 	if (rc == 0) {

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "blob.h"
+#include "model.h"
 #include "optim.h"
 #include "sl.h"
 #include "tlv.h"
@@ -178,6 +179,20 @@ ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_co
 		L.vlen = n_weights; /* gains, then biases of as many */
 	}
 	return L;
+}
+
+int
+ps_model_layers(const model *m, ps_layer *out, int cap)
+{
+	node_info *info = malloc(sizeof(node_info) * MODEL_MAX_NODES);
+	SL_ASSERT(info != NULL);
+	int nl = model_node_info(m, info, MODEL_MAX_NODES), np = 0;
+	for (int i = 0; i < nl && np < cap; i++)
+		if (info[i].n_params)
+			out[np++] = ps_layer_make(info[i].p_off, info[i].n_params, info[i].n_decay,
+						  info[i].n_weights, info[i].w_cols);
+	free(info);
+	return np;
 }
 
 const ps_layer *

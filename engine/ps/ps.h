@@ -101,6 +101,13 @@ const opt_cfg *ps_optim(const ps *p);
  * the rest a bias (a matrix's) or vectors of n_weights floats (a norm's
  * biases): the shapes demo chunks by (ps_layer's rows, cols, vlen). */
 ps_layer ps_layer_make(size_t off, size_t len, size_t wlen, size_t n_weights, size_t w_cols);
+/* The model's parameterised layers as the server and a worker's optimiser
+ * see them (their offsets, the floats adamw decays, their shapes), into
+ * out (cap entries: MODEL_MAX_NODES holds any model's); returns how many.
+ * The run's server and a remote worker process (its local steps) both
+ * take them from here. */
+struct model;
+int ps_model_layers(const struct model *m, ps_layer *out, int cap);
 
 /* the parameterised layers (n of them), as given to ps_new */
 const ps_layer *ps_layers(const ps *p, int *n);

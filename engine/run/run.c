@@ -265,7 +265,7 @@ run_new(const run_config *cfg, const dataset_pair *data, const run_sched *sched,
 		rc = sl_fail(err, SL_ENOMEM, "out of memory");
 		goto fail;
 	}
-	int np = wstep_layers(r->evm, layers, MODEL_MAX_NODES);
+	int np = ps_model_layers(r->evm, layers, MODEL_MAX_NODES);
 	r->be_eval->ops->download(r->be_eval, w0, r->evm->params,
 				  sizeof(float) * r->n_params);
 	rc = ps_new(r->be_ps, r->n_params, w0, layers, np, CFG_MAX_WORKERS, &r->ps);

@@ -3,8 +3,6 @@
 
 #include <stdlib.h>
 
-#include "ps.h"
-
 /* the augmented samples go in as a batch of their own: x holds them in
  * order, so the indices are 0..n-1 */
 static void
@@ -40,18 +38,4 @@ wstep(model *m, const dataset *train, const float *weights, const wbatch *b, int
 {
 	wstep_load(m, train, b);
 	return model_step(m, weights, b->n, depth);
-}
-
-int
-wstep_layers(const model *m, ps_layer *out, int cap)
-{
-	node_info *info = malloc(sizeof(node_info) * MODEL_MAX_NODES);
-	SL_ASSERT(info != NULL);
-	int nl = model_node_info(m, info, MODEL_MAX_NODES), np = 0;
-	for (int i = 0; i < nl && np < cap; i++)
-		if (info[i].n_params)
-			out[np++] = ps_layer_make(info[i].p_off, info[i].n_params, info[i].n_decay,
-						  info[i].n_weights, info[i].w_cols);
-	free(info);
-	return np;
 }

@@ -11,7 +11,6 @@
 
 #include "dataset.h"
 #include "model.h"
-#include "ps_config.h"
 #include "wbatch.h"
 
 /* The batch b of train into m's input, augmented as b->aug says (with
@@ -22,11 +21,5 @@ void wstep_load(model *m, const dataset *train, const wbatch *b);
  * depth (0: every layer): the gradient in m->grads from
  * model_tail_offset(m, depth) on. Returns the batch loss. */
 double wstep(model *m, const dataset *train, const float *weights, const wbatch *b, int depth);
-
-/* The model's parameterised layers as the server and a worker's optimiser
- * see them (ps_layer: their offsets, the floats adamw decays, their
- * shapes), into out (cap entries: MODEL_MAX_NODES holds any model's);
- * returns how many. */
-int wstep_layers(const model *m, ps_layer *out, int cap);
 
 #endif

@@ -61,6 +61,9 @@ static const char run_usage[] =
 	"      --device NAME     auto | cpu | ref | cuda (auto: cuda where a GPU answers, else cpu;\n"
 	"                        ref: the portable reference path, slow)\n"
 	"      --rule NAME       update rule (default asgd)\n"
+	"  -p, --param KEY=VALUE a rule parameter (\"rule_params\" in the run\n"
+	"                        object, docs/rules.md), e.g. -p H=20 -p\n"
+	"                        outer_lr=0.7 -p compress=topk; repeatable\n"
 	"  -w, --workers N       workers (default 1)\n"
 	"      --lr X            learning rate (default 0.05)\n"
 	"      --momentum X      momentum (default 0)\n"
@@ -99,7 +102,7 @@ static const char run_usage[] =
 	"Resuming: --resume continues the checkpoint's run with its run object\n"
 	"and every change it had. On the command line, the stop options (counted\n"
 	"from the start of the original run, like v and epoch in the log) replace\n"
-	"the checkpoint's stop; --rule, --workers, --lr, --momentum,\n"
+	"the checkpoint's stop; --rule, --param, --workers, --lr, --momentum,\n"
 	"--weight-decay, --batch (at most the starting batch) and --eval-every\n"
 	"are applied as changes at the checkpoint's version (logged, origin\n"
 	"\"resume\"); --threads, --log, --log-format and --quiet apply as usual.\n"
@@ -122,9 +125,9 @@ static const char run_usage[] =
 
 enum { O_CKEVERY = 250, O_CKDIR = 251, O_CKKEEP = 252, O_RUNSEL = 253, O_LOGFMT = 254, O_CLOCK = 255, O_DEVICE = 256, O_RULE, O_LR, O_MOM,
        O_WD, O_OPTIM, O_CLIP, O_STEPS, O_SECONDS, O_TARGET, O_EVAL, O_AUGMENT,
-       O_SPLIT };
+       O_SPLIT, O_PARAM };
 
-static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:qh";
+static const char run_optstring[] = ":c:r:R:m:d:w:b:s:e:t:l:p:qh";
 
 static const struct option run_opts[] = {
 	{"config", required_argument, NULL, 'c'},
@@ -138,6 +141,7 @@ static const struct option run_opts[] = {
 	{"data-split", required_argument, NULL, O_SPLIT},
 	{"device", required_argument, NULL, O_DEVICE},
 	{"rule", required_argument, NULL, O_RULE},
+	{"param", required_argument, NULL, 'p'},
 	{"workers", required_argument, NULL, 'w'},
 	{"lr", required_argument, NULL, O_LR},
 	{"momentum", required_argument, NULL, O_MOM},
@@ -190,6 +194,34 @@ apply_flag(run_config *cfg, const char *flag, const char *key,
 	json_decref(o);
 	if (rc < 0)
 		return sl_fail(err, SL_EINVAL, "--%s: %s", flag, e2);
+	return 0;
+}
+
+/* -p KEY=VALUE: {"rule_params": {KEY: VALUE}}, VALUE read as JSON when it
+ * is a number, true or false, else as a string (compress=topk) */
+static int
+param_flag(run_config *cfg, const char *arg, char *err)
+{
+	const char *eq = strchr(arg, '=');
+	char key[64];
+	if (!eq || eq == arg || !eq[1])
+		return sl_fail(err, SL_EINVAL, "--param: expected KEY=VALUE (a rule parameter, "
+			       "e.g. H=20), got \"%s\"", arg);
+	if ((size_t)(eq - arg) >= sizeof(key))
+		return sl_fail(err, SL_EINVAL, "--param: the key of \"%s\" is too long", arg);
+	memcpy(key, arg, (size_t)(eq - arg));
+	key[eq - arg] = '\0';
+	json_t *v = json_loads(eq + 1, JSON_DECODE_ANY, NULL);
+	if (!json_is_number(v) && !json_is_boolean(v)) {
+		json_decref(v);
+		v = json_string(eq + 1);
+	}
+	json_t *o = json_pack("{s:{s:o}}", "rule_params", key, v);
+	char e2[SL_ERR_LEN];
+	int rc = o ? config_apply_json(o, cfg, e2) : sl_fail(e2, SL_ENOMEM, "out of memory");
+	json_decref(o);
+	if (rc < 0)
+		return sl_fail(err, SL_EINVAL, "--param: %s", e2);
 	return 0;
 }
 
@@ -381,6 +413,7 @@ runcli_apply(int argc, char **argv, runcli_opts *o, run_config *cfg, char *err)
 		case O_SPLIT: rc = apply_flag(cfg, "data-split", "data_split", NULL, optarg, 's', err); break;
 		case O_DEVICE: rc = apply_flag(cfg, "device", "device", NULL, optarg, 's', err); break;
 		case O_RULE: rc = apply_flag(cfg, "rule", "rule", NULL, optarg, 's', err); break;
+		case 'p': rc = param_flag(cfg, optarg, err); break;
 		case 'w': rc = apply_flag(cfg, "workers", "workers", NULL, optarg, 'i', err); break;
 		case O_LR: rc = apply_flag(cfg, "lr", "lr", NULL, optarg, 'f', err); break;
 		case O_MOM: rc = apply_flag(cfg, "momentum", "momentum", NULL, optarg, 'f', err); break;

@@ -97,6 +97,20 @@ resume_changes(const run_config *ck, const run_config *cfg, run_cmd *cmd, char *
 		json_object_set_new(set, "batch", json_integer(cfg->batch));
 	if (ck->eval_every != cfg->eval_every)
 		json_object_set_new(set, "eval_every", json_integer(cfg->eval_every));
+	/* --param: the rule parameters that differ from the checkpoint's */
+	json_t *jck = config_to_json(ck), *jcfg = config_to_json(cfg), *rp = json_object();
+	json_t *pck = json_object_get(jck, "rule_params"), *pcfg = json_object_get(jcfg, "rule_params");
+	const char *key;
+	json_t *v;
+	json_object_foreach(pcfg, key, v) {
+		if (!json_equal(v, json_object_get(pck, key)))
+			json_object_set(rp, key, v);
+	}
+	if (json_object_size(rp))
+		json_object_set(set, "rule_params", rp);
+	json_decref(rp);
+	json_decref(jck);
+	json_decref(jcfg);
 	int rc = 0;
 	if (json_object_size(set)) {
 		char e2[SL_ERR_LEN];

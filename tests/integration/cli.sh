@@ -135,6 +135,47 @@ s = [x for x in r if x.get("event") == "set"]
 assert s[0]["origin"] == "resume" and s[0]["v"] == 100 and s[0]["set"] == {"lr": 0.01, "workers": 3}, s
 print("ok")' "$TMP/res2.jsonl")
 expect_grep '^ok' "resume changes are logged at the checkpoint's version" "$check"
+# --param: a rule parameter on the command line, as "rule_params" in --config
+P="--clock virtual --dataset synthetic:2400 --model mlp:784-16-10 --workers 2 --batch 16 --threads 1
+ --eval-every 20 --steps 40 --quiet --rule diloco"
+printf '{"rule_params": {"H": 3, "outer_lr": 0.5, "inner_reset": true, "compress": "topk", "compress_ratio": 0.1}}\n' >"$TMP/p.json"
+# shellcheck disable=SC2086
+expect_exit 0 "--param KEY=VALUE, repeated" "$SL" run $P -p H=3 --param outer_lr=0.5 -p inner_reset=true \
+	-p compress=topk -p compress_ratio=0.1 --log "$TMP/pa.jsonl"
+# shellcheck disable=SC2086
+expect_exit 0 "the same parameters in --config" "$SL" run $P --config "$TMP/p.json" --log "$TMP/pb.jsonl"
+check=$(python3 -c '
+import json, sys
+a, b = ([json.loads(l) for l in open(f)] for f in sys.argv[1:3])
+rp = a[0]["rule_params"]
+assert (rp["H"], rp["outer_lr"], rp["inner_reset"], rp["compress"], rp["compress_ratio"]) == (3, 0.5, True, "topk", 0.1), rp
+assert a[0]["rule_params"] == b[0]["rule_params"], "flags and config differ"
+ea, eb = ([x for x in r if "test_loss" in x][-1] for r in (a, b))
+assert ea["test_loss"] == eb["test_loss"] and ea["v"] == eb["v"] == 40, (ea, eb)
+print("ok")' "$TMP/pa.jsonl" "$TMP/pb.jsonl")
+expect_grep '^ok' "--param sets the run object's rule_params: the same run as --config" "$check"
+# shellcheck disable=SC2086
+expect_exit 2 "--param without =" "$SL" run $P -p H
+expect_grep 'stalelab run: --param: expected KEY=VALUE' "--param without = names the form" "$LAST_OUT"
+# shellcheck disable=SC2086
+expect_exit 2 "--param with a misspelt key" "$SL" run $P -p Hh=3
+expect_grep "rule_params.Hh: unknown field \(did you mean 'rule_params.H'" "--param's typo gets a suggestion" "$LAST_OUT"
+# shellcheck disable=SC2086
+expect_exit 2 "--param with a bad value" "$SL" run $P -p H=abc
+expect_grep 'stalelab run: --param: rule_params.H: expected an integer' "--param's bad value named" "$LAST_OUT"
+expect_exit 0 "resume with --param" "$SL" run --resume "$TMP/h.ckpt" --steps 120 -p s=2 -p H=7 \
+	--log "$TMP/res3.jsonl" --quiet
+check=$(python3 -c '
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])]
+s = [x for x in r if x.get("event") == "set"]
+assert len(s) == 1 and s[0]["origin"] == "resume" and s[0]["v"] == 100, s
+assert s[0]["set"]["rule_params"]["H"] == 7, s[0]["set"]
+print("ok")' "$TMP/res3.jsonl")
+expect_grep '^ok' "--param on resume: one change at the checkpoint's version" "$check"
+expect_exit 0 "resume without --param" "$SL" run --resume "$TMP/h.ckpt" --steps 120 --log "$TMP/res4.jsonl" --quiet
+[ "$(grep -c '"event":"set"' "$TMP/res4.jsonl")" = 0 ] && ok "no --param, no rule change on resume" ||
+	bad "no --param, no rule change on resume" "$(grep '"event":"set"' "$TMP/res4.jsonl")"
 expect_exit 2 "resume cannot change the model" "$SL" run --resume "$TMP/h.ckpt" --model logreg
 expect_grep 'stalelab run: --model: .*differs' "model change refused, naming the flag" "$LAST_OUT"
 expect_exit 2 "resume cannot change the seed" "$SL" run --resume "$TMP/h.ckpt" --seed 9

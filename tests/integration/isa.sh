@@ -35,7 +35,10 @@ for isa in 4 3 1; do
 		tar --null -cf - -T -) | (cd "$dir" && tar -xf -)
 	rm -f "$dir"/engine/nn/backend_cpu*.o "$dir"/tests/test_backend "$dir"/tests/test_model \
 		"$dir"/tests/test_model_graph
-	if ! make --no-print-directory BUILD="$dir" EXTRA_CFLAGS="-DSL_FORCE_ISA=$isa" -j2 \
+	# under make asan (SL_ASAN) the objects taken are sanitized: so is the link
+	san= opt=-O2
+	[ -n "$SL_ASAN" ] && san="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" opt=-O1
+	if ! make --no-print-directory BUILD="$dir" OPT="$opt" EXTRA_CFLAGS="-DSL_FORCE_ISA=$isa $san" -j2 \
 		"$dir/tests/test_backend" "$dir/tests/test_model" "$dir/tests/test_model_graph" \
 		>"$TMP/make.log" 2>&1; then
 		bad "builds with SL_FORCE_ISA=$isa" "$(tail -20 "$TMP/make.log")"

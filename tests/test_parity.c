@@ -209,10 +209,15 @@ convs(pair *p)
 				/* the input gradient by phases: even k, a stride of k,
 				 * of 3 with a pad of 2, with no pad */
 				geom(2, 8, 9, 3, 4, 2, 1), geom(2, 9, 9, 3, 3, 3, 0),
-				geom(3, 11, 10, 5, 5, 3, 2), geom(2, 7, 7, 2, 2, 2, 0)};
-	const int batches[] = {64, 5};
+				geom(3, 11, 10, 5, 5, 3, 2), geom(2, 7, 7, 2, 2, 2, 0),
+				/* 3x3, stride 1, pad 1: read unpadded (a residual
+				 * net's first stage; odd sizes; one row; columns
+				 * that make one block, read padded) */
+				geom(16, 32, 32, 16, 3, 1, 1), geom(5, 7, 9, 6, 3, 1, 1),
+				geom(3, 1, 6, 2, 3, 1, 1), geom(2, 5, 3, 3, 3, 1, 1)};
+	const int batches[] = {64, 5, 3};
 	for (int s = 0; s < (int)(sizeof(gs) / sizeof(gs[0])); s++)
-		for (int bi = 0; bi < 2; bi++) {
+		for (int bi = 0; bi < 3; bi++) {
 			const conv_geom *g = &gs[s];
 			const int B = batches[bi];
 			const size_t nx = (size_t)g->cin * g->h * g->w * B;

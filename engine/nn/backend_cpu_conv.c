@@ -23,6 +23,7 @@ typedef struct cjob { /* y = act(x (*) w + bias) */
 	const float *x, *w, *bias; /* bias may be NULL */
 	float *y;
 	int cin, hp, wp, cout, ho, wo, k, kw, s, B, relu; /* k rows x kw columns */
+	int unpad; /* 3x3, stride 1, pad 1 read from x unpadded (hp, wp: its size) */
 	int nz_r0, nz_r1, nz_c0, nz_c1;
 	size_t ys_c, ys_r, ys_p; /* y's strides in floats: channel, row, pixel */
 } cjob;
@@ -36,6 +37,7 @@ typedef struct wjob { /* dw = dy (*) x */
 
 typedef struct conv_kern {
 	int vw;  /* floats per vector: batches of at least vw */
+	int obf; /* the forward's most output columns a block */
 	int cbw, rbw; /* the weight gradient's blocks of channels, tap rows */
 	void (*fwd_rows)(const cjob *, int oh0, int oh1);
 	void (*dw_items)(const wjob *, long i0, long i1);
@@ -231,12 +233,33 @@ padded_input(backend *be, struct conv_args *a)
 	return a->xp;
 }
 
+/* Does a convolution of n x m outputs read its input unpadded
+ * (fwd_rows_u)? A 3x3 kernel at stride 1 with a padding of 1, whose
+ * columns make two blocks or more. Its input gradient is the same shape
+ * of convolution over dy, so the answer holds for both. */
+static int
+unpadded(const conv_geom *g, const conv_kern *kn)
+{
+	return g->k == 3 && g->stride == 1 && g->pad == 1 &&
+	       even_block(g->wo, kn->obf) < g->wo;
+}
+
 void
 cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	     const float *b, float *y, int batch, int relu)
 {
 	struct conv_args a = {.g = g, .kern = kern_for(batch), .x = x,
 			      .batch = batch};
+	if (unpadded(g, a.kern)) {
+		a.cj = (cjob){.x = x, .w = w, .bias = b, .y = y, .cin = g->cin,
+			      .hp = g->h, .wp = g->w, .cout = g->cout, .ho = g->ho,
+			      .wo = g->wo, .k = 3, .kw = 3, .s = 1, .B = batch,
+			      .relu = relu, .unpad = 1,
+			      .ys_c = (size_t)g->ho * g->wo * batch,
+			      .ys_r = (size_t)g->wo * batch, .ys_p = (size_t)batch};
+		team_run(CTX(be)->team, fwd_part, &a);
+		return;
+	}
 	a.cj = (cjob){.x = padded_input(be, &a), .w = w, .bias = b, .y = y,
 		      .cin = g->cin, .hp = g->h + 2 * g->pad,
 		      .wp = g->w + 2 * g->pad, .cout = g->cout, .ho = g->ho,
@@ -412,6 +435,18 @@ poly_plan(struct conv_args *a, const conv_geom *g, const float *w, float *wt,
 	return n;
 }
 
+/* wt[ci][co][r][s] = w[co][ci][k-1-r][k-1-s]: the input gradient's kernel */
+static void
+flip_kernel(const conv_geom *g, const float *w, float *wt)
+{
+	const size_t kk = (size_t)g->k * g->k;
+	for (int co = 0; co < g->cout; co++)
+		for (int ci = 0; ci < g->cin; ci++)
+			for (size_t t = 0; t < kk; t++)
+				wt[((size_t)ci * g->cout + co) * kk + t] =
+					w[((size_t)co * g->cin + ci) * kk + kk - 1 - t];
+}
+
 void
 cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 	     const float *y, float *dy, float *dx, float *dw, float *db,
@@ -439,14 +474,17 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 			j->hp = dh;
 			j->wp = dw_;
 		}
+	} else if (dx && unpadded(g, a.kern)) {
+		/* the input gradient reads dy (masked in place) unpadded */
+		flip_kernel(g, w, wt);
+		a.cj = (cjob){.x = dy, .w = wt, .y = dx, .cin = g->cout,
+			      .hp = g->ho, .wp = g->wo, .cout = g->cin, .ho = g->h,
+			      .wo = g->w, .k = 3, .kw = 3, .s = 1, .B = B, .unpad = 1,
+			      .ys_c = (size_t)g->h * g->w * B, .ys_r = (size_t)g->w * B,
+			      .ys_p = (size_t)B};
 	} else if (dx) {
 		a.dyd = grow(&c->buf[1], &c->buf_cap[1], (size_t)g->cout * hd * wd * B);
-		/* wt[ci][co][r][s] = w[co][ci][k-1-r][k-1-s] */
-		for (int co = 0; co < g->cout; co++)
-			for (int ci = 0; ci < g->cin; ci++)
-				for (size_t t = 0; t < kk; t++)
-					wt[((size_t)ci * g->cout + co) * kk + t] =
-						w[((size_t)co * g->cin + ci) * kk + kk - 1 - t];
+		flip_kernel(g, w, wt);
 	}
 	team_run(c->team, bwd_prep_part, &a);
 	a.wj = (wjob){.x = pad ? a.xp : x, .dy = dy, .dw = dw, .cin = g->cin,
@@ -454,7 +492,7 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 		      .wo = g->wo, .k = k, .s = g->stride, .B = B,
 		      .nz_r0 = pad, .nz_r1 = pad + g->h, .nz_c0 = pad,
 		      .nz_c1 = pad + g->w};
-	if (dx)
+	if (dx && a.dyd && !a.nph)
 		a.cj = (cjob){.x = a.dyd, .w = wt, .bias = NULL, .y = dx,
 			      .cin = g->cout, .hp = hd, .wp = wd, .cout = g->cin,
 			      .ho = g->h, .wo = g->w, .k = k, .kw = k, .s = 1, .B = B,

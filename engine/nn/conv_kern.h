@@ -21,7 +21,7 @@
  * to straight code with the accumulators in registers. The file undefines
  * its parameters at its end. */
 
-_Static_assert(CBF >= 1 && CBF <= 6 && OBF >= 1 && OBF <= 8 && CBW >= 1 &&
+_Static_assert(CBF >= 1 && CBF <= 6 && OBF >= 1 && OBF <= 4 && CBW >= 1 &&
 		       CBW <= 4 && RBW >= 1 && RBW <= 5 && KNW >= 1 && KNW <= 7,
 	       "conv_kern.h: block sizes out of range");
 
@@ -42,6 +42,37 @@ KN(vstart)(int v, int B)
 
 /* ---- forward: y[co][oh][ow][b] = act(b[co] + sum x . w) --------------- */
 
+/* a block's sums start at the bias ... */
+static inline __attribute__((always_inline)) KTARGET void
+KN(acc_init)(const int cb, const int ob, const cjob *j, int co, KN(vf) acc[6][8])
+{
+#pragma GCC unroll 6
+	for (int c = 0; c < cb; c++) {
+		float bv = j->bias ? j->bias[co + c] : 0.0f;
+#pragma GCC unroll 8
+		for (int o = 0; o < ob; o++)
+			acc[c][o] = (KN(vf)){0} + bv;
+	}
+}
+
+/* ... and go out through the activation */
+static inline __attribute__((always_inline)) KTARGET void
+KN(acc_store)(const int cb, const int ob, const cjob *j, int co, int oh, int ow,
+	      int b, KN(vf) acc[6][8])
+{
+	const KN(vf) zero = {0};
+#pragma GCC unroll 6
+	for (int c = 0; c < cb; c++)
+#pragma GCC unroll 8
+		for (int o = 0; o < ob; o++) {
+			KN(vf) v = acc[c][o];
+			if (j->relu) /* NaN -> 0, as the reference */
+				v = (KN(vf))((KN(vi))v & (KN(vi))(v > zero));
+			VST(j->y + (size_t)(co + c) * j->ys_c + (size_t)oh * j->ys_r +
+				    (size_t)(ow + o) * j->ys_p + b, v);
+		}
+}
+
 static inline __attribute__((always_inline)) KTARGET void
 KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
 	      int oh, int ow, int b)
@@ -52,13 +83,7 @@ KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
 	const int kk = k * kw, K = j->cin * kk;
 	const size_t rowB = (size_t)j->wp * B, chB = (size_t)j->hp * rowB;
 	KN(vf) acc[6][8];
-#pragma GCC unroll 6
-	for (int c = 0; c < cb; c++) {
-		float bv = j->bias ? j->bias[co + c] : 0.0f;
-#pragma GCC unroll 8
-		for (int o = 0; o < ob; o++)
-			acc[c][o] = (KN(vf)){0} + bv;
-	}
+	KN(acc_init)(cb, ob, j, co, acc);
 	const float *xb = j->x + (size_t)(oh * s) * rowB + (size_t)(ow * s) * B + b;
 	const float *wb = j->w + (size_t)co * K;
 	/* the taps that can meet a nonzero input (the rest read padding) */
@@ -86,17 +111,7 @@ KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
 				}
 			}
 		}
-	const KN(vf) zero = {0};
-#pragma GCC unroll 6
-	for (int c = 0; c < cb; c++)
-#pragma GCC unroll 8
-		for (int o = 0; o < ob; o++) {
-			KN(vf) v = acc[c][o];
-			if (j->relu) /* NaN -> 0, as the reference */
-				v = (KN(vf))((KN(vi))v & (KN(vi))(v > zero));
-			VST(j->y + (size_t)(co + c) * j->ys_c + (size_t)oh * j->ys_r +
-				    (size_t)(ow + o) * j->ys_p + b, v);
-		}
+	KN(acc_store)(cb, ob, j, co, oh, ow, b, acc);
 }
 
 #define KN_FWD_OB(C)                                                          \
@@ -110,6 +125,113 @@ KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
 	case 7: if (OBF >= 7) KN(fwd_block)(C, 7, k3, j, co, oh, ow, b); break;     \
 	default: if (OBF >= 8) KN(fwd_block)(C, 8, k3, j, co, oh, ow, b); break;    \
 	}
+
+/* The same sum for a 3x3 kernel at stride 1 with a padding of 1 read
+ * from x unpadded ([cin][hp][wp][B] with hp, wp the input's own size,
+ * equal to the output's): the taps that fall outside the image are not
+ * computed rather than read from a padded copy. The rows are clipped at
+ * run time; the columns by edge, known when compiled: 0 a block inside,
+ * 1 the block at column 0 (its first column's left tap is outside), 2 the
+ * block that ends at the last column (its last column's right tap). The
+ * taps skipped are the padded copy's zeros, so the sums are the same. */
+static inline __attribute__((always_inline)) KTARGET void
+KN(fwd_block_u)(const int cb, const int ob, const int edge, const cjob *j,
+		int co, int oh, int ow, int b)
+{
+	const int B = j->B, K = j->cin * 9;
+	const long rowB = (long)j->wp * B, chB = (long)j->hp * rowB;
+	KN(vf) acc[6][8];
+	KN(acc_init)(cb, ob, j, co, acc);
+	/* offsets are signed: the block's first column's left tap is at
+	 * column ow - 1, read only when ow > 0 */
+	const float *xb = j->x + b;
+	const long col0 = (long)(ow - 1) * B;
+	const float *wb = j->w + (size_t)co * K;
+	const int ki0 = oh == 0 ? 1 : 0, ki1 = oh == j->hp - 1 ? 2 : 3;
+	for (int ci = 0; ci < j->cin; ci++) {
+		/* the input's channels lie a power of two apart in a residual
+		 * net's maps (32 x 32 x 64 floats), so they share cache sets
+		 * and what the last block read is gone: fetch the lines of the
+		 * channel after next while this one is summed */
+		if (ci + 2 < j->cin)
+#pragma GCC unroll 3
+			for (int ki = ki0; ki < ki1; ki++) {
+				const float *xp = xb + (ci + 2) * chB + (long)(oh + ki - 1) * rowB + col0;
+#pragma GCC unroll 6
+				for (int o = 0; o < ob + 2; o++)
+					if (!(edge == 1 && o == 0) && !(edge == 2 && o == ob + 1))
+						__builtin_prefetch(xp + (long)o * B);
+			}
+#pragma GCC unroll 3
+		for (int ki = ki0; ki < ki1; ki++) {
+			const float *xr = xb + ci * chB + (long)(oh + ki - 1) * rowB;
+			const float *wr = wb + ci * 9 + ki * 3;
+#pragma GCC unroll 3
+			for (int kj = 0; kj < 3; kj++) {
+				KN(vf) xv[8];
+#pragma GCC unroll 8
+				for (int o = 0; o < ob; o++)
+					if (!(edge == 1 && o + kj == 0) &&
+					    !(edge == 2 && o == ob - 1 && kj == 2))
+						xv[o] = VLD(xr + (col0 + (long)(o + kj) * B));
+#pragma GCC unroll 6
+				for (int c = 0; c < cb; c++) {
+					const float wv = wr[(size_t)c * K + kj];
+#pragma GCC unroll 8
+					for (int o = 0; o < ob; o++)
+						if (!(edge == 1 && o + kj == 0) &&
+						    !(edge == 2 && o == ob - 1 && kj == 2))
+							acc[c][o] += xv[o] * wv;
+				}
+			}
+		}
+	}
+	KN(acc_store)(cb, ob, j, co, oh, ow, b, acc);
+}
+
+#define KN_FWDU_E(C, O)                                                       \
+	switch (edge) {                                                        \
+	case 0: KN(fwd_block_u)(C, O, 0, j, co, oh, ow, b); break;             \
+	case 1: KN(fwd_block_u)(C, O, 1, j, co, oh, ow, b); break;             \
+	default: KN(fwd_block_u)(C, O, 2, j, co, oh, ow, b); break;            \
+	}
+#define KN_FWDU_OB(C)                                                         \
+	switch (ob) {                                                          \
+	case 1: KN_FWDU_E(C, 1) break;                                         \
+	case 2: if (OBF >= 2) { KN_FWDU_E(C, 2) } break;                       \
+	case 3: if (OBF >= 3) { KN_FWDU_E(C, 3) } break;                       \
+	default: if (OBF >= 4) { KN_FWDU_E(C, 4) } break;                      \
+	}
+
+/* output rows [oh0, oh1) of every channel, x unpadded (fwd_block_u);
+ * the caller sees that the columns make at least two blocks */
+static KTARGET void
+KN(fwd_rows_u)(const cjob *j, int oh0, int oh1)
+{
+	const int nv = (j->B + VW - 1) / VW;
+	const int cbs = even_block(j->cout, CBF), obs = even_block(j->wo, OBF);
+	for (int oh = oh0; oh < oh1; oh++)
+		for (int co = 0; co < j->cout; co += cbs) {
+			const int cb = SL_MIN(cbs, j->cout - co);
+			for (int ow = 0; ow < j->wo; ow += obs) {
+				const int ob = SL_MIN(obs, j->wo - ow);
+				const int edge = ow == 0 ? 1 : ow + ob == j->wo ? 2 : 0;
+				for (int v = 0; v < nv; v++) {
+					const int b = KN(vstart)(v, j->B);
+					switch (cb) {
+					case 1: KN_FWDU_OB(1) break;
+					case 2: if (CBF >= 2) { KN_FWDU_OB(2) } break;
+					case 3: if (CBF >= 3) { KN_FWDU_OB(3) } break;
+					case 4: if (CBF >= 4) { KN_FWDU_OB(4) } break;
+					case 5: if (CBF >= 5) { KN_FWDU_OB(5) } break;
+					default: if (CBF >= 6) { KN_FWDU_OB(6) } break;
+					}
+				}
+			}
+		}
+}
+#undef KN_FWDU_E
+#undef KN_FWDU_OB
 
 /* output rows [oh0, oh1) of every channel */
 static inline __attribute__((always_inline)) KTARGET void
@@ -141,7 +263,9 @@ KN(fwd_rows_k)(const int k3, const cjob *j, int oh0, int oh1)
 static KTARGET void
 KN(fwd_rows)(const cjob *j, int oh0, int oh1)
 {
-	if (j->k == 3 && j->kw == 3 && j->s == 1)
+	if (j->unpad)
+		KN(fwd_rows_u)(j, oh0, oh1);
+	else if (j->k == 3 && j->kw == 3 && j->s == 1)
 		KN(fwd_rows_k)(1, j, oh0, oh1);
 	else
 		KN(fwd_rows_k)(0, j, oh0, oh1);
@@ -329,7 +453,7 @@ KN(pool_bwd_tiled)(const conv_geom *g, const float *dy, const int32_t *arg,
 	}
 }
 
-static const conv_kern KN(kern) = {VW, CBW, RBW, KN(fwd_rows), KN(dw_items),
+static const conv_kern KN(kern) = {VW, OBF, CBW, RBW, KN(fwd_rows), KN(dw_items),
 				    KN(pool_fwd), KN(pool_bwd_tiled)};
 
 #undef VLD

@@ -116,14 +116,14 @@ KN(fwd_block)(const int cb, const int ob, const int k3, const cjob *j, int co,
 
 #define KN_FWD_OB(C)                                                          \
 	switch (ob) {                                                          \
-	case 1: KN(fwd_block)(C, 1, k3, j, co, oh, ow, b); break;                   \
-	case 2: if (OBF >= 2) KN(fwd_block)(C, 2, k3, j, co, oh, ow, b); break;     \
-	case 3: if (OBF >= 3) KN(fwd_block)(C, 3, k3, j, co, oh, ow, b); break;     \
-	case 4: if (OBF >= 4) KN(fwd_block)(C, 4, k3, j, co, oh, ow, b); break;     \
-	case 5: if (OBF >= 5) KN(fwd_block)(C, 5, k3, j, co, oh, ow, b); break;     \
-	case 6: if (OBF >= 6) KN(fwd_block)(C, 6, k3, j, co, oh, ow, b); break;     \
-	case 7: if (OBF >= 7) KN(fwd_block)(C, 7, k3, j, co, oh, ow, b); break;     \
-	default: if (OBF >= 8) KN(fwd_block)(C, 8, k3, j, co, oh, ow, b); break;    \
+	case 1: KN(fwd_any)(C, 1, mode, edge, j, co, oh, ow, b); break;                   \
+	case 2: if (OBF >= 2) KN(fwd_any)(C, 2, mode, edge, j, co, oh, ow, b); break;     \
+	case 3: if (OBF >= 3) KN(fwd_any)(C, 3, mode, edge, j, co, oh, ow, b); break;     \
+	case 4: if (OBF >= 4) KN(fwd_any)(C, 4, mode, edge, j, co, oh, ow, b); break;     \
+	case 5: if (OBF >= 5) KN(fwd_any)(C, 5, mode, edge, j, co, oh, ow, b); break;     \
+	case 6: if (OBF >= 6) KN(fwd_any)(C, 6, mode, edge, j, co, oh, ow, b); break;     \
+	case 7: if (OBF >= 7) KN(fwd_any)(C, 7, mode, edge, j, co, oh, ow, b); break;     \
+	default: if (OBF >= 8) KN(fwd_any)(C, 8, mode, edge, j, co, oh, ow, b); break;    \
 	}
 
 /* The same sum for a 3x3 kernel at stride 1 with a padding of 1 read
@@ -189,24 +189,26 @@ KN(fwd_block_u)(const int cb, const int ob, const int edge, const cjob *j,
 	KN(acc_store)(cb, ob, j, co, oh, ow, b, acc);
 }
 
-#define KN_FWDU_E(C, O)                                                       \
-	switch (edge) {                                                        \
-	case 0: KN(fwd_block_u)(C, O, 0, j, co, oh, ow, b); break;             \
-	case 1: KN(fwd_block_u)(C, O, 1, j, co, oh, ow, b); break;             \
-	default: KN(fwd_block_u)(C, O, 2, j, co, oh, ow, b); break;            \
-	}
-#define KN_FWDU_OB(C)                                                         \
-	switch (ob) {                                                          \
-	case 1: KN_FWDU_E(C, 1) break;                                         \
-	case 2: if (OBF >= 2) { KN_FWDU_E(C, 2) } break;                       \
-	case 3: if (OBF >= 3) { KN_FWDU_E(C, 3) } break;                       \
-	default: if (OBF >= 4) { KN_FWDU_E(C, 4) } break;                      \
-	}
+/* one block of any kind: mode 0 any kernel, 1 a 3x3 at stride 1 read
+ * padded, 2 the same read unpadded with its edge (fwd_block_u) */
+static inline __attribute__((always_inline)) KTARGET void
+KN(fwd_any)(const int cb, const int ob, const int mode, int edge, const cjob *j,
+	    int co, int oh, int ow, int b)
+{
+	if (mode < 2)
+		KN(fwd_block)(cb, ob, mode, j, co, oh, ow, b);
+	else if (edge == 0)
+		KN(fwd_block_u)(cb, ob, 0, j, co, oh, ow, b);
+	else if (edge == 1)
+		KN(fwd_block_u)(cb, ob, 1, j, co, oh, ow, b);
+	else
+		KN(fwd_block_u)(cb, ob, 2, j, co, oh, ow, b);
+}
 
-/* output rows [oh0, oh1) of every channel, x unpadded (fwd_block_u);
- * the caller sees that the columns make at least two blocks */
-static KTARGET void
-KN(fwd_rows_u)(const cjob *j, int oh0, int oh1)
+/* output rows [oh0, oh1) of every channel, blocks of a mode (fwd_any);
+ * mode 2 when the columns make two blocks or more */
+static inline __attribute__((always_inline)) KTARGET void
+KN(fwd_rows_k)(const int mode, const cjob *j, int oh0, int oh1)
 {
 	const int nv = (j->B + VW - 1) / VW;
 	const int cbs = even_block(j->cout, CBF), obs = even_block(j->wo, OBF);
@@ -216,34 +218,6 @@ KN(fwd_rows_u)(const cjob *j, int oh0, int oh1)
 			for (int ow = 0; ow < j->wo; ow += obs) {
 				const int ob = SL_MIN(obs, j->wo - ow);
 				const int edge = ow == 0 ? 1 : ow + ob == j->wo ? 2 : 0;
-				for (int v = 0; v < nv; v++) {
-					const int b = KN(vstart)(v, j->B);
-					switch (cb) {
-					case 1: KN_FWDU_OB(1) break;
-					case 2: if (CBF >= 2) { KN_FWDU_OB(2) } break;
-					case 3: if (CBF >= 3) { KN_FWDU_OB(3) } break;
-					case 4: if (CBF >= 4) { KN_FWDU_OB(4) } break;
-					case 5: if (CBF >= 5) { KN_FWDU_OB(5) } break;
-					default: if (CBF >= 6) { KN_FWDU_OB(6) } break;
-					}
-				}
-			}
-		}
-}
-#undef KN_FWDU_E
-#undef KN_FWDU_OB
-
-/* output rows [oh0, oh1) of every channel */
-static inline __attribute__((always_inline)) KTARGET void
-KN(fwd_rows_k)(const int k3, const cjob *j, int oh0, int oh1)
-{
-	const int nv = (j->B + VW - 1) / VW;
-	const int cbs = even_block(j->cout, CBF), obs = even_block(j->wo, OBF);
-	for (int oh = oh0; oh < oh1; oh++)
-		for (int co = 0; co < j->cout; co += cbs) {
-			const int cb = SL_MIN(cbs, j->cout - co);
-			for (int ow = 0; ow < j->wo; ow += obs) {
-				const int ob = SL_MIN(obs, j->wo - ow);
 				for (int v = 0; v < nv; v++) {
 					const int b = KN(vstart)(v, j->B);
 					switch (cb) {
@@ -260,15 +234,34 @@ KN(fwd_rows_k)(const int k3, const cjob *j, int oh0, int oh1)
 }
 #undef KN_FWD_OB
 
+/* each mode a function of its own (one function of all three runs slower) */
+static __attribute__((noinline)) KTARGET void
+KN(fwd_rows_any)(const cjob *j, int oh0, int oh1)
+{
+	KN(fwd_rows_k)(0, j, oh0, oh1);
+}
+
+static __attribute__((noinline)) KTARGET void
+KN(fwd_rows_k3)(const cjob *j, int oh0, int oh1)
+{
+	KN(fwd_rows_k)(1, j, oh0, oh1);
+}
+
+static __attribute__((noinline)) KTARGET void
+KN(fwd_rows_u)(const cjob *j, int oh0, int oh1)
+{
+	KN(fwd_rows_k)(2, j, oh0, oh1);
+}
+
 static KTARGET void
 KN(fwd_rows)(const cjob *j, int oh0, int oh1)
 {
 	if (j->unpad)
 		KN(fwd_rows_u)(j, oh0, oh1);
 	else if (j->k == 3 && j->kw == 3 && j->s == 1)
-		KN(fwd_rows_k)(1, j, oh0, oh1);
+		KN(fwd_rows_k3)(j, oh0, oh1);
 	else
-		KN(fwd_rows_k)(0, j, oh0, oh1);
+		KN(fwd_rows_any)(j, oh0, oh1);
 }
 
 /* ---- weight gradient: dw[co][ci][ki][kj] = sum dy . x ------------------ */

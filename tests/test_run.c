@@ -543,6 +543,9 @@ START_TEST(wall_clock_threads)
 		else if (!strcmp(rules[k], "asgd"))
 			ck_assert(stale_mean(&s->stale) > 0.5);
 		ck_assert_msg(s->test_acc > 0.5, "%s: acc %g", rules[k], s->test_acc);
+		/* the rate as training stopped (stalelab bench's steady figure),
+		 * taken before the final evaluation */
+		ck_assert_msg(s->samples_per_s_end > 0, "%s: %g", rules[k], s->samples_per_s_end);
 		run_snapshot_put(s);
 		free(r);
 	}

@@ -169,19 +169,20 @@ bench_async_rate(const dataset_pair *d, const char *spec, const char *device, in
 	}
 	run_exec(r);
 	run_snapshot *s = run_snapshot_get(r);
-	/* over the whole run, and over its last seconds (the rate window):
-	 * the steady rate, without the workers' start */
+	/* over the whole run, and over its last seconds of training (the
+	 * rate window as it stopped, before the final evaluation): the
+	 * steady rate, without the workers' start */
 	printf("  asgd %d worker%s: %9.0f samples/s  %8.0f updates/s  staleness %.2f  "
 	       "(the last %.0f s: %.0f samples/s)%s\n",
 	       nw, nw == 1 ? " " : "s", s->samples_per_s, s->updates_per_s,
-	       stale_mean(&s->stale), s->rate_window_s, s->samples_per_s_now,
+	       stale_mean(&s->stale), s->rate_window_s, s->samples_per_s_end,
 	       s->v < 2 * (uint64_t)nw ? "  (under 2 updates per worker in the window: the "
 					   "workers' start dominates; raise -S)" : "");
 	printf("{\"bench\":\"async\",\"model\":\"%s\",\"device\":\"%s\",\"batch\":%d,"
 	       "\"rule\":\"asgd\",\"workers\":%d,\"samples_per_s\":%.1f,"
 	       "\"samples_per_s_steady\":%.1f,\"updates_per_s\":%.1f,"
 	       "\"staleness_mean\":%.3f}\n",
-	       spec, s->device, batch, nw, s->samples_per_s, s->samples_per_s_now,
+	       spec, s->device, batch, nw, s->samples_per_s, s->samples_per_s_end,
 	       s->updates_per_s, stale_mean(&s->stale));
 	fflush(stdout);
 	run_snapshot_put(s);

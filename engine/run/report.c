@@ -270,6 +270,7 @@ build_snapshot(run *r)
 	s->rate_window_s = WINDOW_S;
 	s->samples_per_s_now = rate_now(&r->rate_samples, run_now(r), (double)r->samples, WINDOW_S);
 	s->updates_per_s_now = rate_now(&r->rate_updates, run_now(r), (double)r->updates, WINDOW_S);
+	s->samples_per_s_end = r->samples_per_s_end;
 	s->last_loss = r->loss_n ? r->loss_sum / r->loss_n : r->last_train_loss;
 	s->test_acc = r->last_acc;
 	s->test_loss = r->last_test_loss;

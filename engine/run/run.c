@@ -355,6 +355,7 @@ run_exec(run *r)
 	for (int i = 0; i < r->n_slots; i++)
 		rate_reset(&r->w[i]->rate_samples, run_now(r), (double)r->w[i]->samples);
 	int rc = r->virt ? virt_exec(r) : wall_exec(r);
+	r->samples_per_s_end = rate_now(&r->rate_samples, run_now(r), (double)r->samples, WINDOW_S);
 	/* deliver what is in flight, close a partial round, final record
 	 * (never past a stop in updates) */
 	if (!r->fail_rc && !r->diverged && step_release_held(r, 1) >= 0) {

@@ -187,6 +187,9 @@ typedef struct run_snapshot {
 	 * the virtual clock), as the staleness window */
 	double samples_per_s_now, updates_per_s_now;
 	double rate_window_s;
+	/* a finished run: samples/s over its last rate window of training,
+	 * as it stopped (samples_per_s_now is 0 by then); 0 before */
+	double samples_per_s_end;
 	double last_loss, test_acc, best_acc;
 	double test_loss;    /* at the latest evaluation (NaN before one) */
 	int lm;              /* a language model: as run_eval's lm */

@@ -199,6 +199,9 @@ struct run {
 	int win_pos, win_n;
 	/* current rates (over WINDOW_S): server updates and samples */
 	rate_win rate_updates, rate_samples;
+	/* samples/s over the last WINDOW_S of training, taken when it stops
+	 * (before the final evaluation, whose seconds are not training) */
+	double samples_per_s_end;
 	/* version-delay history */
 	float *vh[VHIST_MAX];
 	uint64_t vh_v[VHIST_MAX];

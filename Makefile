@@ -195,8 +195,13 @@ results-quick: deps
 	@python3 experiments/results.py --quick --stalelab $(BUILD)/stalelab --out $(BUILD)/results-quick
 
 bench-compare: deps
-	@$(MAKE) --no-print-directory all
+	@$(MAKE) --no-print-directory all $(BUILD)/bench/convs
 	@sh bench/compare.sh $(BUILD) $(BASE)
+
+# the cpu backend's convolutions alone on ResNet-20's shapes (bench/convs.c)
+$(BUILD)/bench/convs: bench/convs.c $(ENGINE_OBJ)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS)
 
 bench-accuracy: deps
 	@$(MAKE) --no-print-directory all

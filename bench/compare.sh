@@ -3,7 +3,8 @@
 # by side in one run (interleaved rounds, so a noisy neighbour hurts both):
 # the bare training step (one worker, no engine), asgd through the engine
 # with 1, 2 and 4 workers, and the ratio of one worker through the engine to
-# the bare step. Medians and per-round ratios.
+# the bare step; then the cpu backend's convolutions alone on ResNet-20's
+# shapes (bench/convs.c). Medians and per-round ratios.
 #   bench/compare.sh BUILD_DIR BASE_REV     (ROUNDS=5 SECONDS_PER=3 MODEL=...)
 build=${1:-build}
 base=${2:-HEAD~1}
@@ -52,3 +53,40 @@ for which, label in (("old", rev), ("new", "this tree")):
     print("one worker through the engine / bare step, %s: %.3f   (%s)"
           % (label, med(rs), " ".join("%.2f" % x for x in rs)))
 PY
+
+# the convolutions alone (bench/convs.c, this tree's source built against
+# each tree's engine), interleaved round by round; a BASE whose backend.h
+# it does not build against is skipped with a line that says so
+cv=$out/convs-base
+if ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -pthread -I"$wt/engine/base" -I"$wt/engine/nn" \
+	-o "$cv" bench/convs.c $(find "$wt/build/engine" -name '*.o') \
+	$(pkg-config --libs openblas jansson zlib libmicrohttpd nanomsg) -lm -pthread \
+	>"$out/convs-base.log" 2>&1 && [ -x "$build/bench/convs" ]; then
+	: >"$out/convs.jsonl"
+	for r in $(seq 1 "$ROUNDS"); do
+		# the order turns each round, so neither tree always runs second
+		order="old new"; [ $((r % 2)) = 0 ] && order="new old"
+		for which in $order; do
+			bin=$cv; [ $which = new ] && bin=$build/bench/convs
+			"$bin" 2 64 | grep '^{' |
+				sed "s/^{/{\"which\":\"$which\",\"round\":$r,/" >>"$out/convs.jsonl"
+		done
+	done
+	python3 - "$out/convs.jsonl" "$rev" <<'PY'
+import json, statistics, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+rev = sys.argv[2]
+print("\nthe convolutions alone (bench/convs.c, batch 64, 2 threads; us, medians of each round's best of 15)")
+print("%-22s %9s %9s %7s   %9s %9s %7s" % ("shape", "fwd " + rev, "fwd new", "ratio",
+                                            "bwd " + rev, "bwd new", "ratio"))
+for shape in dict.fromkeys(r["shape"] for r in recs):
+    row = []
+    for key in ("fwd_us", "bwd_us"):
+        o = statistics.median(r[key] for r in recs if r["shape"] == shape and r["which"] == "old")
+        n = statistics.median(r[key] for r in recs if r["shape"] == shape and r["which"] == "new")
+        row += [o, n, n / o]
+    print("%-22s %9.0f %9.0f %7.3f   %9.0f %9.0f %7.3f" % (shape, *row))
+PY
+else
+	echo "bench-compare: bench/convs.c does not build against $rev's engine (see $out/convs-base.log): convolutions skipped"
+fi

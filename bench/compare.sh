@@ -4,7 +4,8 @@
 # the bare training step (one worker, no engine), asgd through the engine
 # with 1, 2 and 4 workers, and the ratio of one worker through the engine to
 # the bare step; then the cpu backend's convolutions alone on ResNet-20's
-# shapes (bench/convs.c). Medians and per-round ratios.
+# shapes (bench/convs.c). Medians and per-round ratios; the order of the
+# two trees turns each round.
 #   bench/compare.sh BUILD_DIR BASE_REV     (ROUNDS=5 SECONDS_PER=3 MODEL=...)
 build=${1:-build}
 base=${2:-HEAD~1}
@@ -21,14 +22,26 @@ echo "bench-compare: building $base ($rev) in $wt"
 git worktree add --detach -f "$wt" "$rev" >/dev/null 2>&1 || { echo "cannot check out $base"; exit 1; }
 make -C "$wt" -s all >"$out/base-build.log" 2>&1 || { echo "base build failed: $out/base-build.log"; exit 1; }
 OLD=$wt/build/stalelab
-: >"$out/compare.jsonl"
-for r in $(seq 1 "$ROUNDS"); do
-	for which in old new; do
-		bin=$OLD; [ $which = new ] && bin=$NEW
-		"$bin" bench -m "$MODEL" -S "$SECONDS_PER" -A 2>/dev/null | grep '^{' |
-			sed "s/^{/{\"which\":\"$which\",\"round\":$r,/" >>"$out/compare.jsonl"
+
+# rounds FILE: ROUNDS rounds of `run_one old` and `run_one new` (the
+# caller's function), their JSON lines tagged with the tree and the round
+# into FILE; the order turns each round, so neither tree always runs second
+rounds() {
+	: >"$1"
+	for r in $(seq 1 "$ROUNDS"); do
+		order="old new"; [ $((r % 2)) = 0 ] && order="new old"
+		for which in $order; do
+			run_one $which | grep '^{' |
+				sed "s/^{/{\"which\":\"$which\",\"round\":$r,/" >>"$1"
+		done
 	done
-done
+}
+
+run_one() {
+	bin=$OLD; [ "$1" = new ] && bin=$NEW
+	"$bin" bench -m "$MODEL" -S "$SECONDS_PER" -A 2>/dev/null
+}
+rounds "$out/compare.jsonl"
 python3 - "$out/compare.jsonl" "$rev" <<'PY'
 import json, statistics, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -62,16 +75,11 @@ if ${CC:-cc} -O2 -std=c11 -D_GNU_SOURCE -pthread -I"$wt/engine/base" -I"$wt/engi
 	-o "$cv" bench/convs.c $(find "$wt/build/engine" -name '*.o') \
 	$(pkg-config --libs openblas jansson zlib libmicrohttpd nanomsg) -lm -pthread \
 	>"$out/convs-base.log" 2>&1 && [ -x "$build/bench/convs" ]; then
-	: >"$out/convs.jsonl"
-	for r in $(seq 1 "$ROUNDS"); do
-		# the order turns each round, so neither tree always runs second
-		order="old new"; [ $((r % 2)) = 0 ] && order="new old"
-		for which in $order; do
-			bin=$cv; [ $which = new ] && bin=$build/bench/convs
-			"$bin" 2 64 | grep '^{' |
-				sed "s/^{/{\"which\":\"$which\",\"round\":$r,/" >>"$out/convs.jsonl"
-		done
-	done
+	run_one() {
+		bin=$cv; [ "$1" = new ] && bin=$build/bench/convs
+		"$bin" 2 64
+	}
+	rounds "$out/convs.jsonl"
 	python3 - "$out/convs.jsonl" "$rev" <<'PY'
 import json, statistics, sys
 recs = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]

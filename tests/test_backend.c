@@ -350,11 +350,13 @@ START_TEST(ref_conv)
 	 * vector that overlaps the one before it */
 	const conv_geom gs[] = {geom(1, 28, 28, 6, 5, 1, 2), geom(6, 14, 14, 16, 5, 1, 0),
 				geom(2, 9, 8, 3, 3, 2, 1), geom(3, 7, 11, 4, 3, 1, 1),
-				geom(2, 11, 10, 5, 9, 1, 3), geom(1, 6, 7, 3, 2, 3, 2)};
-	const int batches[] = {3, 5, 13, 16, 37, 64};
-	for (int t = 0; t < 6 * 6; t++) {
-		const conv_geom *g = &gs[t % 6];
-		const int batch = batches[t / 6];
+				geom(2, 11, 10, 5, 9, 1, 3), geom(1, 6, 7, 3, 2, 3, 2),
+				/* 3x3, stride 1, pad 1, 8 channels or more: Winograd */
+				geom(9, 7, 6, 10, 3, 1, 1)};
+	const int batches[] = {3, 5, 13, 16, 37, 64}, ng = 7;
+	for (int t = 0; t < ng * 6; t++) {
+		const conv_geom *g = &gs[t % ng];
+		const int batch = batches[t / ng];
 		const size_t nx = (size_t)g->cin * batch * g->h * g->w;
 		const size_t ny = (size_t)g->cout * batch * g->ho * g->wo;
 		const size_t nw = (size_t)g->cout * g->cin * g->k * g->k;
@@ -369,7 +371,7 @@ START_TEST(ref_conv)
 			float *dw1 = rnd(&p, nw), *dw2 = rnd(&p, nw);
 			float *db1 = rnd(&p, (size_t)g->cout), *db2 = rnd(&p, (size_t)g->cout);
 			/* the first layer has no dx */
-			int want_dx = t % 6 != 0;
+			int want_dx = t % ng != 0;
 			p.ref->ops->conv_bwd(p.ref, g, x, w, y2, dy1, want_dx ? dx1 : NULL,
 					     dw1, db1, batch, relu);
 			p.cpu->ops->conv_bwd(p.cpu, g, x, w, y2, dy2, want_dx ? dx2 : NULL,
@@ -384,6 +386,46 @@ START_TEST(ref_conv)
 		}
 	}
 	free_pair(&p);
+}
+END_TEST
+
+/* Every output of a convolution is computed by one thread in one order:
+ * the bits do not depend on the thread count (the direct kernels split by
+ * rows, Winograd's by tiles, the weight gradient by channel blocks) */
+START_TEST(cpu_conv_thread_free)
+{
+	backend *b1 = open_be("cpu", 1), *b3 = open_be("cpu", 3);
+	pair p = mk_pair(9);
+	const conv_geom gs[] = {geom(16, 9, 11, 16, 3, 1, 1), geom(6, 14, 14, 16, 5, 1, 0),
+				geom(8, 9, 9, 12, 3, 2, 1)};
+	for (int s = 0; s < 3; s++) {
+		const conv_geom *g = &gs[s];
+		const int batch = 37;
+		const size_t nx = (size_t)g->cin * batch * g->h * g->w;
+		const size_t ny = (size_t)g->cout * batch * g->ho * g->wo;
+		const size_t nw = (size_t)g->cout * g->cin * g->k * g->k;
+		float *x = rnd(&p, nx), *w = rnd(&p, nw), *b = rnd(&p, (size_t)g->cout);
+		float *y[2], *dy[2], *dx[2], *dw[2], *db[2];
+		float *dy0 = rnd(&p, ny);
+		backend *be[2] = {b1, b3};
+		for (int i = 0; i < 2; i++) {
+			y[i] = rnd(&p, ny), dy[i] = fdup(dy0, ny), dx[i] = rnd(&p, nx);
+			dw[i] = rnd(&p, nw), db[i] = rnd(&p, (size_t)g->cout);
+			be[i]->ops->conv_fwd(be[i], g, x, w, b, y[i], batch, 1);
+			be[i]->ops->conv_bwd(be[i], g, x, w, y[i], dy[i], dx[i], dw[i], db[i],
+					     batch, 1);
+		}
+		ck_assert_mem_eq(y[0], y[1], sizeof(float) * ny);
+		ck_assert_mem_eq(dx[0], dx[1], sizeof(float) * nx);
+		ck_assert_mem_eq(dw[0], dw[1], sizeof(float) * nw);
+		ck_assert_mem_eq(db[0], db[1], sizeof(float) * g->cout);
+		for (int i = 0; i < 2; i++)
+			free(y[i]), free(dy[i]), free(dx[i]), free(dw[i]), free(db[i]);
+		free(x), free(w), free(b), free(dy0);
+	}
+	free_pair(&p);
+	backend_free(b1);
+	backend_free(b3);
 }
 END_TEST
 
@@ -671,6 +713,7 @@ backend_suite(void)
 	tcase_add_test(rf, ref_gemm);
 	tcase_add_test(rf, ref_linear);
 	tcase_add_test(rf, ref_conv);
+	tcase_add_test(rf, cpu_conv_thread_free);
 	tcase_add_test(rf, ref_pool_relu_layout);
 	tcase_add_test(rf, ref_softmax);
 	tcase_add_test(rf, ref_updates);

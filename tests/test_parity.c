@@ -214,10 +214,19 @@ convs(pair *p)
 				 * net's first stage; odd sizes; one row; columns
 				 * that make one block, read padded) */
 				geom(16, 32, 32, 16, 3, 1, 1), geom(5, 7, 9, 6, 3, 1, 1),
-				geom(3, 1, 6, 2, 3, 1, 1), geom(2, 5, 3, 3, 3, 1, 1)};
-	const int batches[] = {64, 5, 3};
-	for (int s = 0; s < (int)(sizeof(gs) / sizeof(gs[0])); s++)
-		for (int bi = 0; bi < 3; bi++) {
+				geom(3, 1, 6, 2, 3, 1, 1), geom(2, 5, 3, 3, 3, 1, 1),
+				/* the same with 8 channels or more: by Winograd
+				 * (odd sizes and channel counts, one row, one
+				 * column, the third stage's 7x7) */
+				geom(9, 7, 9, 13, 3, 1, 1), geom(8, 1, 5, 8, 3, 1, 1),
+				geom(12, 6, 1, 10, 3, 1, 1), geom(64, 7, 7, 64, 3, 1, 1)};
+	/* batches: the AVX-512, SSE and scalar kernels; then, for the
+	 * Winograd shapes, a batch of vectors that overlap and one that the
+	 * kernel splits into groups of vectors */
+	const int batches[] = {64, 5, 3, 40, 100};
+	const int ns = (int)(sizeof(gs) / sizeof(gs[0]));
+	for (int s = 0; s < ns; s++)
+		for (int bi = 0; bi < (s >= ns - 4 ? 5 : 3); bi++) {
 			const conv_geom *g = &gs[s];
 			const int B = batches[bi];
 			const size_t nx = (size_t)g->cin * g->h * g->w * B;

@@ -404,7 +404,7 @@ cpu_destroy(backend *be)
 {
 	cpu_ctx *c = CTX(be);
 	team_free(c->team);
-	for (int t = 0; t < 3; t++)
+	for (size_t t = 0; t < sizeof(c->buf) / sizeof(c->buf[0]); t++)
 		sl_free_aligned(c->buf[t]);
 	sl_free_aligned(c->seq);
 	free(c);

@@ -35,12 +35,27 @@ typedef struct wjob { /* dw = dy (*) x */
 	int nz_r0, nz_r1, nz_c0, nz_c1;
 } wjob;
 
+/* A 3x3 convolution at stride 1 with a padding of 1 by Winograd's
+ * F(2x2, 3x3) (conv_kern.h): x read unpadded, [cin][h][w][B]; y the same
+ * size, [cout][h][w][B]; u the kernel transformed, [16][cin][cout]. */
+typedef struct gjob {
+	const float *x, *u, *bias; /* bias may be NULL */
+	float *y;
+	int cin, cout, h, w, B, relu;
+	int tw; /* tiles a row: ceil(w / 2) */
+} gjob;
+
+/* floats between two elements' slabs of V: a line more than the slab, so
+ * that the 16 stores of a transformed patch do not share a cache set */
+#define WINO_SLAB(cin, vs) ((size_t)(cin) * (vs) + 16)
+
 typedef struct conv_kern {
 	int vw;  /* floats per vector: batches of at least vw */
 	int obf; /* the forward's most output columns a block */
 	int cbw, rbw; /* the weight gradient's blocks of channels, tap rows */
 	void (*fwd_rows)(const cjob *, int oh0, int oh1);
 	void (*dw_items)(const wjob *, long i0, long i1);
+	void (*wino_items)(const gjob *, float *scratch, long i0, long i1);
 	void (*pool_fwd)(const conv_geom *, const float *x, float *y,
 			 int32_t *arg, int B, int c0, int c1);
 	void (*pool_bwd_tiled)(const conv_geom *, const float *dy,
@@ -197,7 +212,111 @@ struct conv_args {
 	/* a strided convolution's input gradient, by phases (poly_plan) */
 	cjob ph[POLY_MAX];
 	int nph, dpad; /* phases; dy's padding in its copy (dyd) */
+	/* by Winograd (the forward, or the input gradient): the job, the
+	 * kernel it transforms (w, or w flipped: the input gradient's) and
+	 * each thread's scratch */
+	int wino, wflip;
+	gjob gj;
+	const float *wsrc;
+	float *u, *wscr;
+	size_t wscr_n;
 };
+
+/* ---- Winograd's F(2x2, 3x3) ------------------------------------------- */
+
+/* Does a convolution run by Winograd (wino_items)? A 3x3 kernel at stride
+ * 1 with a padding of 1 and 8 channels or more on each side: with fewer,
+ * the transforms cost more than the multiplies they save. Its input
+ * gradient is the same shape of convolution over dy, so the answer holds
+ * for both. */
+static int
+winograd(const conv_geom *g)
+{
+	return g->k == 3 && g->stride == 1 && g->pad == 1 && g->cin >= 8 &&
+	       g->cout >= 8;
+}
+
+/* u[e][ci][co] = (G g G^T)[e] for co in [c0, c1): g = w[co][ci] of w
+ * [cout][cin][3][3], or (flip) the input gradient's kernel, w[ci][co]
+ * turned by 180 degrees, of w [cin][cout][3][3] */
+static void
+wino_weights(const float *w, int cout, int cin, int flip, float *u, int c0,
+	     int c1)
+{
+	const size_t es = (size_t)cin * cout;
+	for (int co = c0; co < c1; co++)
+		for (int ci = 0; ci < cin; ci++) {
+			float g[9], t[4][3];
+			const float *src = w + ((flip ? (size_t)ci * cout + co
+						      : (size_t)co * cin + ci) * 9);
+			for (int i = 0; i < 9; i++)
+				g[i] = src[flip ? 8 - i : i];
+			for (int c = 0; c < 3; c++) { /* G g */
+				t[0][c] = g[c];
+				t[1][c] = 0.5f * (g[c] + g[3 + c] + g[6 + c]);
+				t[2][c] = 0.5f * (g[c] - g[3 + c] + g[6 + c]);
+				t[3][c] = g[6 + c];
+			}
+			for (int r = 0; r < 4; r++) { /* (G g) G^T */
+				float *ur = u + (size_t)(r * 4) * es + (size_t)ci * cout + co;
+				ur[0] = t[r][0];
+				ur[es] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+				ur[2 * es] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+				ur[3 * es] = t[r][2];
+			}
+		}
+}
+
+/* a job's items: tiles times groups of batch vectors */
+static long
+wino_count(const gjob *j, const conv_kern *kn)
+{
+	const int nv = (j->B + kn->vw - 1) / kn->vw, chs = even_block(nv, kn->obf);
+	return (long)((j->h + 1) / 2) * j->tw * ((nv + chs - 1) / chs);
+}
+
+/* Set up a's Winograd job y = act(x (*) w + bias) of cout x cin kernels
+ * on h x w maps: the transformed kernel's buffer and the scratch, sized
+ * for the team (wino_w_part, wino_part fill and use them). */
+static void
+wino_plan(backend *be, struct conv_args *a, const float *w, int flip, int cout,
+	  int cin, const float *x, const float *bias, float *y, int h, int wd,
+	  int relu)
+{
+	cpu_ctx *c = CTX(be);
+	const conv_kern *kn = a->kern;
+	const int nv = (a->batch + kn->vw - 1) / kn->vw, chs = even_block(nv, kn->obf);
+	a->wino = 1;
+	a->wflip = flip;
+	a->wsrc = w;
+	a->gj = (gjob){.x = x, .bias = bias, .y = y, .cin = cin, .cout = cout,
+		       .h = h, .w = wd, .B = a->batch, .relu = relu,
+		       .tw = (wd + 1) / 2};
+	a->u = grow(&c->buf[3], &c->buf_cap[3], (size_t)16 * cin * cout);
+	a->gj.u = a->u;
+	/* 16 slabs, each thread's share starting on a line */
+	a->wscr_n = (16 * WINO_SLAB(cin, (size_t)chs * kn->vw) + 15) & ~(size_t)15;
+	a->wscr = grow(&c->buf[4], &c->buf_cap[4], a->wscr_n * c->nt);
+}
+
+static void
+wino_w_part(void *p, int tid, int nt)
+{
+	struct conv_args *a = p;
+	long c0, c1;
+	team_split(a->gj.cout, tid, nt, &c0, &c1);
+	wino_weights(a->wsrc, a->gj.cout, a->gj.cin, a->wflip, a->u, (int)c0, (int)c1);
+}
+
+static void
+wino_part(void *p, int tid, int nt)
+{
+	struct conv_args *a = p;
+	long i0, i1;
+	team_split(wino_count(&a->gj, a->kern), tid, nt, &i0, &i1);
+	if (i1 > i0)
+		a->kern->wino_items(&a->gj, a->wscr + (size_t)tid * a->wscr_n, i0, i1);
+}
 
 static void
 pad_part(void *p, int tid, int nt)
@@ -250,6 +369,12 @@ cpu_conv_fwd(backend *be, const conv_geom *g, const float *x, const float *w,
 {
 	struct conv_args a = {.g = g, .kern = kern_for(batch), .x = x,
 			      .batch = batch};
+	if (winograd(g)) {
+		wino_plan(be, &a, w, 0, g->cout, g->cin, x, b, y, g->h, g->w, relu);
+		team_run(CTX(be)->team, wino_w_part, &a);
+		team_run(CTX(be)->team, wino_part, &a);
+		return;
+	}
 	if (unpadded(g, a.kern)) {
 		a.cj = (cjob){.x = x, .w = w, .bias = b, .y = y, .cin = g->cin,
 			      .hp = g->h, .wp = g->w, .cout = g->cout, .ho = g->ho,
@@ -361,6 +486,8 @@ bwd_prep_part(void *p, int tid, int nt)
 		team_split(g->cin, tid, nt, &c0, &c1);
 		pad_channels(a->x, a->xp, g->h, g->w, g->pad, B, (int)c0, (int)c1);
 	}
+	if (a->wino) /* the input gradient's kernel, transformed */
+		wino_w_part(p, tid, nt);
 }
 
 static void
@@ -375,7 +502,9 @@ dw_part(void *p, int tid, int nt)
 	team_split(n, tid, nt, &i0, &i1);
 	if (i1 > i0)
 		a->kern->dw_items(j, i0, i1);
-	if (a->dx && !a->nph) /* and a share of the input gradient's rows */
+	if (a->dx && a->wino) /* and a share of the input gradient's tiles */
+		wino_part(p, tid, nt);
+	else if (a->dx && !a->nph) /* ... or rows */
 		fwd_part(p, tid, nt);
 	for (int q = 0; q < a->nph; q++) { /* ... of each phase's rows */
 		long r0, r1;
@@ -474,6 +603,9 @@ cpu_conv_bwd(backend *be, const conv_geom *g, const float *x, const float *w,
 			j->hp = dh;
 			j->wp = dw_;
 		}
+	} else if (dx && winograd(g)) {
+		/* the input gradient by Winograd over dy (masked in place) */
+		wino_plan(be, &a, w, 1, g->cin, g->cout, dy, NULL, dx, g->h, g->w, 0);
 	} else if (dx && unpadded(g, a.kern)) {
 		/* the input gradient reads dy (masked in place) unpadded */
 		flip_kernel(g, w, wt);

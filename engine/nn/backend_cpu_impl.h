@@ -19,8 +19,10 @@
 typedef struct cpu_ctx {
 	team *team;
 	int nt;
-	float *buf[3]; /* convolution: padded input, dilated dy, flipped w */
-	size_t buf_cap[3];
+	/* convolution: padded input, dilated dy, flipped w, Winograd's
+	 * transformed kernel and its per-thread scratch */
+	float *buf[5];
+	size_t buf_cap[5];
 	float *seq;    /* attention's backward: T x T per thread */
 	size_t seq_cap;
 } cpu_ctx;

@@ -264,6 +264,196 @@ KN(fwd_rows)(const cjob *j, int oh0, int oh1)
 		KN(fwd_rows_any)(j, oh0, oh1);
 }
 
+/* ---- Winograd's F(2x2, 3x3): a 3x3 kernel at stride 1, padding 1 -------
+ * Each 2x2 block of outputs (a tile) is A^T [sum over ci of U . V] A: V =
+ * B^T d B transforms the tile's 4x4 patch d of one input channel, U = G g
+ * G^T one 3x3 kernel g (wino_weights, once per call), and . multiplies
+ * element by element. For the 16 elements that is 16 small GEMMs over the
+ * input channels: 16 multiplies for a tile and a pair of channels against
+ * the direct sum's 36. The transforms' matrices are Lavin and Gray's
+ * (2016): B^T rows (1 0 -1 0) (0 1 1 0) (0 -1 1 0) (0 1 0 -1), G rows
+ * (1 0 0) (1/2 1/2 1/2) (1/2 -1/2 1/2) (0 0 1), A^T rows (1 1 1 0)
+ * (0 1 -1 -1). A job's items are (tile, group of batch vectors); V for
+ * one item, [16][cin][vectors] (each element's slab padded by a line), is
+ * the calling thread's scratch. */
+
+/* B^T d B of one 4x4 patch, in place */
+static inline __attribute__((always_inline)) KTARGET void
+KN(wino_bt)(KN(vf) d[4][4])
+{
+	KN(vf) t[4][4];
+#pragma GCC unroll 4
+	for (int c = 0; c < 4; c++) {
+		t[0][c] = d[0][c] - d[2][c];
+		t[1][c] = d[1][c] + d[2][c];
+		t[2][c] = d[2][c] - d[1][c];
+		t[3][c] = d[1][c] - d[3][c];
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < 4; r++) {
+		d[r][0] = t[r][0] - t[r][2];
+		d[r][1] = t[r][1] + t[r][2];
+		d[r][2] = t[r][2] - t[r][1];
+		d[r][3] = t[r][1] - t[r][3];
+	}
+}
+
+/* V[e][ci][v] for the tile at (ty, tx), the batch's vectors [v0, v0 + nvb):
+ * the patch's pixels outside the image are the padding's zeros */
+static KTARGET void
+KN(wino_in)(const gjob *j, int ty, int tx, int v0, int nvb, float *V,
+	    size_t vs, size_t es)
+{
+	const int H = j->h, W = j->w, B = j->B;
+	const long rowB = (long)W * B, chB = (long)H * rowB;
+	const int r0 = 2 * ty - 1, c0 = 2 * tx - 1;
+	const int inside = r0 >= 0 && c0 >= 0 && r0 + 4 <= H && c0 + 4 <= W;
+	/* the lines of the next tile's two new columns, fetched while this
+	 * tile is read: a patch's 4 rows of every channel are as many streams,
+	 * more than the prefetchers follow */
+	const int nc = c0 + 4 < W ? SL_MIN(2, W - c0 - 4) : 0;
+	const long pf0 = (long)(c0 + 4) * B + KN(vstart)(v0, B);
+	const long pf1 = (long)(c0 + 4 + nc - 1) * B + KN(vstart)(v0 + nvb - 1, B) + VW;
+	for (int ci = 0; ci < j->cin; ci++) {
+		if (nc > 0)
+			for (int r = SL_MAX(r0, 0); r < SL_MIN(r0 + 4, H); r++)
+				for (long o = pf0; o < pf1; o += 16)
+					__builtin_prefetch(j->x + ci * chB + r * rowB + o);
+		for (int v = 0; v < nvb; v++) {
+			const float *xp = j->x + ci * chB + KN(vstart)(v0 + v, B);
+			KN(vf) d[4][4];
+			if (inside) {
+#pragma GCC unroll 4
+				for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+					for (int c = 0; c < 4; c++)
+						d[r][c] = VLD(xp + (r0 + r) * rowB + (long)(c0 + c) * B);
+			} else {
+				for (int r = 0; r < 4; r++)
+					for (int c = 0; c < 4; c++)
+						d[r][c] = r0 + r >= 0 && r0 + r < H &&
+								  c0 + c >= 0 && c0 + c < W
+							  ? VLD(xp + (r0 + r) * rowB +
+								(long)(c0 + c) * B)
+							  : (KN(vf)){0};
+			}
+			KN(wino_bt)(d);
+			float *vp = V + ci * vs + (size_t)v * VW;
+#pragma GCC unroll 4
+			for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
+				for (int c = 0; c < 4; c++)
+					VST(vp + (size_t)(r * 4 + c) * es, d[r][c]);
+		}
+	}
+}
+
+/* Output channels co..co+cb-1 of the tile's ob vectors: the 16 GEMMs'
+ * sums over the input channels in registers, one element at a time, then
+ * A^T M A, the bias and the activation, stored where inside the output. */
+static inline __attribute__((always_inline)) KTARGET void
+KN(wino_block)(const int cb, const int ob, const gjob *j, const float *V,
+	       size_t vs, size_t es, int co, int ty, int tx, int v0)
+{
+	KN(vf) M[16][CBF][OBF];
+	const size_t us = (size_t)j->cin * j->cout;
+	for (int e = 0; e < 16; e++) {
+		KN(vf) acc[6][8];
+#pragma GCC unroll 6
+		for (int c = 0; c < cb; c++)
+#pragma GCC unroll 8
+			for (int o = 0; o < ob; o++)
+				acc[c][o] = (KN(vf)){0};
+		const float *ue = j->u + e * us + co, *ve = V + e * es;
+		for (int ci = 0; ci < j->cin; ci++, ue += j->cout, ve += vs) {
+			KN(vf) xv[8];
+#pragma GCC unroll 8
+			for (int o = 0; o < ob; o++)
+				xv[o] = VLD(ve + (size_t)o * VW);
+#pragma GCC unroll 6
+			for (int c = 0; c < cb; c++) {
+				const float wv = ue[c];
+#pragma GCC unroll 8
+				for (int o = 0; o < ob; o++)
+					acc[c][o] += xv[o] * wv;
+			}
+		}
+#pragma GCC unroll 6
+		for (int c = 0; c < cb; c++)
+#pragma GCC unroll 8
+			for (int o = 0; o < ob; o++)
+				M[e][c][o] = acc[c][o];
+	}
+	const KN(vf) zero = {0};
+	const int oh = 2 * ty, ow = 2 * tx;
+	const int two_r = oh + 1 < j->h, two_c = ow + 1 < j->w;
+	const size_t chB = (size_t)j->h * j->w * j->B, rowB = (size_t)j->w * j->B;
+	for (int c = 0; c < cb; c++) {
+		const float bv = j->bias ? j->bias[co + c] : 0.0f;
+		for (int o = 0; o < ob; o++) {
+			KN(vf) t[2][4], y[2][2];
+#pragma GCC unroll 4
+			for (int k = 0; k < 4; k++) {
+				t[0][k] = M[k][c][o] + M[4 + k][c][o] + M[8 + k][c][o];
+				t[1][k] = M[4 + k][c][o] - M[8 + k][c][o] - M[12 + k][c][o];
+			}
+#pragma GCC unroll 2
+			for (int i = 0; i < 2; i++) {
+				y[i][0] = t[i][0] + t[i][1] + t[i][2] + bv;
+				y[i][1] = t[i][1] - t[i][2] - t[i][3] + bv;
+				if (j->relu) /* NaN -> 0, as the reference */
+					for (int k = 0; k < 2; k++)
+						y[i][k] = (KN(vf))((KN(vi))y[i][k] &
+								   (KN(vi))(y[i][k] > zero));
+			}
+			float *yp = j->y + (size_t)(co + c) * chB + (size_t)oh * rowB +
+				    (size_t)ow * j->B + KN(vstart)(v0 + o, j->B);
+			VST(yp, y[0][0]);
+			if (two_c)
+				VST(yp + j->B, y[0][1]);
+			if (two_r) {
+				VST(yp + rowB, y[1][0]);
+				if (two_c)
+					VST(yp + rowB + j->B, y[1][1]);
+			}
+		}
+	}
+}
+
+#define KN_WINO_OB(C)                                                         \
+	switch (nvb) {                                                         \
+	case 1: KN(wino_block)(C, 1, j, V, vs, es, co, ty, tx, v0); break;      \
+	case 2: if (OBF >= 2) KN(wino_block)(C, 2, j, V, vs, es, co, ty, tx, v0); break; \
+	case 3: if (OBF >= 3) KN(wino_block)(C, 3, j, V, vs, es, co, ty, tx, v0); break; \
+	default: if (OBF >= 4) KN(wino_block)(C, 4, j, V, vs, es, co, ty, tx, v0); break; \
+	}
+
+/* Items [i0, i1) of wino_count(): V is this thread's scratch */
+static KTARGET void
+KN(wino_items)(const gjob *j, float *V, long i0, long i1)
+{
+	const int nv = (j->B + VW - 1) / VW, chs = even_block(nv, OBF);
+	const int nch = (nv + chs - 1) / chs, cbs = even_block(j->cout, CBF);
+	for (long it = i0; it < i1; it++) {
+		const int t = (int)(it / nch), v0 = (int)(it % nch) * chs;
+		const int ty = t / j->tw, tx = t % j->tw, nvb = SL_MIN(chs, nv - v0);
+		const size_t vs = (size_t)nvb * VW, es = WINO_SLAB(j->cin, vs);
+		KN(wino_in)(j, ty, tx, v0, nvb, V, vs, es);
+		for (int co = 0; co < j->cout; co += cbs) {
+			const int cb = SL_MIN(cbs, j->cout - co);
+			switch (cb) {
+			case 1: KN_WINO_OB(1) break;
+			case 2: if (CBF >= 2) { KN_WINO_OB(2) } break;
+			case 3: if (CBF >= 3) { KN_WINO_OB(3) } break;
+			case 4: if (CBF >= 4) { KN_WINO_OB(4) } break;
+			case 5: if (CBF >= 5) { KN_WINO_OB(5) } break;
+			default: if (CBF >= 6) { KN_WINO_OB(6) } break;
+			}
+		}
+	}
+}
+#undef KN_WINO_OB
+
 /* ---- weight gradient: dw[co][ci][ki][kj] = sum dy . x ------------------ */
 
 /* Taps [ki0, ki0 + kr) x [kj0, kj0 + kn) for channels co..co+cb-1 and
@@ -447,7 +637,7 @@ KN(pool_bwd_tiled)(const conv_geom *g, const float *dy, const int32_t *arg,
 }
 
 static const conv_kern KN(kern) = {VW, OBF, CBW, RBW, KN(fwd_rows), KN(dw_items),
-				    KN(pool_fwd), KN(pool_bwd_tiled)};
+				    KN(wino_items), KN(pool_fwd), KN(pool_bwd_tiled)};
 
 #undef VLD
 #undef VST

@@ -236,16 +236,17 @@ winograd(const conv_geom *g)
 	       g->cout >= 8;
 }
 
-/* u[e][ci][co] = (G g G^T)[e] for co in [c0, c1): g = w[co][ci] of w
+/* u[e][ci][co] = (G g G^T)[e] for ci in [c0, c1): g = w[co][ci] of w
  * [cout][cin][3][3], or (flip) the input gradient's kernel, w[ci][co]
- * turned by 180 degrees, of w [cin][cout][3][3] */
+ * turned by 180 degrees, of w [cin][cout][3][3]. The output channels are
+ * the inner loop, so each of the 16 slabs is written in order. */
 static void
 wino_weights(const float *w, int cout, int cin, int flip, float *u, int c0,
 	     int c1)
 {
 	const size_t es = (size_t)cin * cout;
-	for (int co = c0; co < c1; co++)
-		for (int ci = 0; ci < cin; ci++) {
+	for (int ci = c0; ci < c1; ci++)
+		for (int co = 0; co < cout; co++) {
 			float g[9], t[4][3];
 			const float *src = w + ((flip ? (size_t)ci * cout + co
 						      : (size_t)co * cin + ci) * 9);
@@ -304,7 +305,7 @@ wino_w_part(void *p, int tid, int nt)
 {
 	struct conv_args *a = p;
 	long c0, c1;
-	team_split(a->gj.cout, tid, nt, &c0, &c1);
+	team_split(a->gj.cin, tid, nt, &c0, &c1);
 	wino_weights(a->wsrc, a->gj.cout, a->gj.cin, a->wflip, a->u, (int)c0, (int)c1);
 }
 

@@ -308,6 +308,18 @@ KN(wino_in)(const gjob *j, int ty, int tx, int v0, int nvb, float *V,
 	const long rowB = (long)W * B, chB = (long)H * rowB;
 	const int r0 = 2 * ty - 1, c0 = 2 * tx - 1;
 	const int inside = r0 >= 0 && c0 >= 0 && r0 + 4 <= H && c0 + 4 <= W;
+	/* a patch at the border reads its pixels outside the image from the
+	 * nearest inside and masks them to zero: no branch a pixel */
+	long off[4][4];
+	KN(vi) keep[4][4];
+	if (!inside)
+		for (int r = 0; r < 4; r++)
+			for (int c = 0; c < 4; c++) {
+				const int rr = SL_MIN(SL_MAX(r0 + r, 0), H - 1);
+				const int cc = SL_MIN(SL_MAX(c0 + c, 0), W - 1);
+				off[r][c] = rr * rowB + (long)cc * B;
+				keep[r][c] = (KN(vi)){0} + (rr == r0 + r && cc == c0 + c ? -1 : 0);
+			}
 	/* the lines of the next tile's two new columns, fetched while this
 	 * tile is read: a patch's 4 rows of every channel are as many streams,
 	 * more than the prefetchers follow */
@@ -329,13 +341,12 @@ KN(wino_in)(const gjob *j, int ty, int tx, int v0, int nvb, float *V,
 					for (int c = 0; c < 4; c++)
 						d[r][c] = VLD(xp + (r0 + r) * rowB + (long)(c0 + c) * B);
 			} else {
+#pragma GCC unroll 4
 				for (int r = 0; r < 4; r++)
+#pragma GCC unroll 4
 					for (int c = 0; c < 4; c++)
-						d[r][c] = r0 + r >= 0 && r0 + r < H &&
-								  c0 + c >= 0 && c0 + c < W
-							  ? VLD(xp + (r0 + r) * rowB +
-								(long)(c0 + c) * B)
-							  : (KN(vf)){0};
+						d[r][c] = (KN(vf))((KN(vi))VLD(xp + off[r][c]) &
+								   keep[r][c]);
 			}
 			KN(wino_bt)(d);
 			float *vp = V + ci * vs + (size_t)v * VW;

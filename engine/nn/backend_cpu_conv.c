@@ -2,7 +2,10 @@
  * activations stored [C][H][W][B] (the batch innermost). Convolutions are
  * direct: a vector register holds one pixel of consecutive images, so
  * every tap is one broadcast weight times one vector load, with no im2col
- * and no GEMM. The forward pass and the input gradient share one kernel
+ * and no GEMM. A 3x3 kernel at stride 1 with a padding of 1 and 8
+ * channels or more runs by Winograd's F(2x2, 3x3) instead (forward and
+ * input gradient; the same layout, a tile's images in the vector's lanes).
+ * The forward pass and the input gradient share one kernel
  * (the input gradient is the forward over the zero-padded, dilated output
  * gradient with the kernel flipped); the weight gradient has its own. Each
  * is compiled per ISA level with its own register blocking (conv_kern.h)

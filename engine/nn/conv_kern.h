@@ -1,10 +1,12 @@
-/* conv_kern.h - the direct convolution kernels on [C][H][W][B], written
+/* conv_kern.h - the convolution kernels on [C][H][W][B] (direct, and
+ * Winograd's F(2x2, 3x3) for the 3x3 stride-1 layers), written
  * once and compiled once per ISA level: backend_cpu_conv.c includes this
  * file several times, each time with
  *   KN(name)  the name with the level's suffix,
  *   VW        floats per vector (16 AVX-512, 8 AVX2, 4 SSE, 1 scalar),
  *   KTARGET   the level's target attribute (empty for the baseline),
- *   CBF, OBF  the forward's register block: output channels x columns,
+ *   CBF, OBF  the forward's register block: output channels x columns
+ *             (Winograd's GEMMs: output channels x vectors of images),
  *   CBW, RBW, KNW  the weight gradient's block: output channels x rows
  *             of taps x columns of taps.
  * The blocks are sized to the level's register file (32 vector registers

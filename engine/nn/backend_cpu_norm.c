@@ -5,7 +5,8 @@
  * channel's statistics are sums in double over eight interleaved lanes
  * (lane j takes the indices = j mod 8, the lanes then added in order), which
  * the vectorizer turns into vector adds without reassociating anything;
- * the elementwise parts run in float. Results differ from ref's (one
+ * the elementwise parts run in float. The variance is summed in the mean's
+ * pass, about the channel's first value. Results differ from ref's (one
  * double chain per sum) in the last bits only. Pooling and the shortcut
  * share ref's host loops (the same bits). */
 #include <math.h>
@@ -15,40 +16,35 @@
 
 #define LANES 8
 
-/* the sum of x[0, n), in double over LANES lanes */
-static inline double
-lane_sum(const float *x, size_t n)
+/* The mean and the (biased) variance of x[0, n) in one pass: sums in
+ * double over LANES lanes of d = x - x[0] and of d^2. Shifted by a value
+ * of the data, the second sum does not cancel the way a raw sum of
+ * squares does when the mean is large against the spread (test_parity's
+ * last batch-norm shape, a mean 10^6 times its spread, fails unshifted). */
+static inline void
+lane_moments(const float *x, size_t n, double *mean, double *var)
 {
-	double acc[LANES] = {0}, s = 0.0;
-	size_t i = 0;
-	for (; i + LANES <= n; i += LANES)
-		for (int j = 0; j < LANES; j++)
-			acc[j] += (double)x[i + j];
-	for (int j = 0; j < LANES; j++)
-		s += acc[j];
-	for (; i < n; i++)
-		s += (double)x[i];
-	return s;
-}
-
-/* the sum of (x - m)^2 over x[0, n), likewise */
-static inline double
-lane_sqdev(const float *x, size_t n, double m)
-{
-	double acc[LANES] = {0}, s = 0.0;
+	double a1[LANES] = {0}, a2[LANES] = {0}, s1 = 0.0, s2 = 0.0;
+	const double k = (double)x[0];
 	size_t i = 0;
 	for (; i + LANES <= n; i += LANES)
 		for (int j = 0; j < LANES; j++) {
-			const double d = (double)x[i + j] - m;
-			acc[j] += d * d;
+			const double d = (double)x[i + j] - k;
+			a1[j] += d;
+			a2[j] += d * d;
 		}
-	for (int j = 0; j < LANES; j++)
-		s += acc[j];
-	for (; i < n; i++) {
-		const double d = (double)x[i] - m;
-		s += d * d;
+	for (int j = 0; j < LANES; j++) {
+		s1 += a1[j];
+		s2 += a2[j];
 	}
-	return s;
+	for (; i < n; i++) {
+		const double d = (double)x[i] - k;
+		s1 += d;
+		s2 += d * d;
+	}
+	const double m1 = s1 / (double)n;
+	*mean = k + m1;
+	*var = SL_MAX(0.0, s2 / (double)n - m1 * m1);
 }
 
 struct bn_args {
@@ -71,8 +67,8 @@ bn_fwd_part(void *arg, int tid, int nt)
 		float *yc = a->yout + (size_t)ch * n;
 		float mu, r;
 		if (a->training) {
-			const double m = lane_sum(xc, n) / (double)n;
-			const double var = lane_sqdev(xc, n, m) / (double)n;
+			double m, var;
+			lane_moments(xc, n, &m, &var);
 			const double mo = (double)a->momentum;
 			const double unb = n > 1 ? var * (double)n / (double)(n - 1) : var;
 			mu = (float)m;

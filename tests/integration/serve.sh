@@ -75,6 +75,10 @@ expect_grep 'rule_params.compress_ratio: must be in \(0, 1\], got 0' "... named"
 expect_http "PATCH compress topk with ef" 202 PATCH /api/v1/run \
 	'{"rule_params": {"compress": "topk", "compress_ratio": 0.01, "ef": true}}'
 wait_api 30 /api/v1/status 'd["config"]["rule_params"]["compress"] == "topk" and d["workers"][0]["iterations"] > 0'
+# a push the worker was computing when the change came goes out whole (the
+# change takes effect at its next step): count from one push later
+ic=$(json 'd["workers"][0]["iterations"]')
+wait_api 30 /api/v1/status "d['workers'][0]['iterations'] > $ic + 1"
 b0=$(json 'd["workers"][0]["bytes_sent"], d["workers"][0]["iterations"], d["model_summary"]["params"]')
 wait_api 30 /api/v1/status "d['workers'][0]['iterations'] > $(echo "$b0" | cut -d' ' -f2) + 5"
 b1=$(json 'd["workers"][0]["bytes_sent"], d["workers"][0]["iterations"]')
